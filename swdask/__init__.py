@@ -1,0 +1,31 @@
+"""swdask: exact Smith-Waterman local alignment inside dataframe pipelines.
+
+Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFrames::
+
+    import swdask
+    hits = series.sw.align("MKTAYIAKQR", matrix="BLOSUM62", gap_open=11, gap_extend=1)
+    frame = frame.sw.align(query, column="sequence")        # adds the result columns
+    pairs = frame.sw.align_pairs(query="read", target="contig")
+    ddf = swdask.read_fasta("db.fasta.gz")                   # Dask: id, description, sequence
+
+Conventions, everywhere: a gap of length k scores ``-(gap_open + (k - 1) * gap_extend)``;
+positions are 0-based and end-exclusive (``target[target_start:target_end]`` is the aligned
+segment); nulls in give nulls out; the output keeps the input's rows, index and order.
+"""
+from ._api import align, align_pairs
+from ._scoring import Scoring, ScoringError, make_scoring
+from ._sequences import SequenceError
+from . import _accessor  # noqa: F401  (registers the pandas accessor)
+from . import _dask  # noqa: F401  (registers the Dask accessor)
+from ._fasta import read_fasta
+
+__all__ = [
+    "align",
+    "align_pairs",
+    "make_scoring",
+    "read_fasta",
+    "Scoring",
+    "ScoringError",
+    "SequenceError",
+]
+__version__ = "0.1.0"

@@ -1,0 +1,193 @@
+"""Scoring schemes: a substitution matrix over an alphabet plus affine gap costs.
+
+Named matrices and NCBI-format matrix files are read with Biopython's
+``Bio.Align.substitution_matrices``: it ships the standard tables (BLOSUM, PAM, ...) and a
+parser for the NCBI text format, is well kept, and is also our exact reference in tests,
+so there is no reason to keep a second copy of those tables here.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+# Codes are bytes; 255 marks "not in the alphabet" in the lookup table.
+UNKNOWN_CODE = 255
+#: The GPU kernels keep one 32-entry profile row per residue code.
+MAX_ALPHABET = 32
+
+_DNA_ALPHABET = "ACGTN"
+
+
+class ScoringError(ValueError):
+    """A scoring parameter is invalid; the message names the parameter."""
+
+
+def _check_gap(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise ScoringError(
+                f"{name} must be a non-negative integer (a cost, e.g. {name}=11), got {value!r}"
+            )
+    value = int(value)
+    if value < 0:
+        raise ScoringError(
+            f"{name} must be a non-negative cost (a gap of length k scores "
+            f"-(gap_open + (k-1)*gap_extend)); got {value}. Pass the cost as a positive number."
+        )
+    return value
+
+
+@dataclass(frozen=True, eq=False)
+class Scoring:
+    """An affine-gap scoring scheme for local alignment.
+
+    A gap of length ``k`` scores ``-(gap_open + (k - 1) * gap_extend)``; substitutions score
+    ``matrix[code(a), code(b)]``. Residues are read case-insensitively.
+
+    Attributes:
+        name: the matrix name (``"BLOSUM62"``), ``"match/mismatch"`` for DNA, or the file path.
+        alphabet: the letters of the matrix, in code order (code ``k`` is ``alphabet[k]``).
+        matrix: ``int32`` array of shape ``(len(alphabet), len(alphabet))``.
+        gap_open, gap_extend: non-negative integer costs (see the formula above).
+        unknown: the letter that residues outside the alphabet map to (``"X"`` for protein
+            matrices that have it, ``"N"`` for DNA), or ``None`` if unknown residues raise.
+        lookup: ``uint8[256]`` table from an ASCII byte to its code, ``255`` where unknown.
+    """
+
+    name: str
+    alphabet: str
+    matrix: np.ndarray
+    gap_open: int
+    gap_extend: int
+    unknown: str | None
+    lookup: np.ndarray = field(repr=False)
+
+    @property
+    def max_score(self) -> int:
+        """The largest substitution score: bounds a local score by ``max_score * min(m, n)``."""
+        return int(self.matrix.max())
+
+    @property
+    def unknown_code(self) -> int:
+        return UNKNOWN_CODE if self.unknown is None else self.alphabet.index(self.unknown)
+
+    def encode(self, text: str) -> np.ndarray:
+        """Encode one sequence (a ``str``) to ``uint8`` codes, applying the unknown-residue rule."""
+        from ._sequences import encode_bytes
+
+        return encode_bytes(text.encode("ascii", errors="replace"), self, what="query")
+
+    def cache_key(self) -> tuple:
+        return (self.alphabet, self.matrix.tobytes(), self.gap_open, self.gap_extend, self.unknown)
+
+
+def _lookup_table(alphabet: str, unknown: str | None) -> np.ndarray:
+    table = np.full(256, UNKNOWN_CODE, dtype=np.uint8)
+    for code, letter in enumerate(alphabet):
+        table[ord(letter.upper())] = code
+        table[ord(letter.lower())] = code
+    if alphabet == _DNA_ALPHABET:  # RNA reads as DNA
+        table[ord("U")] = table[ord("u")] = alphabet.index("T")
+    if unknown is not None:
+        unknown_code = alphabet.index(unknown)
+        # every printable ASCII letter-like byte outside the alphabet maps to the unknown letter;
+        # control bytes and non-ASCII bytes stay invalid (they are never residues).
+        for byte in range(33, 127):
+            if table[byte] == UNKNOWN_CODE:
+                table[byte] = unknown_code
+    return table
+
+
+@lru_cache(maxsize=64)
+def _load_named(name: str):
+    from Bio.Align import substitution_matrices
+
+    if os.path.exists(name):
+        return substitution_matrices.read(name)
+    known = {n.upper(): n for n in substitution_matrices.load()}
+    if name.upper() not in known:
+        raise ScoringError(
+            f"matrix={name!r} is neither a known matrix name nor an existing file; known names: "
+            f"{', '.join(sorted(known.values()))}, or pass the path of an NCBI-format matrix file"
+        )
+    return substitution_matrices.load(known[name.upper()])
+
+
+def make_scoring(
+    matrix: str | None = "BLOSUM62",
+    *,
+    gap_open=11,
+    gap_extend=1,
+    match=None,
+    mismatch=None,
+    on_unknown: str = "substitute",
+) -> Scoring:
+    """Build (and cache) a :class:`Scoring` from the user-facing keyword arguments.
+
+    ``matrix`` is a name known to Biopython (BLOSUM45/50/62/80/90, PAM30/70/250, ...) or the
+    path of an NCBI-format file; ``matrix=None`` means DNA scored by ``match``/``mismatch``
+    over ``ACGTN`` (``N`` scores ``mismatch`` against everything, itself included; ``U`` reads
+    as ``T``). ``on_unknown`` is ``"substitute"`` (a residue outside the alphabet reads as
+    ``X`` for protein, ``N`` for DNA) or ``"raise"``.
+    """
+    if isinstance(matrix, Scoring):
+        return matrix
+    return _make_scoring_cached(
+        matrix, _check_gap("gap_open", gap_open), _check_gap("gap_extend", gap_extend),
+        match, mismatch, on_unknown,
+    )
+
+
+@lru_cache(maxsize=64)
+def _make_scoring_cached(matrix, gap_open, gap_extend, match, mismatch, on_unknown) -> Scoring:
+    if on_unknown not in ("substitute", "raise"):
+        raise ScoringError(f"on_unknown must be 'substitute' or 'raise', got {on_unknown!r}")
+    if matrix is None:
+        if match is None or mismatch is None:
+            raise ScoringError(
+                "matrix=None (DNA) needs both match= and mismatch=, e.g. match=3, mismatch=-3"
+            )
+        for pname, value in (("match", match), ("mismatch", mismatch)):
+            if isinstance(value, bool) or not float(value).is_integer():
+                raise ScoringError(f"{pname} must be an integer score, got {value!r}")
+        match, mismatch = int(match), int(mismatch)
+        if match <= 0:
+            raise ScoringError(f"match must be a positive score, got {match}")
+        alphabet = _DNA_ALPHABET
+        table = np.full((5, 5), mismatch, dtype=np.int32)
+        np.fill_diagonal(table[:4, :4], match)
+        name = "match/mismatch"
+        unknown_letter = "N"
+    else:
+        if match is not None or mismatch is not None:
+            raise ScoringError(
+                "match=/mismatch= are for DNA scoring: pass matrix=None with them, "
+                f"or drop them to use matrix={matrix!r}"
+            )
+        if not isinstance(matrix, str):
+            raise ScoringError(f"matrix must be a name, a file path or None, got {matrix!r}")
+        loaded = _load_named(matrix)
+        alphabet = "".join(loaded.alphabet)
+        values = np.asarray(loaded, dtype=np.float64)
+        if values.ndim != 2 or not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
+            raise ScoringError(f"matrix={matrix!r} must be a square table of integer scores")
+        if len(alphabet) > MAX_ALPHABET:
+            raise ScoringError(f"matrix={matrix!r} has {len(alphabet)} letters; at most {MAX_ALPHABET} are supported")
+        table = values.astype(np.int32)
+        name = matrix.upper() if not os.path.exists(matrix) else matrix
+        unknown_letter = "X" if "X" in alphabet else None
+        if on_unknown == "substitute" and unknown_letter is None:
+            raise ScoringError(
+                f"matrix={matrix!r} has no 'X' to substitute unknown residues with; "
+                "pass on_unknown='raise'"
+            )
+    unknown = unknown_letter if on_unknown == "substitute" else None
+    table.setflags(write=False)
+    lookup = _lookup_table(alphabet, unknown)
+    lookup.setflags(write=False)
+    return Scoring(name, alphabet, table, gap_open, gap_extend, unknown, lookup)
