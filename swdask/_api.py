@@ -13,27 +13,29 @@ from ._sequences import encode, encode_bytes
 _BACKENDS = ("auto", "cpu", "gpu")
 
 SCORING_DOC = """
-    matrix: substitution matrix name (BLOSUM45/50/62/80/90, PAM30/70/250, any name Biopython
-        knows), the path of an NCBI-format matrix file, or ``None`` for DNA scored by
-        ``match``/``mismatch`` over ACGTN (N scores ``mismatch`` against all; U reads as T).
-    gap_open, gap_extend: non-negative integer costs; a gap of length k scores
-        ``-(gap_open + (k - 1) * gap_extend)``.
-    match, mismatch: DNA scores, with ``matrix=None``.
-    on_unknown: ``"substitute"`` (a letter outside the alphabet reads as X for protein, N for
-        DNA) or ``"raise"``. Whitespace, control and non-ASCII characters always raise.
-    positions: ``True`` for start and end positions, ``"end"`` for ends only, ``False`` for
-        the score only.
-    backend: ``"auto"`` (where the data lives), ``"cpu"`` or ``"gpu"``.
+        matrix: substitution matrix name (BLOSUM45/50/62/80/90, PAM30/70/250, any name Biopython
+            knows), the path of an NCBI-format matrix file, or ``None`` for DNA scored by
+            ``match``/``mismatch`` over ACGTN (N scores ``mismatch`` against all; U reads as T).
+        gap_open, gap_extend: non-negative integer costs, ``gap_extend <= gap_open``; a gap of
+            length k scores ``-(gap_open + (k - 1) * gap_extend)``.
+        match, mismatch: DNA scores, with ``matrix=None``.
+        on_unknown: ``"substitute"`` (a letter outside the alphabet reads as X for protein, N for
+            DNA) or ``"raise"``. Other characters (whitespace, digits, ``-``, ``.``, control and
+            non-ASCII characters) always raise.
+        positions: ``True`` for start and end positions, ``"end"`` for ends only, ``False`` for
+            the score only.
+        backend: ``"auto"`` (where the data lives), ``"cpu"`` or ``"gpu"``.
 """
 
 RESULT_DOC = """
-    Returns columns ``score``, ``query_start``, ``query_end``, ``target_start``, ``target_end``
-    (nullable integers). Positions are 0-based and end-exclusive: ``query[query_start:query_end]``
-    and ``target[target_start:target_end]`` are the aligned segments, whose global alignment
-    under the same scoring scores exactly ``score``. The end is the best-scoring cell with the
-    smallest target end, then the smallest query end; the start is the one closest to that end
-    (largest target start, then largest query start). Null sequences give nulls; empty ones
-    score 0; positions are null where the score is 0.
+    Returns:
+        A DataFrame of columns ``score``, ``query_start``, ``query_end``, ``target_start``, ``target_end``
+        (nullable integers). Positions are 0-based and end-exclusive: ``query[query_start:query_end]``
+        and ``target[target_start:target_end]`` are the aligned segments, whose global alignment
+        under the same scoring scores exactly ``score``. The end is the best-scoring cell with the
+        smallest target end, then the smallest query end; the start is the one closest to that end
+        (largest target start, then largest query start). Null sequences give nulls; empty ones
+        score 0; positions are null where the score is 0.
 """
 
 
@@ -76,12 +78,14 @@ def resolve_backend(backend: str, on_device: bool) -> str:
 
 def document(func):
     """Fill the shared ``{scoring}``/``{result}`` sections into a docstring."""
-    func.__doc__ = func.__doc__.format(scoring=SCORING_DOC.strip("\n"), result=RESULT_DOC)
+    func.__doc__ = func.__doc__.format(scoring=SCORING_DOC.strip("\n"), result=RESULT_DOC.strip("\n"))
     return func
 
 
 def _index_of(values):
-    return getattr(values, "index", None)
+    # a Series' (pandas or cuDF) index labels rows; a list's ``.index`` is a method
+    index = getattr(values, "index", None)
+    return None if callable(index) else index
 
 
 @document
@@ -92,8 +96,10 @@ def align(query, targets, *, matrix="BLOSUM62", gap_open=11, gap_extend=1, match
     Args:
         query: the query sequence (``str``).
         targets: a pandas Series, list, numpy or Arrow array of sequence strings (or nulls).
-    {scoring}{result}
-    The result is a pandas DataFrame with the index of ``targets`` (a RangeIndex otherwise).
+{scoring}
+
+{result}
+        The result is a pandas DataFrame with the index of ``targets`` (a RangeIndex otherwise).
     """
     scoring = make_scoring(matrix, gap_open=gap_open, gap_extend=gap_extend, match=match,
                            mismatch=mismatch, on_unknown=on_unknown)
@@ -116,8 +122,13 @@ def align_pairs(queries, targets, *, matrix="BLOSUM62", gap_open=11, gap_extend=
     """Align row by row: ``queries[r]`` against ``targets[r]`` (Smith-Waterman, affine gaps).
 
     Args:
-        queries, targets: equally long pandas Series, lists or Arrow arrays of sequences.
-    {scoring}{result}"""
+        queries, targets: equally long pandas Series, lists or Arrow arrays of sequences,
+            paired by position (not by index label); the result takes the index of
+            ``targets`` (of ``queries`` if ``targets`` has none).
+{scoring}
+
+{result}
+    """
     scoring = make_scoring(matrix, gap_open=gap_open, gap_extend=gap_extend, match=match,
                            mismatch=mismatch, on_unknown=on_unknown)
     return align_pairs_scored(queries, targets, scoring, positions=positions, backend=backend)

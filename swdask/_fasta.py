@@ -1,5 +1,459 @@
-"""Placeholder replaced by the FASTA reader."""
+"""Read FASTA files into a Dask DataFrame with columns ``id``, ``description``, ``sequence``.
+
+How it is split:
+
+* A plain file is cut into byte ranges of about ``blocksize``. A record belongs to the block
+  that holds its ``>`` (a ``>`` at the start of a line). Each partition reads from the first
+  header of its block to the first header of the next non-empty block, so a record is neither
+  lost nor read twice at a boundary, and a block with no header in it (inside a record longer
+  than ``blocksize``) adds nothing.
+* A compressed file (``.gz``, ``.bz2``, ``.xz``, ... inferred from the name) cannot be entered
+  in the middle, so it is one partition, read as one stream.
+
+The index is the global 0-based record number: records are numbered in file order, files in
+the order given (a glob expands sorted). It is the same whatever the blocksize, equals the
+position of the record in a whole-file parse, and lets ``divisions`` be known. To know where
+each partition starts counting, :func:`read_fasta` scans the files once when it is called
+(counting ``"\\n>"`` and newlines, at memory speed for plain files; a compressed file is
+decompressed for that count, which costs about as much as the parse itself). The same scan gives
+each partition its first line number, so every error names the file and the exact line.
+
+Parsing a block is vectorised with numpy and pyarrow (no Python loop over records or lines)
+and produces the Arrow string buffers directly. We looked at Biopython's ``SimpleFastaParser``
+(a Python loop over text lines; it silently skips text before the first header and reports
+no line numbers; on DB.fasta of mmseqs2-examples, 11 MB, it took 51 ms with the header split
+against 25 ms here, measured on the 2-core dev machine) and at
+``dask.bytes.read_bytes(delimiter=b"\\n>")`` (its blocks start *after* the delimiter, so the
+``>`` is cut off, and it cannot tell a partition its line or record number); neither fits.
+fsspec (already a Dask dependency) opens files, expands globs and decompresses.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+#: How much of a file the planning scan reads at a time (also the read size for streams).
+_SCAN_CHUNK = 16 * 2**20
+
+_NEWLINE, _CR, _GT = 10, 13, 62
+
+# Bytes that never belong in a FASTA file: C0 control bytes other than tab, newline and
+# carriage return, and DEL. A NUL usually means a binary (or still-compressed) file.
+_FORBIDDEN = np.zeros(256, dtype=bool)
+_FORBIDDEN[[b for b in range(32) if b not in (9, 10, 13)]] = True
+_FORBIDDEN[127] = True
+
+COLUMNS = ("id", "description", "sequence")
+_STRING = pd.StringDtype("pyarrow")
 
 
-def read_fasta(path, blocksize="64MB"):
-    raise NotImplementedError
+class FastaError(ValueError):
+    """A FASTA file is malformed; the message names the file and the 1-based line number."""
+
+
+def _error(path, line, problem, fix=None) -> FastaError:
+    message = f"{path}, line {line}: {problem}"
+    if fix:
+        message += f"; {fix}"
+    return FastaError(message)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One partition: a byte range of one file (``stop=None``: to the end of the file)."""
+
+    path: str
+    compression: str | None
+    start: int          # byte offset (in the decompressed stream) where the partition begins
+    stop: int | None
+    first_line: int     # 1-based line number of byte ``start``
+    first_record: int   # global record number of the partition's first record
+    n_records: int
+    file_size: int      # size seen while planning (compressed size for compressed files)
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing one block of bytes
+# --------------------------------------------------------------------------------------------
+
+def _line_of(newlines: np.ndarray, position: int, first_line: int) -> int:
+    return first_line + int(np.searchsorted(newlines, position))
+
+
+def _describe_byte(byte: int) -> str:
+    if byte == 0:
+        return "a NUL byte (binary data)"
+    return f"control byte 0x{byte:02x}"
+
+
+def parse_block(data: bytes, path: str = "<bytes>", first_line: int = 1) -> pa.Table:
+    """Parse FASTA text into a pyarrow Table of ``large_string`` columns id, description, sequence.
+
+    ``data`` must start at a line start; text before the first header may only be blank.
+    Sequence lines are joined with all whitespace removed; letters keep their case and any
+    other printable ASCII (``*``, ``-``, digits) is kept as is, for the aligner to judge.
+    Raises :class:`FastaError` naming ``path`` and the line (counted from ``first_line``).
+    """
+    arr = np.frombuffer(data, dtype=np.uint8)
+    n = arr.size
+    newlines = np.flatnonzero(arr == _NEWLINE)
+    _check_bytes(arr, newlines, path, first_line)
+
+    line_starts = np.concatenate(([0], newlines + 1))
+    if line_starts[-1] == n:  # the text ends with a newline: no line after it
+        line_starts = line_starts[:-1]
+    line_ends = np.concatenate((newlines, [n]))[: line_starts.size]  # excluding the newline
+    is_header = np.zeros(line_starts.size, dtype=bool)
+    non_empty = line_starts < line_ends
+    is_header[non_empty] = arr[line_starts[non_empty]] == _GT
+    header_lines = np.flatnonzero(is_header)
+
+    # every byte of a header line, its newline included, is not sequence
+    line_spans = np.diff(np.concatenate((line_starts, [n])))
+    in_header_line = np.repeat(is_header, line_spans)
+    keep = (arr > 32) & ~in_header_line  # sequence residues: no blanks, no header text
+
+    first_header = int(line_starts[header_lines[0]]) if header_lines.size else n
+    if keep[:first_header].any():
+        where = int(np.argmax(keep))
+        raise _error(path, _line_of(newlines, where, first_line),
+                     "sequence data before the first '>' header",
+                     "every record must start with a '>' header line")
+    if not header_lines.size:
+        return _table(*(pa.array([], pa.large_string()) for _ in COLUMNS))
+
+    residues = arr[keep]
+    if residues.size and residues.max() >= 128:
+        where = int(np.flatnonzero(keep & (arr >= 128))[0])
+        raise _error(path, _line_of(newlines, where, first_line),
+                     f"non-ASCII byte 0x{arr[where]:02x} in sequence data",
+                     "sequence lines may hold only ASCII residue letters")
+    lengths = _sequence_lengths(arr, line_starts, line_ends, is_header, header_lines,
+                                in_header_line)
+    if lengths.sum() != residues.size:  # pragma: no cover - a bug, not bad input
+        raise AssertionError("FASTA parser: residue count mismatch")
+    sequences = _strings(lengths, residues)
+
+    # header lines as strings (">text", maybe "\r", newline), the '>' cut off, blanks trimmed
+    raw_headers = _strings(line_spans[header_lines], arr[in_header_line])
+    try:
+        raw_headers.validate(full=True)
+    except pa.ArrowInvalid:
+        _raise_utf8_error(raw_headers, header_lines, path, first_line)
+    titles = pc.utf8_trim_whitespace(pc.utf8_slice_codeunits(raw_headers, 1))
+    # id = first word, description = the rest; str.split(None, 1) as Biopython does it
+    words = pc.utf8_split_whitespace(titles, max_splits=1)
+    flat = pc.list_flatten(words)
+    first_word = words.offsets.to_numpy()[:-1]
+    has_rest = pc.list_value_length(words).to_numpy() > 1
+    ids = flat.take(pa.array(first_word))
+    empty = pc.equal(pc.binary_length(ids), 0).to_numpy(zero_copy_only=False)
+    if empty.any():
+        k = int(np.argmax(empty))
+        raise _error(path, first_line + int(header_lines[k]), "header '>' without an id",
+                     "give every record an id right after '>', e.g. '>seq1 description'")
+    rest = pa.array(first_word + 1, mask=~has_rest)
+    descriptions = pc.fill_null(flat.take(rest), "")
+    return _table(ids, descriptions, sequences)
+
+
+def _check_bytes(arr: np.ndarray, newlines: np.ndarray, path: str, first_line: int) -> None:
+    """Refuse control bytes (NUL, ...) and carriage returns that do not end a line."""
+    low = arr[arr < 32]  # few besides newlines: checking those alone is cheap
+    if _FORBIDDEN[low].any() or (arr == 127).any():
+        where = int(np.argmax(_FORBIDDEN[arr]))
+        column = where - _line_start(newlines, where) + 1
+        raise _error(path, _line_of(newlines, where, first_line),
+                     f"{_describe_byte(int(arr[where]))} at column {column}",
+                     "a FASTA file must be text; remove the binary data")
+    if (low == _CR).any():
+        carriage = np.flatnonzero(arr == _CR)
+        following = carriage + 1
+        bare = following < arr.size
+        bare[bare] = arr[following[bare]] != _NEWLINE
+        if bare.any():
+            where = int(carriage[np.argmax(bare)])
+            raise _error(path, _line_of(newlines, where, first_line),
+                         "carriage return not followed by a newline (old Mac line endings)",
+                         "convert the file to \\n or \\r\\n line endings")
+
+
+def _sequence_lengths(arr, line_starts, line_ends, is_header, header_lines, in_header_line):
+    """Residues per record, counted per line (lines are far fewer than bytes): a sequence
+    line's length less its final "\\r" and any blanks inside it."""
+    per_line = line_ends - line_starts
+    ends_with_cr = per_line > 0
+    ends_with_cr[ends_with_cr] = arr[line_ends[ends_with_cr] - 1] == _CR
+    per_line -= ends_with_cr
+    blanks = np.flatnonzero(((arr == 32) | (arr == 9)) & ~in_header_line)
+    if blanks.size:  # rare: spaces or tabs inside sequence lines
+        lines = np.searchsorted(line_starts, blanks, side="right") - 1
+        per_line -= np.bincount(lines, minlength=per_line.size)
+    per_line[is_header] = 0
+    return np.add.reduceat(per_line, header_lines).astype(np.int64)
+
+
+def _raise_utf8_error(raw_headers, header_lines, path, first_line):
+    for k, raw in enumerate(raw_headers.cast(pa.large_binary()).to_pylist()):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise _error(path, first_line + int(header_lines[k]),
+                         f"header is not valid UTF-8 ({exc.reason} at column {exc.start + 1})",
+                         "save the file as UTF-8 (or ASCII)") from None
+    raise AssertionError("FASTA parser: invalid header not found")  # pragma: no cover
+
+
+def _line_start(newlines: np.ndarray, position: int) -> int:
+    k = int(np.searchsorted(newlines, position))
+    return 0 if k == 0 else int(newlines[k - 1]) + 1
+
+
+def _strings(lengths: np.ndarray, data: np.ndarray) -> pa.LargeStringArray:
+    """An Arrow ``large_string`` array over ``data`` cut at ``lengths`` (no copy of the text)."""
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.LargeStringArray.from_buffers(
+        lengths.size, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))
+    )
+
+
+def _table(ids, descriptions, sequences) -> pa.Table:
+    return pa.table({"id": ids, "description": descriptions, "sequence": sequences})
+
+
+def _to_pandas(table: pa.Table, first_record: int) -> pd.DataFrame:
+    index = pd.RangeIndex(first_record, first_record + table.num_rows)
+    # pyarrow-backed strings wrap the Arrow buffers without copying. The NA-semantics
+    # "string[pyarrow]" flavour is the one Dask converts every string column to, so its
+    # conversion step finds nothing to change (pandas' default "str" would be converted).
+    return pd.DataFrame({name: pd.Series(table.column(name), dtype=_STRING, index=index)
+                         for name in COLUMNS}, index=index)
+
+
+def _meta() -> pd.DataFrame:
+    return _to_pandas(_table(*(pa.array([], pa.large_string()) for _ in COLUMNS)), 0)
+
+
+# --------------------------------------------------------------------------------------------
+# Planning: one scan per file for partition starts, record counts and line numbers
+# --------------------------------------------------------------------------------------------
+
+def _open(fs, path: str, compression: str | None):
+    from fsspec.compression import compr
+
+    raw = fs.open(path, "rb")
+    return raw if compression is None else compr[compression](raw, mode="rb")
+
+
+class _Scan:
+    """Streams a file once; for each block of ``blocksize`` bytes keeps its first header's
+    offset and line and its number of headers (a header: a '>' at a line start)."""
+
+    def __init__(self, path: str, blocksize: int):
+        self.path = path
+        self.blocksize = blocksize
+        self.blocks: dict[int, list[int]] = {}  # block -> [first header offset, line, count]
+        self.offset = 0          # bytes seen so far
+        self.lines_before = 0    # newlines seen so far
+        self.previous = _NEWLINE  # the byte before the current chunk (a file starts a line)
+        self.seen_header = False
+
+    def feed(self, chunk: bytes) -> None:
+        arr = np.frombuffer(chunk, dtype=np.uint8)
+        if not arr.size:
+            return
+        at_line_start = np.empty(arr.size, dtype=bool)
+        at_line_start[0] = self.previous == _NEWLINE
+        np.equal(arr[:-1], _NEWLINE, out=at_line_start[1:])
+        headers = np.flatnonzero(at_line_start & (arr == _GT))
+        if not self.seen_header:
+            self._check_preamble(chunk, int(headers[0]) if headers.size else arr.size)
+        if headers.size:
+            self.seen_header = True
+            blocks = (headers + self.offset) // self.blocksize
+            block_ids, first, counts = np.unique(blocks, return_index=True, return_counts=True)
+            counted, lines = 0, self.lines_before
+            for block, k, count in zip(block_ids.tolist(), first.tolist(), counts.tolist()):
+                position = int(headers[k])
+                lines += chunk.count(b"\n", counted, position)
+                counted = position
+                entry = self.blocks.get(block)
+                if entry is None:
+                    self.blocks[block] = [self.offset + position, lines + 1, count]
+                else:
+                    entry[2] += count
+        self.lines_before += chunk.count(b"\n")
+        self.offset += arr.size
+        self.previous = int(arr[-1])
+
+    def _check_preamble(self, chunk: bytes, end: int) -> None:
+        """Before the first header only blank lines are allowed."""
+        leading = chunk[:end]
+        stripped = leading.lstrip(b" \t\r\n")
+        if stripped:
+            where = len(leading) - len(stripped)
+            line = self.lines_before + leading.count(b"\n", 0, where) + 1
+            byte = stripped[0]
+            if _FORBIDDEN[byte] or byte >= 128:
+                raise _error(self.path, line,
+                             f"binary data (byte 0x{byte:02x}) where a '>' header was expected",
+                             "is the file compressed? name it with its .gz/.bz2/.xz suffix")
+            raise _error(self.path, line, "sequence data before the first '>' header",
+                         "every record must start with a '>' header line")
+
+
+def _plan_file(fs, path: str, compression: str | None, blocksize: int | None,
+               first_record: int) -> list[_Part]:
+    size = int(fs.size(path))
+    whole = compression is not None or blocksize is None
+    scan = _Scan(path, 2**62 if whole else blocksize)
+    chunk_size = _SCAN_CHUNK if whole else max(1, _SCAN_CHUNK // blocksize) * blocksize
+    with _open(fs, path, compression) as stream:
+        while True:
+            chunk = stream.read(chunk_size)
+            if not chunk:
+                break
+            scan.feed(chunk)
+    entries = [scan.blocks[b] for b in sorted(scan.blocks)]
+    parts = []
+    for k, (start, line, count) in enumerate(entries):
+        if k == 0:  # the first partition also takes the blank lines before the first header
+            start, line = 0, 1
+        stop = entries[k + 1][0] if k + 1 < len(entries) else None
+        parts.append(_Part(path, compression, start, stop, line, first_record, count, size))
+        first_record += count
+    return parts
+
+
+def _read_part(part: _Part, fs) -> pd.DataFrame:
+    size = int(fs.size(part.path))
+    if size != part.file_size:
+        raise FastaError(
+            f"{part.path} changed size ({part.file_size} -> {size} bytes) after read_fasta "
+            "planned its partitions; call read_fasta again"
+        )
+    with _open(fs, part.path, part.compression) as stream:
+        if part.compression is None:
+            stream.seek(part.start)
+            data = stream.read() if part.stop is None else stream.read(part.stop - part.start)
+        else:
+            data = stream.read()
+    table = parse_block(data, part.path, part.first_line)
+    if table.num_rows != part.n_records:
+        raise FastaError(
+            f"{part.path}: found {table.num_rows} records from line {part.first_line} where "
+            f"planning counted {part.n_records}; the file changed, call read_fasta again"
+        )
+    return _to_pandas(table, part.first_record)
+
+
+def _empty_part(_) -> pd.DataFrame:
+    return _meta()
+
+
+def expand_paths(path, storage_options=None):
+    """``(filesystem, paths)`` for a path, a glob or a list of them; raises if none exists."""
+    from fsspec.core import get_fs_token_paths
+
+    if isinstance(path, os.PathLike):
+        path = os.fspath(path)
+    if isinstance(path, (list, tuple)):
+        path = [os.fspath(p) for p in path]
+        if not path:
+            raise FileNotFoundError("read_fasta: the list of paths is empty")
+    elif not isinstance(path, str):
+        raise TypeError("path must be a path, a glob or a list of paths, got "
+                        f"{type(path).__name__}")
+    fs, _, paths = get_fs_token_paths(path, mode="rb", storage_options=storage_options)
+    if not paths:
+        raise FileNotFoundError(f"read_fasta: no file matches {path!r}")
+    for p in paths:
+        if not fs.exists(p):
+            raise FileNotFoundError(f"read_fasta: no such file: {p!r}")
+        if fs.isdir(p):
+            raise IsADirectoryError(f"read_fasta: {p!r} is a directory; pass a file or a glob "
+                                    f"such as '{p}/*.fasta'")
+    return fs, paths
+
+
+def parse_blocksize(blocksize) -> int | None:
+    from dask.utils import parse_bytes
+
+    if blocksize is None:
+        return None
+    try:
+        value = parse_bytes(blocksize) if isinstance(blocksize, str) else int(blocksize)
+    except (ValueError, TypeError):
+        raise ValueError("blocksize must be a byte count such as '64MB' or 1_000_000, got "
+                         f"{blocksize!r}") from None
+    if isinstance(blocksize, float) and not float(blocksize).is_integer():
+        raise ValueError(f"blocksize must be a whole number of bytes, got {blocksize!r}")
+    if value < 1:
+        raise ValueError(f"blocksize must be at least 1 byte, got {blocksize!r}")
+    return value
+
+
+def read_fasta(path, blocksize="64MB", *, compression="infer", backend="pandas",
+               storage_options=None):
+    """Read FASTA file(s) as a Dask DataFrame with string columns ``id``, ``description``,
+    ``sequence``.
+
+    Args:
+        path: a path, a glob (``"db/*.fasta"``, expanded in sorted order) or a list of paths;
+            anything fsspec opens (local paths, ``s3://...`` with the matching package).
+        blocksize: target bytes per partition of a plain file (``"64MB"``, an int, or ``None``
+            for one partition per file). Compressed files are always one partition each.
+        compression: ``"infer"`` (from the suffix: .gz, .bz2, .xz, ...), ``None`` or a name.
+        backend: ``"pandas"``: partitions are pandas DataFrames whose columns are
+            pyarrow-backed strings (``string[pyarrow]``, Dask's own string dtype). cuDF is
+            planned and not available yet.
+        storage_options: passed to fsspec for remote file systems.
+
+    Each record becomes one row: ``id`` is the first word of the header line, ``description``
+    the rest (``""`` when there is none), ``sequence`` the sequence lines joined with all
+    whitespace removed (case and symbols such as ``*`` kept). The index is the 0-based record
+    number across all files, in order, so ``divisions`` are known. \\r\\n line endings are
+    accepted. Records with an empty sequence give ``""``.
+
+    The files are scanned once when this is called, to place partitions and count records;
+    a malformed file (sequence before the first header, a header without an id, binary or
+    control bytes, invalid UTF-8 in a header, non-ASCII sequence bytes) raises
+    :class:`FastaError` naming the file and the line, here or when the partition is computed.
+    """
+    if backend != "pandas":
+        raise ValueError(
+            f"backend={backend!r} is not supported yet; read_fasta has backend='pandas' only "
+            "(cuDF partitions are planned)"
+        )
+    import dask.dataframe as dd
+    from fsspec.compression import compr
+    from fsspec.utils import infer_compression
+
+    if compression != "infer" and compression not in compr:
+        known = ", ".join(repr(c) for c in compr if c is not None)
+        raise ValueError(f"compression must be 'infer', None or one of {known}; "
+                         f"got {compression!r}")
+    size = parse_blocksize(blocksize)
+    fs, paths = expand_paths(path, storage_options)
+    parts: list[_Part] = []
+    for p in paths:
+        if compression == "infer":
+            file_compression = infer_compression(p)
+        else:
+            file_compression = compression
+        first_record = parts[-1].first_record + parts[-1].n_records if parts else 0
+        parts.extend(_plan_file(fs, p, file_compression, size, first_record))
+    meta = _meta()
+    if not parts:  # only empty (or blank) files: one empty partition
+        return dd.from_map(_empty_part, [0], meta=meta, label="read-fasta",
+                           enforce_metadata=False)
+    last_record = parts[-1].first_record + parts[-1].n_records - 1
+    divisions = tuple(p.first_record for p in parts) + (last_record,)
+    return dd.from_map(_read_part, parts, args=[fs], meta=meta, divisions=divisions,
+                       label="read-fasta", enforce_metadata=False)

@@ -80,7 +80,8 @@ class Scoring:
         """Encode one sequence (a ``str``) to ``uint8`` codes, applying the unknown-residue rule."""
         from ._sequences import encode_bytes
 
-        return encode_bytes(text.encode("ascii", errors="replace"), self, what="query")
+        # utf-8, not ascii/replace: a non-ASCII character must raise, not become '?' -> X
+        return encode_bytes(text.encode("utf-8"), self, what="query")
 
     def cache_key(self) -> tuple:
         return (self.alphabet, self.matrix.tobytes(), self.gap_open, self.gap_extend, self.unknown)
@@ -95,27 +96,48 @@ def _lookup_table(alphabet: str, unknown: str | None) -> np.ndarray:
         table[ord("U")] = table[ord("u")] = alphabet.index("T")
     if unknown is not None:
         unknown_code = alphabet.index(unknown)
-        # every printable ASCII letter-like byte outside the alphabet maps to the unknown letter;
-        # control bytes and non-ASCII bytes stay invalid (they are never residues).
-        for byte in range(33, 127):
-            if table[byte] == UNKNOWN_CODE:
+        # only ASCII letters outside the alphabet map to the unknown letter: digits, '-', '.'
+        # and other punctuation are alignment or formatting debris, never residues, so they
+        # stay invalid (as do whitespace, control and non-ASCII bytes) and raise.
+        for byte in range(256):
+            if chr(byte).isascii() and chr(byte).isalpha() and table[byte] == UNKNOWN_CODE:
                 table[byte] = unknown_code
     return table
 
 
 @lru_cache(maxsize=64)
-def _load_named(name: str):
+def _known_name(name: str) -> str | None:
+    """Biopython's spelling of a built-in matrix name (case-insensitive), or None."""
     from Bio.Align import substitution_matrices
 
+    return {n.upper(): n for n in substitution_matrices.load()}.get(name.upper())
+
+
+@lru_cache(maxsize=64)
+def _load_named(name: str):
+    """A built-in matrix by name or, failing that, an NCBI-format file by path.
+
+    Names win over files, so a stray file called ``BLOSUM62`` in the working directory cannot
+    change what ``matrix="BLOSUM62"`` means.
+    """
+    from Bio.Align import substitution_matrices
+
+    known = _known_name(name)
+    if known is not None:
+        return substitution_matrices.load(known)
     if os.path.exists(name):
-        return substitution_matrices.read(name)
-    known = {n.upper(): n for n in substitution_matrices.load()}
-    if name.upper() not in known:
-        raise ScoringError(
-            f"matrix={name!r} is neither a known matrix name nor an existing file; known names: "
-            f"{', '.join(sorted(known.values()))}, or pass the path of an NCBI-format matrix file"
-        )
-    return substitution_matrices.load(known[name.upper()])
+        try:
+            return substitution_matrices.read(name)
+        except Exception as exc:  # Biopython's parser raises bare ValueError/IndexError/OSError
+            raise ScoringError(
+                f"matrix={name!r} could not be read as an NCBI-format matrix file "
+                f"({type(exc).__name__}: {exc}); check the file, or pass a matrix name"
+            ) from exc
+    raise ScoringError(
+        f"matrix={name!r} is neither a known matrix name nor an existing file; known names: "
+        f"{', '.join(sorted(substitution_matrices.load()))}, or pass the path of an "
+        "NCBI-format matrix file"
+    )
 
 
 def make_scoring(
@@ -132,14 +154,37 @@ def make_scoring(
     ``matrix`` is a name known to Biopython (BLOSUM45/50/62/80/90, PAM30/70/250, ...) or the
     path of an NCBI-format file; ``matrix=None`` means DNA scored by ``match``/``mismatch``
     over ``ACGTN`` (``N`` scores ``mismatch`` against everything, itself included; ``U`` reads
-    as ``T``). ``on_unknown`` is ``"substitute"`` (a residue outside the alphabet reads as
-    ``X`` for protein, ``N`` for DNA) or ``"raise"``.
+    as ``T``). ``on_unknown`` is ``"substitute"`` (an ASCII letter outside the alphabet reads
+    as ``X`` for protein, ``N`` for DNA) or ``"raise"``; other characters always raise.
+    Gap costs are non-negative integers with ``gap_extend <= gap_open``.
     """
     if isinstance(matrix, Scoring):
         return matrix
+    gap_open, gap_extend = _check_gap("gap_open", gap_open), _check_gap("gap_extend", gap_extend)
+    if gap_extend > gap_open:
+        # The recurrences (E = max(H - gap_open, E - gap_extend), H >= E) would then reopen
+        # rather than extend, scoring a gap of length k as -k * gap_open instead of the
+        # documented -(gap_open + (k-1) * gap_extend); striped SIMD references assume it too.
+        raise ScoringError(
+            f"gap_extend ({gap_extend}) must not exceed gap_open ({gap_open}): a gap of length k "
+            "scores -(gap_open + (k-1)*gap_extend); pass gap_open >= gap_extend"
+        )
+    if isinstance(matrix, os.PathLike):
+        matrix = os.fspath(matrix)
+    # checked before the cache, which would fail on an unhashable value with a bare TypeError
+    if matrix is not None and not isinstance(matrix, str):
+        raise ScoringError(f"matrix must be a name, a file path or None, got {matrix!r}")
+    if not isinstance(on_unknown, str) or on_unknown not in ("substitute", "raise"):
+        raise ScoringError(f"on_unknown must be 'substitute' or 'raise', got {on_unknown!r}")
+    for pname, value in (("match", match), ("mismatch", mismatch)):
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, (int, float, np.integer, np.floating))
+                                  or not float(value).is_integer()):
+            raise ScoringError(f"{pname} must be an integer score, got {value!r}")
     return _make_scoring_cached(
-        matrix, _check_gap("gap_open", gap_open), _check_gap("gap_extend", gap_extend),
-        match, mismatch, on_unknown,
+        matrix, gap_open, gap_extend,
+        None if match is None else int(match), None if mismatch is None else int(mismatch),
+        on_unknown,
     )
 
 
@@ -152,10 +197,6 @@ def _make_scoring_cached(matrix, gap_open, gap_extend, match, mismatch, on_unkno
             raise ScoringError(
                 "matrix=None (DNA) needs both match= and mismatch=, e.g. match=3, mismatch=-3"
             )
-        for pname, value in (("match", match), ("mismatch", mismatch)):
-            if isinstance(value, bool) or not float(value).is_integer():
-                raise ScoringError(f"{pname} must be an integer score, got {value!r}")
-        match, mismatch = int(match), int(mismatch)
         if match <= 0:
             raise ScoringError(f"match must be a positive score, got {match}")
         alphabet = _DNA_ALPHABET
@@ -179,7 +220,7 @@ def _make_scoring_cached(matrix, gap_open, gap_extend, match, mismatch, on_unkno
         if len(alphabet) > MAX_ALPHABET:
             raise ScoringError(f"matrix={matrix!r} has {len(alphabet)} letters; at most {MAX_ALPHABET} are supported")
         table = values.astype(np.int32)
-        name = matrix.upper() if not os.path.exists(matrix) else matrix
+        name = _known_name(matrix) or matrix
         unknown_letter = "X" if "X" in alphabet else None
         if on_unknown == "substitute" and unknown_letter is None:
             raise ScoringError(

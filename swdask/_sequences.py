@@ -76,22 +76,63 @@ def to_arrow(values) -> pa.LargeStringArray:
     return arr
 
 
+def _row_label(labels, row: int):
+    """The label naming row ``row`` in messages (a numpy scalar shown as a plain number, not
+    as ``np.int64(8)``)."""
+    if labels is None:
+        return row
+    label = labels[row]
+    return label.item() if isinstance(label, np.generic) else label
+
+
 def _bad_residue_error(data: np.ndarray, codes: np.ndarray, offsets: np.ndarray, labels, what: str, scoring: Scoring):
     where = int(np.flatnonzero(codes == UNKNOWN_CODE)[0])
     row = int(np.searchsorted(offsets, where, side="right") - 1)
     byte = int(data[where])
-    char = repr(chr(byte)) if byte < 128 else f"byte 0x{byte:02x} (non-ASCII)"
-    label = labels[row] if labels is not None else row
     column = int(where - offsets[row])
-    if byte < 128 and byte > 32 and scoring.unknown is None:
+    if byte < 128:
+        char = repr(chr(byte))
+    else:  # name the character and count characters, not bytes, for UTF-8 text
+        before = bytes(data[offsets[row]:where]).decode("utf-8", errors="replace")
+        rest = bytes(data[where:offsets[row + 1]]).decode("utf-8", errors="replace")
+        column = len(before)
+        char = f"{rest[0]!r} (non-ASCII byte 0x{byte:02x})"
+    label = _row_label(labels, row)
+    subject = what if labels is None and what == "query" else f"{what} {label!r}"
+    # substituting only helps a letter (see _scoring._lookup_table); anything else is debris
+    if byte < 128 and chr(byte).isalpha() and scoring.unknown is None:
         fix = (f"pass on_unknown='substitute' to read unknown residues as "
                f"{'N' if scoring.name == 'match/mismatch' else 'X'}, or clean the sequence")
     else:
         fix = "remove whitespace, gaps and non-ASCII characters from sequences before aligning"
     return SequenceError(
-        f"{what} {label!r} has {char} at position {column}, which is not a residue of "
+        f"{subject} has {char} at position {column}, which is not a residue of "
         f"{scoring.name} (alphabet {scoring.alphabet}); {fix}"
     )
+
+
+def _non_string_error(values, labels, what: str):
+    """The error naming the first row that is neither a string nor null, if one is found."""
+    import pandas as pd
+
+    try:
+        items = list(values)
+    except TypeError:
+        return None
+    for row, value in enumerate(items):
+        if value is None or isinstance(value, (str, bytes)):
+            continue
+        try:
+            if pd.isna(value):
+                continue
+        except (TypeError, ValueError):
+            pass
+        label = _row_label(labels, row)
+        return SequenceError(
+            f"{what} {label!r} is {type(value).__name__} {value!r}, not a sequence string; "
+            "pass strings (or nulls)"
+        )
+    return None
 
 
 def encode_bytes(data: bytes, scoring: Scoring, what: str = "query") -> np.ndarray:
@@ -99,7 +140,7 @@ def encode_bytes(data: bytes, scoring: Scoring, what: str = "query") -> np.ndarr
     raw = np.frombuffer(data, dtype=np.uint8)
     codes = scoring.lookup[raw]
     if raw.size and (codes == UNKNOWN_CODE).any():
-        raise _bad_residue_error(raw, codes, np.array([0, raw.size]), [what], "the", scoring)
+        raise _bad_residue_error(raw, codes, np.array([0, raw.size]), None, what, scoring)
     return codes
 
 
@@ -108,7 +149,10 @@ def encode(values, scoring: Scoring, labels=None, what: str = "row") -> EncodedS
 
     ``labels`` (e.g. the pandas index) name the offending row in error messages.
     """
-    arr = to_arrow(values)
+    try:
+        arr = to_arrow(values)
+    except SequenceError as exc:
+        raise _non_string_error(values, labels, what) or exc from None
     n = len(arr)
     validity, offsets_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=arr.offset * 8)

@@ -1,0 +1,181 @@
+"""A Dask cluster for a job: an existing scheduler by address, or a local one started for it.
+
+Used by the CLI (and meant for notebooks)::
+
+    from swdask._cluster import cluster
+    with cluster() as client:          # LocalCluster (or LocalCUDACluster with GPUs)
+        hits = ddf.sw.align(query).compute()
+    with cluster("tcp://10.0.0.5:8786") as client:
+        ...
+
+Everything started here is closed on exit; an existing scheduler is only disconnected from.
+dask_cuda is imported only when a GPU cluster is asked for, so this works without it.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from contextlib import contextmanager
+
+
+def _report_to_stderr(message: str) -> None:
+    print(f"swdask: {message}", file=sys.stderr, flush=True)
+
+
+def available_cores() -> int:
+    """CPU cores this process may use (its affinity mask where the OS has one)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - macOS, Windows
+        return os.cpu_count() or 1
+
+
+def gpu_count() -> int:
+    """GPUs that dask_cuda would use (0 when dask_cuda is not installed or sees none)."""
+    try:
+        from dask_cuda.utils import get_n_gpus
+    except ImportError:
+        return 0
+    try:
+        return int(get_n_gpus())
+    except Exception:  # noqa: BLE001 - no driver, no NVML: no GPUs for us
+        return 0
+
+
+def dashboard_link(client) -> str | None:
+    """The dashboard URL, or None when the scheduler serves none."""
+    services = client.scheduler_info().get("services", {})
+    return client.dashboard_link if "dashboard" in services else None
+
+
+def _local_cpu_cluster(n_workers, threads_per_worker, dashboard_address, options):
+    from distributed import LocalCluster
+
+    cores = available_cores()
+    threads_per_worker = 1 if threads_per_worker is None else int(threads_per_worker)
+    if n_workers is None:
+        n_workers = max(1, cores // threads_per_worker)
+    n_workers = int(n_workers)
+    if n_workers < 1 or threads_per_worker < 1:
+        raise ValueError(f"n_workers and threads_per_worker must be at least 1, got "
+                         f"{n_workers} and {threads_per_worker}")
+    # Each task's numba kernels are themselves parallel: give every task an equal share of the
+    # cores so that workers x threads x numba threads stays near the core count instead of
+    # its square.
+    env = {"NUMBA_NUM_THREADS": str(max(1, cores // (n_workers * threads_per_worker)))}
+    env.update(options.pop("env", {}) or {})
+    return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
+                        processes=True, dashboard_address=dashboard_address, env=env,
+                        **options)
+
+
+def _local_gpu_cluster(n_workers, threads_per_worker, dashboard_address, options):
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        raise RuntimeError(
+            "gpu=True needs dask_cuda (pip install dask-cuda); pass gpu=False for a CPU cluster"
+        ) from None
+    if threads_per_worker is not None:
+        options["threads_per_worker"] = int(threads_per_worker)
+    if n_workers is not None:
+        options["n_workers"] = int(n_workers)
+    return LocalCUDACluster(dashboard_address=dashboard_address, **options)
+
+
+@contextmanager
+def cluster(scheduler: str | None = None, n_workers: int | None = None,
+            threads_per_worker: int | None = None, *, gpu="auto",
+            dashboard_address: str = ":8787", report=_report_to_stderr, **options):
+    """Yield a ``distributed.Client`` for a job, and close what was started for it on exit.
+
+    Args:
+        scheduler: address of a running scheduler (``"tcp://host:8786"``); its workers are
+            used as they are. ``None`` starts a local cluster.
+        n_workers: worker processes of the local cluster. CPU: default one per core, each
+            with ``threads_per_worker`` threads (default 1) and numba kernels sized to share
+            the cores. GPU: default one per GPU.
+        gpu: ``"auto"`` starts a ``dask_cuda.LocalCUDACluster`` (one worker per GPU) when
+            dask_cuda is installed and sees a GPU, a ``distributed.LocalCluster`` otherwise;
+            ``True`` requires the GPU cluster; ``False`` never starts one.
+        dashboard_address: where the local dashboard listens (``":0"``: any free port).
+        report: called with one line of text (the dashboard link); default prints to stderr.
+        options: passed to ``LocalCluster``/``LocalCUDACluster``.
+    """
+    from distributed import Client
+
+    if gpu not in ("auto", True, False):
+        raise ValueError(f"gpu must be 'auto', True or False, got {gpu!r}")
+    started = None
+    if scheduler is not None:
+        if n_workers is not None or threads_per_worker is not None or options:
+            raise ValueError(
+                "n_workers, threads_per_worker and cluster options apply to a local cluster; "
+                f"with scheduler={scheduler!r} the running cluster's workers are used"
+            )
+        client = Client(scheduler)
+        where = f"connected to {scheduler}"
+    else:
+        use_gpu = gpu is True or (gpu == "auto" and gpu_count() > 0)
+        make = _local_gpu_cluster if use_gpu else _local_cpu_cluster
+        started = make(n_workers, threads_per_worker, dashboard_address, dict(options))
+        try:
+            client = Client(started)
+        except BaseException:
+            started.close()
+            raise
+        workers = client.nthreads()
+        threads = sum(workers.values())
+        kind = "LocalCUDACluster" if use_gpu else "LocalCluster"
+        where = f"started a {kind} of {len(workers)} worker(s), {threads} thread(s)"
+    try:
+        if report is not None:
+            link = dashboard_link(client)
+            if link and started is not None and importlib.util.find_spec("bokeh") is None:
+                # the scheduler still answers on the port, with a page asking for bokeh
+                link = None
+            report(f"{where}; dashboard: {link}" if link else
+                   f"{where}; no dashboard (it needs bokeh: pip install bokeh)")
+        yield client
+    finally:
+        client.close()
+        if started is not None:
+            started.close()
+
+
+def show_progress(futures, out=None, width: int = 40) -> None:
+    """Block until ``futures`` finish, drawing a text progress bar of their tasks on ``out``
+    (default stderr, so that results written to stdout stay clean).
+
+    distributed's own ``TextProgressBar`` tracks every task of the graph on the scheduler but
+    writes to stdout; we keep its tracking and only redraw elsewhere. When ``out`` is not a
+    terminal (a log file, CI), it writes one line per 10% instead of redrawing in place.
+    """
+    from distributed.diagnostics.progressbar import TextProgressBar
+    from dask.utils import format_time
+
+    out = sys.stderr if out is None else out
+    interactive = hasattr(out, "isatty") and out.isatty()
+
+    class _Bar(TextProgressBar):
+        _last_step = -1
+
+        def _draw_bar(self, remaining, all, **kwargs):
+            fraction = (1 - remaining / all) if all else 1.0
+            percent = int(100 * fraction)
+            line = (f"[{'#' * int(width * fraction):<{width}}] {percent:3d}% "
+                    f"{all - remaining}/{all} tasks {format_time(self.elapsed)}")
+            if interactive:
+                out.write("\r" + line)
+            elif percent // 10 != self._last_step:
+                self._last_step = percent // 10
+                out.write(line + "\n")
+            out.flush()
+
+        def _draw_stop(self, **kwargs):
+            if interactive:
+                out.write("\n")
+                out.flush()
+
+    _Bar(futures, width=width)

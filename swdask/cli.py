@@ -1,0 +1,133 @@
+"""The ``swdask`` command line: ``swdask search QUERIES.fasta DB.fasta --top 10 -o hits.tsv``.
+
+argparse (the standard library) rather than click: the CLI is one subcommand with plain
+options, and argparse adds no dependency (click is not one of ours). The job itself lives in
+``_search.py``; this module only turns arguments into a call and errors into messages.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import __version__
+
+#: Scoring defaults of each mode (gap of length k costs gap_open + (k - 1) * gap_extend).
+PROTEIN_DEFAULTS = {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1}
+DNA_DEFAULTS = {"match": 3, "mismatch": -3, "gap_open": 6, "gap_extend": 1}
+
+_EPILOG = """\
+output columns: query_id, rank (1 = best), target_id, score, query_start, query_end,
+target_start, target_end (0-based, end-exclusive: target[target_start:target_end] is the
+aligned segment), target_description. Hits are ranked by score, ties by the target's order
+in the database; targets scoring 0 are not hits.
+
+example:
+  swdask search examples/data/queries.fasta examples/data/db.fasta --top 10 -o hits.tsv
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="swdask", description="Exact Smith-Waterman local alignment on Dask dataframes.")
+    parser.add_argument("--version", action="version", version=f"swdask {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    search = commands.add_parser(
+        "search", help="best hits of each query in a database",
+        description="Align every query against every database sequence (exact "
+                    "Smith-Waterman, affine gaps) on a Dask cluster and write the best hits "
+                    "of each query.",
+        epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    search.add_argument("queries",
+                        help="FASTA file of queries (.gz and other compressions by suffix)")
+    search.add_argument("database", nargs="+",
+                        help="FASTA file(s) or glob(s) of the database")
+    search.add_argument("-o", "--output", default="-",
+                        help="hits file: *.tsv (also .tab/.txt/.csv, optionally .gz) or "
+                             "*.parquet; '-' (default) writes TSV to standard output")
+    search.add_argument("--top", type=int, default=10, help="hits per query (default 10)")
+
+    scoring = search.add_argument_group(
+        "scoring", "A gap of length k scores -(gap_open + (k-1) * gap_extend).")
+    scoring.add_argument("--matrix", help="substitution matrix name (BLOSUM45/50/62/80/90, "
+                                          "PAM30/70/250, ...) or NCBI-format file "
+                                          "(default BLOSUM62)")
+    scoring.add_argument("--dna", action="store_true",
+                         help="DNA scored by --match/--mismatch over ACGTN instead of a matrix")
+    scoring.add_argument("--match", type=int, help="DNA match score (default 3, needs --dna)")
+    scoring.add_argument("--mismatch", type=int,
+                         help="DNA mismatch score (default -3, needs --dna)")
+    scoring.add_argument("--gap-open", type=int,
+                         help="cost of a gap's first position (default 11; 6 with --dna)")
+    scoring.add_argument("--gap-extend", type=int,
+                         help="cost of each further gap position (default 1)")
+    scoring.add_argument("--on-unknown", choices=("substitute", "raise"), default="substitute",
+                         help="a residue the matrix lacks reads as X (N for DNA), or is an "
+                              "error (default substitute)")
+
+    run = search.add_argument_group("cluster")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="use a running Dask scheduler (tcp://host:8786) instead of "
+                          "starting a local cluster")
+    run.add_argument("--workers", type=int,
+                     help="worker processes of the local cluster (default: one per core)")
+    run.add_argument("--blocksize", default="auto",
+                     help="database bytes per partition, e.g. 64MB (default auto: enough "
+                          "partitions to keep every worker busy, 1 to 64 MiB)")
+    run.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
+                     help="alignment engine (default auto: CPU for these partitions)")
+    run.add_argument("--no-progress", action="store_true",
+                     help="no progress bar on standard error")
+    return parser
+
+
+def scoring_options(args, parser) -> dict:
+    """The keyword arguments of :func:`swdask.make_scoring` that the options ask for."""
+    if args.dna:
+        if args.matrix is not None:
+            parser.error("--matrix and --dna exclude each other: DNA uses --match/--mismatch")
+        options = dict(DNA_DEFAULTS, matrix=None)
+        if args.match is not None:
+            options["match"] = args.match
+        if args.mismatch is not None:
+            options["mismatch"] = args.mismatch
+    else:
+        if args.match is not None or args.mismatch is not None:
+            parser.error("--match/--mismatch score DNA: add --dna (or use --matrix for protein)")
+        options = dict(PROTEIN_DEFAULTS)
+        if args.matrix is not None:
+            options["matrix"] = args.matrix
+    if args.gap_open is not None:
+        options["gap_open"] = args.gap_open
+    if args.gap_extend is not None:
+        options["gap_extend"] = args.gap_extend
+    options["on_unknown"] = args.on_unknown
+    return options
+
+
+def main(argv=None) -> int:
+    """Entry point of the ``swdask`` command (and ``python -m swdask``); the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from ._search import output_format, search, write_hits
+
+    options = scoring_options(args, parser)
+    if args.top < 1:
+        parser.error(f"--top must be at least 1, got {args.top}")
+    if args.workers is not None and args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
+    if args.scheduler and args.workers is not None:
+        parser.error("--workers sizes a local cluster; with --scheduler the running "
+                     "cluster's workers are used")
+    try:
+        output_format(args.output)
+        hits = search(args.queries, args.database, top=args.top, blocksize=args.blocksize,
+                      n_workers=args.workers, scheduler=args.scheduler,
+                      progress=not args.no_progress, backend=args.backend, **options)
+        write_hits(hits, args.output)
+    except (ValueError, OSError) as exc:  # bad input or options: a message, not a traceback
+        print(f"swdask: error: {exc}", file=sys.stderr)
+        return 1
+    if args.output != "-":
+        print(f"swdask: wrote {len(hits)} hits ({hits['query_id'].nunique()} queries with "
+              f"hits) to {args.output}", file=sys.stderr)
+    return 0

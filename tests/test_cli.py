@@ -1,0 +1,289 @@
+"""The ``swdask search`` command: in-process and as a subprocess, on the example data, on a
+LocalCluster of 2 worker processes with 1 thread each.
+
+Expected hits come from the pandas path: the database parsed by Biopython, ``s.sw.align`` per
+query, zero scores dropped, a stable sort by score (so equal scores keep database order), the
+first ``top`` rows. The best hit of each query is also rescored by Biopython's aligner.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from Bio.SeqIO.FastaIO import SimpleFastaParser
+
+import swdask  # noqa: F401  (registers the .sw accessor used by the reference)
+from swdask._cluster import cluster
+from swdask._search import HIT_COLUMNS, output_format
+from swdask.cli import main
+
+from .conftest import Scheme, biopython_score
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples" / "data"
+QUERIES = EXAMPLES / "queries.fasta"
+DB = EXAMPLES / "db.fasta"
+POSITIONS = ["query_start", "query_end", "target_start", "target_end"]
+
+
+def records(path) -> list[tuple[str, str, str]]:
+    """(id, description, sequence) by Biopython."""
+    with open(path) as handle:
+        out = []
+        for title, sequence in SimpleFastaParser(handle):
+            words = title.split(None, 1)
+            out.append((words[0], words[1].strip() if len(words) > 1 else "", sequence))
+        return out
+
+
+def expected_hits(queries_path, db_path, top, **options) -> pd.DataFrame:
+    targets = records(db_path)
+    sequences = pd.Series([s for _, _, s in targets])
+    frames = []
+    for query_id, _, query in records(queries_path):
+        aligned = sequences.sw.align(query, **options)
+        aligned = aligned[aligned["score"] > 0]
+        best = aligned.sort_values("score", ascending=False, kind="stable").head(top)
+        frames.append(pd.DataFrame({
+            "query_id": query_id,
+            "rank": range(1, len(best) + 1),
+            "target_id": [targets[k][0] for k in best.index],
+            "score": best["score"].astype(int).tolist(),
+            **{c: best[c].astype(int).tolist() for c in POSITIONS},
+            "target_description": [targets[k][1] for k in best.index],
+        }))
+    return pd.concat(frames, ignore_index=True)
+
+
+def read_tsv(path_or_text, sep="\t") -> pd.DataFrame:
+    strings = {"query_id": str, "target_id": str, "target_description": str}
+    return pd.read_csv(path_or_text, sep=sep, dtype=strings, keep_default_na=False)
+
+
+def check_hits(got: pd.DataFrame, expected: pd.DataFrame) -> None:
+    assert list(got.columns) == list(HIT_COLUMNS)
+    assert len(got) == len(expected)
+    for column in HIT_COLUMNS:
+        assert [str(v) if isinstance(v, str) else int(v) for v in got[column]] == \
+               [str(v) if isinstance(v, str) else int(v) for v in expected[column]], column
+
+
+@pytest.fixture(scope="module")
+def scheduler():
+    """A LocalCluster of 2 worker processes, 1 thread each, started by the cluster helper."""
+    with cluster(n_workers=2, threads_per_worker=1, gpu=False, dashboard_address=":0",
+                 report=None) as client:
+        yield client
+
+
+def test_help():
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    assert info.value.code == 0
+    result = subprocess.run([sys.executable, "-m", "swdask", "search", "--help"], cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    for option in ("--top", "--matrix", "--gap-open", "--gap-extend", "--dna", "--match",
+                   "--mismatch", "--on-unknown", "--blocksize", "--workers", "--scheduler",
+                   "--no-progress", "-o", "end-exclusive"):
+        assert option in result.stdout, option
+
+
+def test_search_in_process_tsv(scheduler, tmp_path, capsys):
+    output = tmp_path / "hits.tsv"
+    code = main(["search", str(QUERIES), str(DB), "--top", "10", "-o", str(output),
+                 "--no-progress", "--scheduler", scheduler.scheduler.address,
+                 "--blocksize", "300kB"])
+    assert code == 0, capsys.readouterr().err
+    got = read_tsv(output)
+    expected = expected_hits(QUERIES, DB, 10)
+    check_hits(got, expected)
+    assert got["query_id"].nunique() == 2 and (got.groupby("query_id").size() == 10).all()
+    # the best hit of each query, rescored by an exact reference outside swdask
+    targets = {i: s for i, _, s in records(DB)}
+    queries = {i: s for i, _, s in records(QUERIES)}
+    for row in got[got["rank"] == 1].itertuples():
+        assert row.score == biopython_score(queries[row.query_id], targets[row.target_id], Scheme())
+
+
+def test_search_subprocess_parquet_on_its_own_cluster(tmp_path):
+    output = tmp_path / "hits.parquet"
+    result = subprocess.run(
+        [sys.executable, "-m", "swdask", "search", str(QUERIES), str(DB), "--top", "7",
+         "-o", str(output), "--workers", "2"],
+        cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+        text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "LocalCluster of 2 worker(s), 2 thread(s)" in result.stderr
+    assert "100%" in result.stderr  # the progress bar, on stderr
+    assert result.stdout == ""
+    got = pd.read_parquet(output)
+    check_hits(got, expected_hits(QUERIES, DB, 7))
+    assert got["score"].dtype == "Int64"
+
+
+def test_ties_rank_by_database_order_across_partitions(scheduler, tmp_path):
+    """Identical targets score the same; they must be ranked in database order, also when
+    they sit in different partitions (tiny blocksize)."""
+    query = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQ"
+    decoy = "GGGGSGGGGSGGGGS"
+    names = []
+    lines = []
+    for k in range(12):
+        name = f"t{k:02d}"
+        sequence = query[3:25] if k % 3 == 0 else decoy
+        names.append((name, sequence))
+        lines += [f">{name} copy {k}", sequence]
+    db = tmp_path / "ties.fasta"
+    db.write_text("\n".join(lines) + "\n")
+    queries = tmp_path / "q.fasta"
+    queries.write_text(f">q\n{query}\n")
+    output = tmp_path / "hits.csv"
+    code = main(["search", str(queries), str(db), "--top", "3", "-o", str(output),
+                 "--no-progress", "--scheduler", scheduler.scheduler.address,
+                 "--blocksize", "40"])
+    assert code == 0
+    got = read_tsv(output, sep=",")
+    identical = [name for name, sequence in names if sequence == query[3:25]]
+    assert got["target_id"].tolist() == identical[:3]
+    assert got["rank"].tolist() == [1, 2, 3]
+    assert got["score"].nunique() == 1
+    check_hits(got, expected_hits(queries, db, 3))
+
+
+def test_dna_search_to_stdout(scheduler, tmp_path, capsys):
+    dna = "ACGTTGCAAGGCTTACCGATTAGCCATGACGTACGTTAGCATCGATCGGATCCA"
+    db = tmp_path / "dna.fasta"
+    db.write_text(">d1\n" + dna[5:40] + "\n>d2 reverse\n" + dna[::-1] + "\n>d3\nNNNN\n"
+                  ">d4 mutated\n" + dna[:20] + "TT" + dna[20:45] + "\n")
+    queries = tmp_path / "q.fasta"
+    queries.write_text(">q1\n" + dna[:30].lower() + "\n>q2 short\nGATTAGCCATG\n")
+    options = ["--dna", "--match", "2", "--mismatch", "-3", "--gap-open", "5", "--gap-extend", "2"]
+    code = main(["search", str(queries), str(db), "--top", "10", "--no-progress",
+                 "--scheduler", scheduler.scheduler.address, *options])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    from io import StringIO
+
+    got = read_tsv(StringIO(captured.out))
+    expected = expected_hits(queries, db, 10, matrix=None, match=2, mismatch=-3, gap_open=5,
+                             gap_extend=2)
+    check_hits(got, expected)
+    assert set(got["query_id"]) == {"q1", "q2"}
+    assert "d3" not in set(got["target_id"])  # all N: score 0, not a hit
+    assert (got["score"] > 0).all()
+
+
+def test_empty_database_gives_no_hits(scheduler, tmp_path):
+    db = tmp_path / "empty.fasta"
+    db.write_text("")
+    output = tmp_path / "hits.tsv"
+    code = main(["search", str(QUERIES), str(db), "-o", str(output), "--no-progress",
+                 "--scheduler", scheduler.scheduler.address])
+    assert code == 0
+    got = read_tsv(output)
+    assert list(got.columns) == list(HIT_COLUMNS) and got.empty
+
+
+def test_malformed_database_line_is_reported_from_the_workers(scheduler, tmp_path, capsys):
+    """An error found inside a worker's partition comes back with the file and line."""
+    lines = DB.read_text().splitlines()
+    bad_line = 2 * 1500 + 1  # a header line far into the file (one sequence line per record)
+    assert lines[bad_line - 1].startswith(">")
+    lines[bad_line - 1] = ">"
+    db = tmp_path / "broken.fasta"
+    db.write_text("\n".join(lines) + "\n")
+    code = main(["search", str(QUERIES), str(db), "--no-progress", "--blocksize", "100kB",
+                 "--scheduler", scheduler.scheduler.address])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert f"{db}, line {bad_line}: header '>' without an id" in err
+
+
+def test_cluster_helper_shares_the_cores(scheduler):
+    workers = scheduler.nthreads()
+    assert len(workers) == 2 and set(workers.values()) == {1}
+    numba_threads = scheduler.run(lambda: os.environ.get("NUMBA_NUM_THREADS"))
+    cores = len(os.sched_getaffinity(0))
+    assert set(numba_threads.values()) == {str(max(1, cores // 2))}
+
+
+# ------------------------------------------------------------------ errors (no cluster starts)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--matrix", "BLOSUM63"], "matrix='BLOSUM63'"),
+    (["--blocksize", "lots"], "blocksize"),
+    (["--gap-open", "-2"], "gap_open"),
+    (["-o", "hits.xlsx"], "suffix"),
+])
+def test_bad_options_are_reported(tmp_path, capsys, extra, message):
+    code = main(["search", str(QUERIES), str(DB), *extra])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith("swdask: error:") and message in err
+    assert "LocalCluster" not in err
+
+
+@pytest.mark.parametrize("extra", [
+    ["--match", "2"], ["--dna", "--matrix", "BLOSUM62"], ["--top", "0"],
+    ["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"],
+])
+def test_usage_errors_exit_2(extra, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["search", str(QUERIES), str(DB), *extra])
+    assert info.value.code == 2
+
+
+def test_malformed_query_file_names_the_line(tmp_path, capsys):
+    queries = tmp_path / "q.fasta"
+    queries.write_text(">q1\nMKV\n>\nMKV\n")
+    assert main(["search", str(queries), str(DB)]) == 1
+    err = capsys.readouterr().err
+    assert f"{queries}, line 3: header '>' without an id" in err
+
+
+def test_empty_query_sequence_names_the_query(tmp_path, capsys):
+    queries = tmp_path / "q.fasta"
+    queries.write_text(">q1\nMKV\n>q2 nothing\n")
+    assert main(["search", str(queries), str(DB)]) == 1
+    err = capsys.readouterr().err
+    assert "query 'q2'" in err and "empty" in err
+    assert "LocalCluster" not in err
+
+
+def test_missing_database_file(tmp_path, capsys):
+    assert main(["search", str(QUERIES), str(tmp_path / "missing.fasta")]) == 1
+    err = capsys.readouterr().err
+    assert "missing.fasta" in err
+    assert "LocalCluster" not in err
+
+
+def test_output_formats():
+    assert output_format("-") == "tsv"
+    assert output_format("x/hits.TSV") == "tsv"
+    assert output_format("hits.tsv.gz") == "tsv"
+    assert output_format("hits.csv") == "csv"
+    assert output_format("hits.parquet") == "parquet"
+    with pytest.raises(ValueError, match="suffix"):
+        output_format("hits.parquet.gz")
+
+
+def test_cluster_helper_arguments():
+    with pytest.raises(ValueError, match="local cluster"):
+        with cluster("tcp://127.0.0.1:1", n_workers=2):
+            pass
+    with pytest.raises(ValueError, match="gpu"):
+        with cluster(gpu="yes"):
+            pass
+    try:
+        import dask_cuda  # noqa: F401
+    except ImportError:
+        with pytest.raises(RuntimeError, match="dask_cuda"):
+            with cluster(gpu=True):
+                pass

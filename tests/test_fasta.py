@@ -1,0 +1,332 @@
+"""swdask.read_fasta: partitions by byte ranges, compressed streams, globs, malformed input.
+
+The reference is Biopython's ``SimpleFastaParser`` over the whole file (an independent parser):
+every record must come out once, in order, whatever the blocksize.
+"""
+from __future__ import annotations
+
+import bz2
+import gzip
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from Bio.SeqIO.FastaIO import SimpleFastaParser
+
+import swdask
+from swdask._fasta import FastaError
+
+DATA = Path(__file__).parent / "data"
+DB = DATA / "proteins_db.fasta"  # 300 real UniProt proteins wrapped at 60 columns
+EXAMPLE_DB = Path(__file__).parent.parent / "examples" / "data" / "db.fasta"
+MMSEQS_DB = Path("/usr/share/doc/mmseqs2/example-data/DB.fasta.gz")
+STRING = pd.StringDtype("pyarrow")
+
+
+def reference(text: str) -> pd.DataFrame:
+    """id, description, sequence of every record, by Biopython, with a 0..n-1 index."""
+    rows = []
+    for title, sequence in SimpleFastaParser(io.StringIO(text)):
+        words = title.split(None, 1)
+        rows.append((words[0], words[1].strip() if len(words) > 1 else "",
+                     "".join(sequence.split())))
+    return pd.DataFrame(rows, columns=["id", "description", "sequence"])
+
+
+def check_same(frame: pd.DataFrame, expected: pd.DataFrame) -> None:
+    assert list(frame.columns) == ["id", "description", "sequence"]
+    assert len(frame) == len(expected)
+    assert frame.index.tolist() == list(range(len(expected)))
+    for column in expected.columns:
+        assert frame[column].tolist() == expected[column].tolist(), column
+
+
+def compute(ddf) -> pd.DataFrame:
+    return ddf.compute(scheduler="sync")
+
+
+def write(path: Path, text: str | bytes) -> Path:
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+# ------------------------------------------------------------------ partitions and boundaries
+
+
+@pytest.mark.parametrize("blocksize", [100, 257, 1000, 4096, 50_000, "64MB", None])
+def test_byte_range_partitions_lose_and_repeat_nothing(blocksize):
+    """Tiny blocks cut headers and sequence lines everywhere; every record still comes out
+    once, in file order, numbered 0..n-1 whatever the blocksize."""
+    text = DB.read_text()
+    expected = reference(text)
+    ddf = swdask.read_fasta(DB, blocksize=blocksize)
+    if blocksize in (100, 257, 1000):
+        assert ddf.npartitions > 50
+    frame = compute(ddf)
+    check_same(frame, expected)
+    assert ddf.known_divisions
+    assert ddf.divisions[0] == 0 and ddf.divisions[-1] == len(expected) - 1
+
+
+def test_each_partition_holds_its_divisions_range():
+    ddf = swdask.read_fasta(DB, blocksize=2000)
+    divisions = ddf.divisions
+    total = 0
+    for k in range(ddf.npartitions):
+        part = ddf.partitions[k].compute(scheduler="sync")
+        assert len(part) > 0  # blocks without a header start make no empty partition
+        assert part.index[0] == divisions[k]
+        last = divisions[k + 1] if k + 1 == ddf.npartitions else divisions[k + 1] - 1
+        assert part.index[-1] == last
+        total += len(part)
+    assert total == len(reference(DB.read_text()))
+
+
+def test_records_longer_than_the_blocksize(tmp_path):
+    """A record spanning many blocks belongs to the block of its '>' only."""
+    rng = np.random.default_rng(7)
+    records = [(f"r{k}", "".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWY"), n)))
+               for k, n in enumerate([5, 3000, 1, 0, 2500, 40])]
+    text = "".join(f">{i} some words\n" + "\n".join(s[j:j + 70] for j in range(0, len(s), 70))
+                   + "\n" for i, s in records)
+    path = write(tmp_path / "long.fasta", text)
+    for blocksize in (16, 64, 333):
+        frame = compute(swdask.read_fasta(path, blocksize=blocksize))
+        assert frame["id"].tolist() == [i for i, _ in records]
+        assert frame["sequence"].tolist() == [s for _, s in records]
+
+
+def test_partitions_are_pyarrow_string_frames():
+    ddf = swdask.read_fasta(DB, blocksize=20_000)
+    part = ddf.partitions[1].compute(scheduler="sync")
+    assert isinstance(part, pd.DataFrame)
+    for column in ("id", "description", "sequence"):
+        assert ddf.dtypes[column] == STRING
+        assert part[column].dtype == STRING
+        assert part[column].dtype.storage == "pyarrow"
+    assert isinstance(part.index, pd.RangeIndex)
+
+
+def test_dask_alignment_over_byte_range_partitions_matches_pandas():
+    """The frame feeds the Dask accessor; results equal pandas on the whole file."""
+    expected = reference(DB.read_text())
+    query = expected["sequence"].iloc[17][:150]
+    lazy = swdask.read_fasta(DB, blocksize=5000).sw.align(query)
+    got = compute(lazy)
+    direct = pd.Series(expected["sequence"].tolist()).sw.align(query)
+    for column in direct.columns:
+        assert got[column].tolist() == direct[column].tolist(), column
+
+
+@pytest.mark.skipif(not EXAMPLE_DB.exists(), reason="examples/data not present")
+def test_example_database_is_a_plain_real_subset():
+    frame = compute(swdask.read_fasta(EXAMPLE_DB, blocksize=100_000))
+    check_same(frame, reference(EXAMPLE_DB.read_text()))
+    assert len(frame) == 2000
+
+
+# ------------------------------------------------------------------ compressed, globs, lists
+
+
+@pytest.mark.parametrize("suffix, opener", [(".gz", gzip.compress), (".bz2", bz2.compress)])
+def test_compressed_file_is_one_stream(tmp_path, suffix, opener):
+    text = DB.read_text()
+    path = write(tmp_path / f"db.fasta{suffix}", opener(text.encode()))
+    ddf = swdask.read_fasta(path, blocksize=100)  # no byte ranges inside a compressed stream
+    assert ddf.npartitions == 1
+    check_same(compute(ddf), reference(text))
+
+
+@pytest.mark.skipif(not MMSEQS_DB.exists(), reason="Debian package mmseqs2-examples not installed")
+def test_mmseqs_database_gz():
+    frame = compute(swdask.read_fasta(MMSEQS_DB))
+    with gzip.open(MMSEQS_DB, "rt") as handle:
+        expected = reference(handle.read())
+    assert len(expected) == 20_000
+    check_same(frame, expected)
+
+
+@pytest.fixture
+def three_files(tmp_path):
+    """The test database cut into three files: a.fasta, b.fasta.gz, c.fasta."""
+    text = DB.read_text()
+    starts = [k for k in range(len(text))
+              if text[k] == ">" and (k == 0 or text[k - 1] == "\n")]
+    cuts = [0, starts[100], starts[220], len(text)]
+    pieces = [text[cuts[k]:cuts[k + 1]] for k in range(3)]
+    write(tmp_path / "a.fasta", pieces[0])
+    write(tmp_path / "b.fasta.gz", gzip.compress(pieces[1].encode()))
+    write(tmp_path / "c.fasta", pieces[2])
+    return tmp_path, pieces
+
+
+def test_glob_numbers_records_across_files_in_sorted_order(three_files):
+    folder, pieces = three_files
+    ddf = swdask.read_fasta(str(folder / "*.fasta*"), blocksize=3000)
+    check_same(compute(ddf), reference("".join(pieces)))
+    assert ddf.known_divisions
+
+
+def test_list_of_paths_keeps_the_given_order(three_files):
+    folder, pieces = three_files
+    ddf = swdask.read_fasta([folder / "c.fasta", folder / "a.fasta"], blocksize=1500)
+    check_same(compute(ddf), reference(pieces[2] + pieces[0]))
+
+
+def test_missing_files(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        swdask.read_fasta(str(tmp_path / "*.fasta"))
+    with pytest.raises(FileNotFoundError, match="nope.fasta"):
+        swdask.read_fasta(tmp_path / "nope.fasta")
+
+
+# ------------------------------------------------------------------ text conventions
+
+
+def test_crlf_line_endings_read_like_lf(tmp_path):
+    text = DB.read_text()
+    lf = compute(swdask.read_fasta(write(tmp_path / "lf.fasta", text), blocksize=700))
+    crlf = compute(swdask.read_fasta(write(tmp_path / "crlf.fasta", text.replace("\n", "\r\n")),
+                                     blocksize=700))
+    pd.testing.assert_frame_equal(lf, crlf)
+    assert not crlf["sequence"].str.contains("\r").any()
+    assert not crlf["description"].str.contains("\r").any()
+
+
+def test_headers_sequences_case_and_symbols(tmp_path):
+    text = (
+        "\n\n"                                      # blank lines before the first header
+        ">sp|P1|A  first protein\tOS=x  \n"          # id, then description without edge blanks
+        "mkTAy iaKQ\n"                               # lowercase kept, inner blanks removed
+        "\tRQISF*\n"                                 # '*' terminal kept
+        ">only_id\n"
+        "ACGT\n\n"
+        ">empty_sequence after\n"
+        ">  spaced  id after blanks \n"
+        "XX-XX\n"
+    )
+    frame = compute(swdask.read_fasta(write(tmp_path / "t.fasta", text), blocksize=20))
+    assert frame["id"].tolist() == ["sp|P1|A", "only_id", "empty_sequence", "spaced"]
+    assert frame["description"].tolist() == ["first protein\tOS=x", "", "after", "id after blanks"]
+    assert frame["sequence"].tolist() == ["mkTAyiaKQRQISF*", "ACGT", "", "XX-XX"]
+
+
+def test_file_without_trailing_newline(tmp_path):
+    path = write(tmp_path / "t.fasta", ">a\nAC\nGT\n>b\nTT")
+    frame = compute(swdask.read_fasta(path, blocksize=4))
+    assert frame["sequence"].tolist() == ["ACGT", "TT"]
+
+
+@pytest.mark.parametrize("content", ["", "\n\n  \n", "\r\n"])
+def test_empty_files_give_an_empty_frame(tmp_path, content):
+    path = write(tmp_path / "empty.fasta", content)
+    ddf = swdask.read_fasta(path)
+    frame = compute(ddf)
+    assert len(frame) == 0
+    assert list(frame.columns) == ["id", "description", "sequence"]
+    assert (frame.dtypes == STRING).all()
+
+
+def test_empty_file_among_others(tmp_path):
+    write(tmp_path / "a.fasta", ">a\nAC\n")
+    write(tmp_path / "b.fasta", "")
+    write(tmp_path / "c.fasta", ">c\nGG\n")
+    frame = compute(swdask.read_fasta(str(tmp_path / "*.fasta")))
+    assert frame["id"].tolist() == ["a", "c"]
+    assert frame.index.tolist() == [0, 1]
+
+
+# ------------------------------------------------------------------ malformed input
+
+
+def _lines_text(lines: list[str]) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def test_sequence_before_the_first_header_names_the_line(tmp_path):
+    lines = ["", "", "MKV", ">a", "AC"]
+    path = write(tmp_path / "bad.fasta", _lines_text(lines))
+    with pytest.raises(FastaError) as info:
+        swdask.read_fasta(path)  # found while planning, before any compute
+    assert f"line {lines.index('MKV') + 1}" in str(info.value)
+    assert "bad.fasta" in str(info.value)
+    assert "before the first '>' header" in str(info.value)
+
+
+def test_compressed_file_with_a_plain_name(tmp_path):
+    path = write(tmp_path / "db.fasta", gzip.compress(b">a\nAC\n"))
+    with pytest.raises(FastaError, match=r"line 1: binary data .*compressed"):
+        swdask.read_fasta(path)
+
+
+def _bad_file(tmp_path, bad_line: str, at: int, name="bad.fasta") -> tuple[Path, int]:
+    """A real file (the test database) with ``bad_line`` put in as line ``at`` (1-based)."""
+    lines = DB.read_text().splitlines()
+    lines.insert(at - 1, bad_line)
+    return write(tmp_path / name, _lines_text(lines)), at
+
+
+@pytest.mark.parametrize("blocksize", [None, 997])
+@pytest.mark.parametrize("bad_line, message", [
+    (">", "header '>' without an id"),
+    (">   \t ", "header '>' without an id"),
+    ("MKV\x00\x00LL", "NUL byte"),
+    ("MKV\x07LL", "control byte 0x07"),
+    ("MK\rVL", "carriage return not followed by a newline"),
+    ("MKVÉLL", "non-ASCII byte"),
+])
+def test_malformed_line_in_a_real_file_is_named(tmp_path, bad_line, message, blocksize):
+    """The error names the file and the exact line, also deep inside a later partition."""
+    path, line = _bad_file(tmp_path, bad_line, at=1203)
+    ddf = swdask.read_fasta(path, blocksize=blocksize)
+    if blocksize:
+        assert ddf.npartitions > 20
+    with pytest.raises(FastaError) as info:
+        compute(ddf)
+    text = str(info.value)
+    assert f"{path}, line {line}:" in text, text
+    assert message in text, text
+
+
+def test_invalid_utf8_header_is_named(tmp_path):
+    lines = [">a ok", "AC", ">b caf\xe9".encode("latin-1").decode("latin-1"), "GG"]
+    raw = b"".join((line.encode("latin-1") + b"\n") for line in lines)
+    path = write(tmp_path / "latin1.fasta", raw)
+    with pytest.raises(FastaError, match=r"line 3: header is not valid UTF-8"):
+        compute(swdask.read_fasta(path))
+
+
+def test_utf8_header_is_kept(tmp_path):
+    path = write(tmp_path / "utf8.fasta", ">a protéine α\nAC\n")
+    frame = compute(swdask.read_fasta(path))
+    assert frame["description"].tolist() == ["protéine α"]
+
+
+def test_file_changed_after_planning(tmp_path):
+    path = write(tmp_path / "t.fasta", ">a\nAC\n>b\nGG\n")
+    ddf = swdask.read_fasta(path)
+    with open(path, "ab") as handle:
+        handle.write(b">c\nTT\n")
+    with pytest.raises(FastaError, match="changed"):
+        compute(ddf)
+
+
+# ------------------------------------------------------------------ arguments
+
+
+def test_bad_arguments(tmp_path):
+    path = write(tmp_path / "t.fasta", ">a\nAC\n")
+    with pytest.raises(ValueError, match="backend='cudf' is not supported yet"):
+        swdask.read_fasta(path, backend="cudf")
+    with pytest.raises(ValueError, match="blocksize"):
+        swdask.read_fasta(path, blocksize="lots")
+    with pytest.raises(ValueError, match="blocksize"):
+        swdask.read_fasta(path, blocksize=0)
+    with pytest.raises(ValueError, match="compression"):
+        swdask.read_fasta(path, compression="rar")
+    with pytest.raises(TypeError, match="path"):
+        swdask.read_fasta(42)
+    with pytest.raises(IsADirectoryError, match="glob"):
+        swdask.read_fasta(tmp_path)
