@@ -47,7 +47,7 @@ class PreparedQuery:
     scoring: Scoring
 
     @cached_property
-    def cpu_profile(self) -> np.ndarray:
+    def cpu_profile(self):
         from ._cpu import query_profile
 
         return query_profile(self.codes, self.scoring.matrix)

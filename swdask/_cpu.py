@@ -13,15 +13,62 @@ Conventions shared with the GPU kernels (they must agree cell for cell):
   alignment that ends at the end cell).
 * Results are inclusive cell indices here; the engine turns them into end-exclusive ends.
 
-Scores are computed in int64, so no length can overflow them.
+Two implementations of these conventions live here:
+
+* the scalar reference, ``_forward``/``_reverse``: int64, one target at a time, the spec the
+  others are tested against; it also handles whatever the fast kernels cannot (scores that
+  saturate 16 bits, scoring schemes that do not fit them);
+* the lane kernels: 32 targets (or pairs) in lockstep, one ``int16`` lane each
+  (:mod:`swdask._simd`), the layout of the GPU inter-task kernel (one thread per target).
+  One query against many targets: targets in length-sorted batches of 32 (SW-CUDA-STSA),
+  scores looked up per column with one ``vpermw`` per query residue (SWIPE's score
+  profile, built from the query's table once per query). Row-wise pairs: lanes over pairs
+  sorted by size, scores looked up per cell from a pair table. End cells come from the
+  forward pass (a column whose best beats the lane's best so far is scanned for its first
+  row); start cells from an anchored, banded reverse pass (see "start cells" below), in a
+  second round whose batches group rows by query end so that their bands overlap.
+
+Lane kernels keep ``E' = max(E, 0)`` and ``F' = max(F, 0)`` instead of ``E``/``F``: since
+``H >= 0``, ``max(E', F', diag + sub)`` is still ``H`` and ``E'`` follows
+``max(H - gap_open, E' - gap_extend, 0)``, one unsigned saturating subtraction per term.
+A lane whose best score reaches ``32767 - max substitution`` may have wrapped; it is
+recomputed exactly by the scalar reference (the first cell at or over that bound is still
+exact, and a lane's best never decreases, so the test catches every lane that could wrap).
+Padding (past the end of a shorter sequence of the batch) scores ``_PAD_SCORE`` against
+everything; a padded cell never exceeds the best real cell before it, so it never moves the
+end cell under the strict-improvement rule.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numba as nb
 import numpy as np
+from numba import types
+from numba.extending import overload
+
+from ._simd import (LANES, add, add_where_positive, gather, load, load_codes, mask_eq, mask_gt,
+                    maximum, permute, permute64, select, splat, store, sub_floor0)
 
 # Minus infinity for E/F: far below any reachable score, far from int64 overflow.
 _NEG = -(1 << 60)
+
+#: Largest lane value; lanes hold scores in ``[0, _LANE_MAX]``.
+_LANE_MAX = 32767
+#: Substitution score of padding cells: with ``H >= 0`` a padded cell adds nothing.
+_PAD_SCORE = -32767
+#: Residue code of padding in the one-to-many lane table (alphabets have fewer letters).
+_PAD_CODE = LANES - 1
+#: Largest gap cost or |substitution score| the int16 lanes take; beyond it, the scalar path.
+_LANE_COST_LIMIT = 16383
+
+#: ``positions`` modes of the kernels.
+MODE_NONE, MODE_END, MODE_FULL = 0, 1, 2
+_MODES = {"none": MODE_NONE, "end": MODE_END, "full": MODE_FULL, True: MODE_FULL,
+          False: MODE_END}
+
+
+# ============================================================================ scalar reference
 
 
 @nb.njit(cache=True, nogil=True)
@@ -89,9 +136,9 @@ def _reverse(prof, end_i, target, t0, end_j, best, gap_open, gap_extend, H, E):
 
 
 @nb.njit(cache=True, parallel=True)
-def one_to_many(prof, m, residues, offsets, order, gap_open, gap_extend, starts,
-                score, query_start, query_end, target_start, target_end):
-    """Align the profiled query against the targets ``order`` (row numbers, any order).
+def _scalar_one_to_many(prof, m, residues, offsets, order, gap_open, gap_extend, starts,
+                        score, query_start, query_end, target_start, target_end):
+    """Reference one-to-many: the profiled query against the targets ``order`` (row numbers).
 
     Writes, at each row: score, inclusive end cell and (if ``starts``) inclusive start cell;
     -1 where the score is 0.
@@ -116,9 +163,9 @@ def one_to_many(prof, m, residues, offsets, order, gap_open, gap_extend, starts,
 
 
 @nb.njit(cache=True, parallel=True)
-def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open, gap_extend,
-          starts, score, query_start, query_end, target_start, target_end):
-    """Row-wise alignment: row ``r`` aligns query ``r`` against target ``r``."""
+def _scalar_pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open,
+                  gap_extend, starts, score, query_start, query_end, target_start, target_end):
+    """Reference row-wise alignment: row ``r`` aligns query ``r`` against target ``r``."""
     alphabet = matrix.shape[0]
     for k in nb.prange(order.shape[0]):
         row_index = order[k]
@@ -145,6 +192,656 @@ def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open,
             target_start[row_index] = -1
 
 
-def query_profile(query_codes: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """``prof[a, i] = matrix[a, query[i]]`` (int64): one contiguous row per target residue."""
-    return np.ascontiguousarray(matrix[:, query_codes].astype(np.int64))
+# ============================================================================ query profile
+
+
+class QueryProfile(NamedTuple):
+    """A query prepared once for every kernel (CUDASW++ 2.0's query profile).
+
+    Attributes:
+        codes: ``uint8[m]`` residue codes of the query.
+        scores: ``int64[A, m]``, ``scores[t, i] = matrix[t, query[i]]``: the score of target
+            residue ``t`` against query position ``i`` (the scalar kernels' layout).
+        lane_table: ``int16[A * 32]`` or ``None``: entry ``a * 32 + t`` is the score of query
+            residue ``a`` against target residue ``t`` (``_PAD_SCORE`` for ``t >= A``), the
+            32-entry row one ``vpermw`` turns into a lane vector; ``None`` when the matrix
+            does not fit the int16 lane kernels.
+    """
+
+    codes: np.ndarray
+    scores: np.ndarray
+    lane_table: np.ndarray | None
+
+
+def _matrix_fits_lanes(matrix: np.ndarray) -> bool:
+    return (matrix.shape[0] < LANES and matrix.size > 0
+            and int(np.abs(matrix).max()) <= _LANE_COST_LIMIT)
+
+
+def _gaps_fit_lanes(gap_open: int, gap_extend: int) -> bool:
+    return 0 <= gap_extend <= _LANE_COST_LIMIT and 0 <= gap_open <= _LANE_COST_LIMIT
+
+
+def pair_table(matrix: np.ndarray) -> tuple[np.ndarray, int]:
+    """The lookup table for lanes whose query residues differ (row-wise pairs) and its
+    row stride: entry ``a * stride + t`` is the score of query residue ``a`` against target
+    residue ``t``; code ``stride - 1`` is padding. Small alphabets (DNA) fit 64 entries, one
+    two-register ``vpermi2w``; larger ones take 1024 ``int32`` entries, gathered (x86
+    gathers are 32-bit)."""
+    alphabet = matrix.shape[0]
+    if alphabet < 8:
+        stride, dtype = 8, np.int16
+    else:
+        stride, dtype = LANES, np.int32
+    table = np.full((stride, stride), _PAD_SCORE, dtype=dtype)
+    table[:alphabet, :alphabet] = matrix.T
+    return table.reshape(-1), stride
+
+
+def query_profile(query_codes: np.ndarray, matrix: np.ndarray) -> QueryProfile:
+    """Everything the kernels need about one query, built once per query (see QueryProfile)."""
+    codes = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    scores = np.ascontiguousarray(matrix[:, codes].astype(np.int64))
+    if not _matrix_fits_lanes(matrix):
+        return QueryProfile(codes, scores, None)
+    alphabet = matrix.shape[0]
+    table = np.full((alphabet, LANES), _PAD_SCORE, dtype=np.int16)
+    table[:, :alphabet] = matrix.T  # row a: query residue a against every target residue
+    return QueryProfile(codes, scores, table.reshape(-1))
+
+
+def _saturation_bound(matrix_max: int) -> int:
+    """A lane whose best score reaches this may have wrapped (``diag + sub`` past 32767)."""
+    return _LANE_MAX - max(int(matrix_max), 0)
+
+
+def _mode_of(positions) -> int:
+    try:
+        return _MODES[positions]
+    except (KeyError, TypeError):
+        raise ValueError(f"positions must be 'full', 'end' or 'none', got {positions!r}") from None
+
+
+def _check_starts(rows, query_start, target_start):
+    """Every scored row must have found its start: a miss would be a kernel bug, and a
+    wrong position must never pass silently."""
+    missing = rows[(query_start[rows] < 0) | (target_start[rows] < 0)]
+    if missing.size:
+        raise RuntimeError(f"internal error: no start cell found for rows {missing[:10].tolist()}"
+                           " (please report it with the sequences)")
+
+
+def _forget_ends(mode, rows, query_end, target_end):
+    """The scalar kernels always find the end cell; score-only mode reports none."""
+    if mode == MODE_NONE:
+        query_end[rows] = -1
+        target_end[rows] = -1
+
+
+# ============================================================================ lane cells
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _cell(diag, substitution, e, f, open_cost, extend_cost):
+    """One cell in 32 lanes. Takes ``H`` of the diagonal neighbour, the substitution score and
+    the clamped gap states ``E'``/``F'`` of this cell; returns ``H`` and the gap states its
+    neighbours need: ``E'`` of the cell to the right, ``F'`` of the cell below
+    (``max(H - gap_open, 0)`` serves both: 9 vector operations per cell)."""
+    h = maximum(maximum(add(diag, substitution), e), f)
+    h_open = sub_floor0(h, open_cost)
+    return (h, maximum(sub_floor0(e, extend_cost), h_open),
+            maximum(sub_floor0(f, extend_cost), h_open))
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _anchored_cell(diag, substitution, e, f, open_cost, extend_cost):
+    """:func:`_cell` without fresh starts: the diagonal move only continues a live path
+    (``diag > 0``); values are scores plus one, 0 is dead (see "start cells" below)."""
+    h = maximum(maximum(add_where_positive(diag, substitution), e), f)
+    h_open = sub_floor0(h, open_cost)
+    return (h, maximum(sub_floor0(e, extend_cost), h_open),
+            maximum(sub_floor0(f, extend_cost), h_open))
+
+
+@nb.njit(cache=True, nogil=True)
+def _substitution_rows(table, target, S):
+    """``S[a * 32 + l]`` = score of query residue ``a`` against lane ``l``'s target residue:
+    one ``vpermw`` per query residue, once per column (SWIPE's score profile)."""
+    for a in range(table.shape[0] // LANES):
+        store(S, a * LANES, permute(load(table, a * LANES), target))
+
+
+def _pair_score(table, index):
+    """``table[index]`` per lane, by the table's type (see :func:`pair_table`)."""
+
+
+@overload(_pair_score, inline="always")
+def _pair_score_impl(table, index):
+    if isinstance(table, types.Array) and table.dtype == types.int16:
+        def lookup_small(table, index):
+            return permute64(load(table, 0), load(table, LANES), index)
+        return lookup_small
+    if isinstance(table, types.Array) and table.dtype == types.int32:
+        def lookup_gather(table, index):
+            return gather(table, index)
+        return lookup_gather
+    return None
+
+
+@nb.njit(cache=True, nogil=True)
+def _record_first_rows(H, first_row, last_row, value, lanes, column, row_out, column_out):
+    """For each lane of the bitmask ``lanes``: the first row from ``first_row`` towards
+    ``last_row`` (either direction, both included) where ``H`` equals ``value``, written
+    with ``column`` into ``row_out``/``column_out``."""
+    step = 1 if last_row >= first_row else -1
+    pending = lanes
+    for i in range(first_row, last_row + step, step):
+        hits = mask_eq(load(H, i * LANES), value) & pending
+        if hits != 0:
+            for lane in range(LANES):
+                if (hits >> lane) & 1:
+                    row_out[lane] = i
+                    column_out[lane] = column
+            pending &= ~hits
+            if pending == 0:
+                return
+
+
+# ============================================================================ start cells
+#
+# Start cells by reverse scoring (ADEPT), anchored and banded so a pass costs about the
+# area of the alignments rather than of the prefixes. A cell of the reversed prefixes
+# reaches the score only on an alignment that ends at the end cell (one ending elsewhere
+# would have moved the end cell or beaten the score), and every reversed prefix of that
+# alignment scores above 0 (else dropping it would do the same). So the passes follow only
+# paths from the end cell, a path that drops below 0 dies, and rows dead in every lane are
+# not computed: a column starts at the first row alive in the previous one and runs one row
+# past its last live row, then on only while a vertical gap is alive. Following a few extra
+# paths (zero-score ones) is harmless: every value stays between the anchored value and the
+# local score, so exactly the same cells reach the score. Values are stored as score + 1,
+# 0 meaning dead, so that the empty path at the end cell is alive.
+
+
+@nb.njit(cache=True, nogil=True)
+def _shared_query_starts(query, table, residues, t_end, end_i, end_j, best, active, gap_open,
+                         gap_extend, H, E, S, codes, start_i, start_j):
+    """Start cells for the lanes of the bitmask ``active``, all against one query.
+
+    Lane ``l``'s reversed prefixes are ``query[end_i[l]::-1]`` and the target residues
+    ``residues[t_end[l] - c]`` for ``c <= end_j[l]``. The lanes share the query rows, walked
+    downwards from the highest end row (so the ``vpermw`` score rows apply); a lane starts
+    at its own end row, where its anchor is planted, and rows above it stay dead for it.
+    Lanes with nearby end rows share most of their band (the caller sorts them so). Takes
+    the first reversed column holding ``best[l]``, then the first reversed row in it (the
+    scalar ``_reverse``'s rule); writes inclusive cells to ``start_i``/``start_j``.
+    ``H``/``E`` need ``max(end_i) + 2`` rows.
+    """
+    zero = splat(0)
+    open_cost = splat(gap_open)
+    extend_cost = splat(gap_extend)
+    top = 0
+    bottom = 1 << 62
+    n_columns = 0
+    target_scores = np.full(LANES, _LANE_MAX, dtype=np.int16)  # unreachable for idle lanes
+    for lane in range(LANES):
+        if (active >> lane) & 1:
+            top = max(top, end_i[lane])
+            bottom = min(bottom, end_i[lane])
+            n_columns = max(n_columns, end_j[lane] + 1)
+            target_scores[lane] = best[lane] + 1
+    target = load(target_scores, 0)
+    for i in range(bottom, top + 2):
+        store(H, i * LANES, zero)
+        store(E, i * LANES, zero)
+    zeroed_from = bottom  # rows below are set up when the band first reaches them
+    for lane in range(LANES):
+        if (active >> lane) & 1:  # the anchor: "H" of the diagonal neighbour of the end cell
+            H[(end_i[lane] + 1) * LANES + lane] = 1
+    pending = active
+    first_row = top  # rows above are dead in every lane, for good
+    must_reach = bottom  # rows down to here may be alive; below, only through a vertical gap
+    for jr in range(n_columns):
+        for lane in range(LANES):
+            codes[lane] = _PAD_CODE
+            if (pending >> lane) & 1 and jr <= end_j[lane]:
+                codes[lane] = residues[t_end[lane] - jr]
+        _substitution_rows(table, load_codes(codes, 0), S)
+        diag = load(H, (first_row + 1) * LANES)
+        if jr == 0:
+            store(H, (top + 1) * LANES, zero)  # the anchors above the top row, used once
+        f = zero
+        column_best = zero
+        first_alive = -1
+        last_alive = -1
+        i = first_row
+        while i >= 0:
+            if i < must_reach and mask_gt(f, zero) == 0:
+                break  # no live path enters these rows
+            if i < zeroed_from:
+                store(H, i * LANES, zero)
+                store(E, i * LANES, zero)
+                zeroed_from = i
+            h_left = load(H, i * LANES)
+            h, e, f = _anchored_cell(diag, load(S, query[i] * LANES), load(E, i * LANES), f,
+                                     open_cost, extend_cost)
+            store(E, i * LANES, e)
+            store(H, i * LANES, h)
+            diag = h_left
+            column_best = maximum(column_best, h)
+            if mask_gt(maximum(h, e), zero) != 0:  # feeds the next column
+                last_alive = i
+                if first_alive < 0:
+                    first_alive = i
+            i -= 1
+        found = ~mask_gt(target, column_best) & pending  # reverse values never exceed it
+        if found != 0:
+            _record_first_rows(H, first_row, i + 1, target, found, jr, start_i, start_j)
+            for lane in range(LANES):
+                if (found >> lane) & 1:
+                    start_j[lane] = end_j[lane] - jr
+            pending &= ~found
+        if pending == 0 or first_alive < 0:  # (nothing alive happens only once all are found)
+            return
+        first_row = first_alive
+        must_reach = last_alive - 1
+
+
+@nb.njit(cache=True, nogil=True)
+def _pair_starts(table, stride, q_residues, q_end, t_residues, t_end, end_i, end_j, best,
+                 active, gap_open, gap_extend, query_rows, H, E, codes, start_i, start_j):
+    """Start cells for the lanes of the bitmask ``active``, each with its own query.
+
+    Lane ``l``'s reversed prefixes are ``q_residues[q_end[l] - r]`` for ``r <= end_i[l]``
+    and ``t_residues[t_end[l] - c]`` for ``c <= end_j[l]``; every lane's end cell is at
+    reversed row 0, so the bands line up. Scores come from the pair table (see
+    :func:`pair_table`, ``stride``). Same rule and outputs as
+    :func:`_shared_query_starts`; ``query_rows``/``H``/``E`` need ``max(end_i) + 1`` rows.
+    """
+    pad_code = stride - 1
+    zero = splat(0)
+    open_cost = splat(gap_open)
+    extend_cost = splat(gap_extend)
+    n_rows = 0
+    n_columns = 0
+    target_scores = np.full(LANES, _LANE_MAX, dtype=np.int16)  # unreachable for idle lanes
+    for lane in range(LANES):
+        if (active >> lane) & 1:
+            n_rows = max(n_rows, end_i[lane] + 1)
+            n_columns = max(n_columns, end_j[lane] + 1)
+            target_scores[lane] = best[lane] + 1
+    target = load(target_scores, 0)
+    anchor = select(active, splat(1), zero)  # the empty path ending at the end cell
+    pending = active
+    filled = 0  # rows whose query codes and state are set up
+    first_row = 0  # rows above are dead in every lane, for good
+    must_reach = 0  # rows down to here may be alive; below, only through a vertical gap
+    for jr in range(n_columns):
+        for lane in range(LANES):
+            codes[lane] = pad_code
+            if (pending >> lane) & 1 and jr <= end_j[lane]:
+                codes[lane] = t_residues[t_end[lane] - jr]
+        target_codes = load_codes(codes, 0)
+        diag = zero
+        if jr == 0:
+            diag = anchor
+        f = zero
+        column_best = zero
+        first_alive = -1
+        last_alive = -1
+        i = first_row
+        while i < n_rows:
+            if i > must_reach and mask_gt(f, zero) == 0:
+                break  # no live path enters these rows
+            if i == filled:
+                for lane in range(LANES):
+                    code = pad_code
+                    if (active >> lane) & 1 and i <= end_i[lane]:
+                        code = q_residues[q_end[lane] - i]
+                    query_rows[i * LANES + lane] = code * stride
+                store(H, i * LANES, zero)
+                store(E, i * LANES, zero)
+                filled += 1
+            h_left = load(H, i * LANES)
+            substitution = _pair_score(table, add(load(query_rows, i * LANES), target_codes))
+            h, e, f = _anchored_cell(diag, substitution, load(E, i * LANES), f, open_cost,
+                                     extend_cost)
+            store(E, i * LANES, e)
+            store(H, i * LANES, h)
+            diag = h_left
+            column_best = maximum(column_best, h)
+            if mask_gt(maximum(h, e), zero) != 0:  # feeds the next column
+                last_alive = i
+                if first_alive < 0:
+                    first_alive = i
+            i += 1
+        found = ~mask_gt(target, column_best) & pending  # reverse values never exceed it
+        if found != 0:
+            _record_first_rows(H, first_row, i - 1, target, found, jr, start_i, start_j)
+            for lane in range(LANES):
+                if (found >> lane) & 1:
+                    start_i[lane] = end_i[lane] - start_i[lane]
+                    start_j[lane] = end_j[lane] - jr
+            pending &= ~found
+        if pending == 0 or first_alive < 0:  # (nothing alive happens only once all are found)
+            return
+        first_row = first_alive
+        must_reach = last_alive + 1
+
+
+# ============================================================================ one to many
+
+
+@nb.njit(cache=True, nogil=True)
+def _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open, gap_extend,
+                   want_end, H, E, S, codes, best, end_i, end_j):
+    """Forward pass for one batch: lane ``l`` scores ``residues[starts[l]:starts[l]+lengths[l]]``
+    against the whole query. Writes ``best`` (int16 per lane) and, if ``want_end``, the end
+    cell by the tie rule into ``end_i``/``end_j`` (left alone for lanes that never score)."""
+    m = query.shape[0]
+    zero = splat(0)
+    open_cost = splat(gap_open)
+    extend_cost = splat(gap_extend)
+    for i in range(m):
+        store(H, i * LANES, zero)
+        store(E, i * LANES, zero)
+    best_so_far = zero
+    for j in range(n_columns):
+        for lane in range(LANES):
+            codes[lane] = residues[starts[lane] + j] if j < lengths[lane] else _PAD_CODE
+        _substitution_rows(table, load_codes(codes, 0), S)
+        diag = zero
+        f = zero
+        column_best = zero
+        for i in range(m):
+            h_left = load(H, i * LANES)
+            h, e, f = _cell(diag, load(S, query[i] * LANES), load(E, i * LANES), f,
+                            open_cost, extend_cost)
+            store(E, i * LANES, e)
+            store(H, i * LANES, h)
+            diag = h_left
+            column_best = maximum(column_best, h)
+        improved = mask_gt(column_best, best_so_far)
+        if improved != 0:  # strict: the smallest column, then the first row holding it
+            best_so_far = maximum(best_so_far, column_best)
+            if want_end:
+                _record_first_rows(H, 0, m - 1, column_best, improved, j, end_i, end_j)
+    store(best, 0, best_so_far)
+
+
+@nb.njit(cache=True, parallel=True)
+def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_extend, want_end,
+                       saturation, score, query_end, target_end, saturated):
+    """Scores and end cells: batches of 32 of ``rows`` (sorted by length, longest first),
+    one batch per task. Rows whose 16-bit score may have wrapped are flagged in
+    ``saturated`` (for the exact scalar kernel) instead."""
+    m = query.shape[0]
+    n_rows = rows.shape[0]
+    n_batches = (n_rows + LANES - 1) // LANES
+    alphabet = table.shape[0] // LANES
+    for batch in nb.prange(n_batches):
+        first = batch * LANES
+        count = min(LANES, n_rows - first)
+        starts = np.zeros(LANES, dtype=np.int64)
+        lengths = np.zeros(LANES, dtype=np.int64)
+        n_columns = np.int64(0)
+        for lane in range(count):
+            row = rows[first + lane]
+            starts[lane] = offsets[row]
+            lengths[lane] = offsets[row + 1] - offsets[row]
+            n_columns = max(n_columns, lengths[lane])
+        H = np.empty(m * LANES, dtype=np.int16)
+        E = np.empty(m * LANES, dtype=np.int16)
+        S = np.empty(alphabet * LANES, dtype=np.int16)
+        codes = np.empty(LANES, dtype=np.uint8)
+        best = np.empty(LANES, dtype=np.int16)
+        end_i = np.full(LANES, -1, dtype=np.int64)
+        end_j = np.full(LANES, -1, dtype=np.int64)
+        _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open,
+                       gap_extend, want_end, H, E, S, codes, best, end_i, end_j)
+        for lane in range(count):
+            row = rows[first + lane]
+            if best[lane] >= saturation:
+                saturated[row] = True
+            else:
+                score[row] = best[lane]
+                if best[lane] > 0:
+                    query_end[row] = end_i[lane]
+                    target_end[row] = end_j[lane]
+
+
+@nb.njit(cache=True, parallel=True)
+def _one_to_many_starts(query, table, residues, offsets, rows, gap_open, gap_extend, score,
+                        query_end, target_end, query_start, target_start):
+    """Start cells of ``rows`` (scored, score > 0, sorted by query end so that a batch's
+    bands overlap), batches of 32, one batch per task."""
+    n_rows = rows.shape[0]
+    n_batches = (n_rows + LANES - 1) // LANES
+    alphabet = table.shape[0] // LANES
+    for batch in nb.prange(n_batches):
+        first = batch * LANES
+        count = min(LANES, n_rows - first)
+        end_i = np.zeros(LANES, dtype=np.int64)
+        end_j = np.zeros(LANES, dtype=np.int64)
+        t_end = np.zeros(LANES, dtype=np.int64)
+        best = np.zeros(LANES, dtype=np.int16)
+        top = np.int64(0)
+        for lane in range(count):
+            row = rows[first + lane]
+            end_i[lane] = query_end[row]
+            end_j[lane] = target_end[row]
+            t_end[lane] = offsets[row] + target_end[row]
+            best[lane] = score[row]
+            top = max(top, end_i[lane])
+        H = np.empty((top + 2) * LANES, dtype=np.int16)
+        E = np.empty((top + 2) * LANES, dtype=np.int16)
+        S = np.empty(alphabet * LANES, dtype=np.int16)
+        codes = np.empty(LANES, dtype=np.uint8)
+        start_i = np.full(LANES, -1, dtype=np.int64)
+        start_j = np.full(LANES, -1, dtype=np.int64)
+        _shared_query_starts(query, table, residues, t_end, end_i, end_j, best,
+                             (1 << count) - 1, gap_open, gap_extend, H, E, S, codes, start_i,
+                             start_j)
+        for lane in range(count):
+            row = rows[first + lane]
+            query_start[row] = start_i[lane]
+            target_start[row] = start_j[lane]
+
+
+def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, positions,
+                score, query_start, query_end, target_start, target_end):
+    """Align one query against the targets ``order`` (row numbers into ``offsets``).
+
+    Args:
+        profile: the query's :class:`QueryProfile` (or a bare int64 profile ``[A, m]``, which
+            takes the scalar path).
+        m: query length.
+        residues, offsets: the targets, Arrow layout (``uint8`` codes, ``int64[n + 1]``).
+        order: rows to align (each of non-zero length); other rows are left untouched.
+        positions: ``"full"`` (start and end cells), ``"end"`` or ``"none"`` (score only);
+            ``True``/``False`` mean ``"full"``/``"end"``.
+        score, query_start, query_end, target_start, target_end: ``int64[n]`` outputs,
+            written at the rows of ``order``: the score and inclusive cells, -1 where the
+            score is 0 or the position was not asked for.
+    """
+    mode = _mode_of(positions)
+    rows = np.ascontiguousarray(order, dtype=np.int64)
+    if rows.size == 0:
+        return
+    if isinstance(profile, np.ndarray):
+        scores, table = profile, None
+    else:
+        scores, table = profile.scores, profile.lane_table
+    if table is None or not _gaps_fit_lanes(gap_open, gap_extend):
+        _scalar_one_to_many(scores, m, residues, offsets, rows, gap_open, gap_extend,
+                            mode == MODE_FULL, score, query_start, query_end, target_start,
+                            target_end)
+        _forget_ends(mode, rows, query_end, target_end)
+        return
+    lengths = offsets[rows + 1] - offsets[rows]
+    rows = rows[np.argsort(-lengths, kind="stable")]
+    saturated = np.zeros(score.shape[0], dtype=np.bool_)
+    with nb.parallel_chunksize(1):  # batches differ in cost: hand them out one at a time
+        _one_to_many_lanes(profile.codes, table, residues, offsets, rows, gap_open, gap_extend,
+                           mode != MODE_NONE, _saturation_bound(scores.max()), score,
+                           query_end, target_end, saturated)
+        if mode == MODE_FULL:
+            hits = rows[~saturated[rows] & (score[rows] > 0)]
+            hits = hits[np.argsort(query_end[hits], kind="stable")]
+            _one_to_many_starts(profile.codes, table, residues, offsets, hits, gap_open,
+                                gap_extend, score, query_end, target_end, query_start,
+                                target_start)
+            _check_starts(hits, query_start, target_start)
+    again = np.flatnonzero(saturated)
+    if again.size:
+        _scalar_one_to_many(scores, m, residues, offsets, again, gap_open, gap_extend,
+                            mode == MODE_FULL, score, query_start, query_end, target_start,
+                            target_end)
+        _forget_ends(mode, again, query_end, target_end)
+
+
+# ============================================================================ pairs
+#
+# Row-wise pairs: every lane has its own query, so the per-column score profile above (one
+# table row per query residue) does not apply; each cell looks its score up by the pair of
+# codes in the pair table (a permute for DNA, a gather for proteins).
+
+
+@nb.njit(cache=True, nogil=True)
+def _pairs_forward(query_rows, n_rows, table, t_residues, t_first, t_lengths, n_columns,
+                   pad_code, gap_open, gap_extend, want_end, H, E, codes, best, end_i, end_j):
+    """Forward pass for a batch of pairs: ``query_rows[i * 32 + l]`` is lane ``l``'s query
+    code at row ``i`` times the table stride (padding past its end), lane ``l``'s column
+    ``j`` is ``t_residues[t_first[l] + j]`` for ``j < t_lengths[l]``. Outputs as in
+    :func:`_forward_lanes`."""
+    zero = splat(0)
+    open_cost = splat(gap_open)
+    extend_cost = splat(gap_extend)
+    for i in range(n_rows):
+        store(H, i * LANES, zero)
+        store(E, i * LANES, zero)
+    best_so_far = zero
+    for j in range(n_columns):
+        for lane in range(LANES):
+            codes[lane] = t_residues[t_first[lane] + j] if j < t_lengths[lane] else pad_code
+        target = load_codes(codes, 0)
+        diag = zero
+        f = zero
+        column_best = zero
+        for i in range(n_rows):
+            h_left = load(H, i * LANES)
+            substitution = _pair_score(table, add(load(query_rows, i * LANES), target))
+            h, e, f = _cell(diag, substitution, load(E, i * LANES), f, open_cost, extend_cost)
+            store(E, i * LANES, e)
+            store(H, i * LANES, h)
+            diag = h_left
+            column_best = maximum(column_best, h)
+        improved = mask_gt(column_best, best_so_far)
+        if improved != 0:
+            best_so_far = maximum(best_so_far, column_best)
+            if want_end:
+                _record_first_rows(H, 0, n_rows - 1, column_best, improved, j, end_i, end_j)
+    store(best, 0, best_so_far)
+
+
+@nb.njit(cache=True, parallel=True)
+def _pairs_lanes(table, stride, q_residues, q_offsets, t_residues, t_offsets, rows, gap_open,
+                 gap_extend, mode, saturation, score, query_start, query_end, target_start,
+                 target_end, saturated):
+    """Batches of 32 pairs of ``rows`` (sorted by size); see :func:`_one_to_many_lanes`."""
+    n_rows = rows.shape[0]
+    n_batches = (n_rows + LANES - 1) // LANES
+    pad_code = stride - 1
+    for batch in nb.prange(n_batches):
+        first = batch * LANES
+        count = min(LANES, n_rows - first)
+        q_first = np.zeros(LANES, dtype=np.int64)
+        q_lengths = np.zeros(LANES, dtype=np.int64)
+        t_first = np.zeros(LANES, dtype=np.int64)
+        t_lengths = np.zeros(LANES, dtype=np.int64)
+        n_query_rows = np.int64(0)
+        n_columns = np.int64(0)
+        for lane in range(count):
+            row = rows[first + lane]
+            q_first[lane] = q_offsets[row]
+            q_lengths[lane] = q_offsets[row + 1] - q_offsets[row]
+            t_first[lane] = t_offsets[row]
+            t_lengths[lane] = t_offsets[row + 1] - t_offsets[row]
+            n_query_rows = max(n_query_rows, q_lengths[lane])
+            n_columns = max(n_columns, t_lengths[lane])
+        query_rows = np.empty(n_query_rows * LANES, dtype=np.int16)
+        for i in range(n_query_rows):
+            for lane in range(LANES):
+                code = pad_code
+                if i < q_lengths[lane]:
+                    code = q_residues[q_first[lane] + i]
+                query_rows[i * LANES + lane] = code * stride
+        H = np.empty(n_query_rows * LANES, dtype=np.int16)
+        E = np.empty(n_query_rows * LANES, dtype=np.int16)
+        codes = np.empty(LANES, dtype=np.uint8)
+        best = np.empty(LANES, dtype=np.int16)
+        end_i = np.full(LANES, -1, dtype=np.int64)
+        end_j = np.full(LANES, -1, dtype=np.int64)
+        _pairs_forward(query_rows, n_query_rows, table, t_residues, t_first, t_lengths,
+                       n_columns, pad_code, gap_open, gap_extend, mode != MODE_NONE, H, E,
+                       codes, best, end_i, end_j)
+        active = 0
+        for lane in range(count):
+            row = rows[first + lane]
+            if best[lane] >= saturation:
+                saturated[row] = True
+                continue
+            score[row] = best[lane]
+            if best[lane] > 0:
+                query_end[row] = end_i[lane]
+                target_end[row] = end_j[lane]
+                if mode == MODE_FULL:
+                    active |= 1 << lane
+        if active != 0:
+            start_i = np.full(LANES, -1, dtype=np.int64)
+            start_j = np.full(LANES, -1, dtype=np.int64)
+            _pair_starts(table, stride, q_residues, q_first + end_i, t_residues,
+                         t_first + end_j, end_i, end_j, best, active, gap_open, gap_extend,
+                         query_rows, H, E, codes, start_i, start_j)
+            for lane in range(count):
+                if (active >> lane) & 1:
+                    row = rows[first + lane]
+                    query_start[row] = start_i[lane]
+                    target_start[row] = start_j[lane]
+
+
+def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open, gap_extend,
+          positions, score, query_start, query_end, target_start, target_end):
+    """Row-wise alignment: row ``r`` aligns query ``r`` against target ``r``.
+
+    ``matrix`` is the scoring's substitution matrix (``matrix[target code, query code]``);
+    ``order`` lists the rows to align (both sequences non-empty); ``positions`` and the
+    outputs are as in :func:`one_to_many`.
+    """
+    mode = _mode_of(positions)
+    rows = np.ascontiguousarray(order, dtype=np.int64)
+    if rows.size == 0:
+        return
+    matrix = np.asarray(matrix)
+    if not (_matrix_fits_lanes(matrix) and _gaps_fit_lanes(gap_open, gap_extend)):
+        _scalar_pairs(matrix.astype(np.int64), q_residues, q_offsets, t_residues, t_offsets,
+                      rows, gap_open, gap_extend, mode == MODE_FULL, score, query_start,
+                      query_end, target_start, target_end)
+        _forget_ends(mode, rows, query_end, target_end)
+        return
+    table, stride = pair_table(matrix)
+    q_lengths = q_offsets[rows + 1] - q_offsets[rows]
+    t_lengths = t_offsets[rows + 1] - t_offsets[rows]
+    rows = rows[np.lexsort((-t_lengths, -q_lengths))]  # query length, then target length
+    saturated = np.zeros(score.shape[0], dtype=np.bool_)
+    with nb.parallel_chunksize(1):
+        _pairs_lanes(table, stride, q_residues, q_offsets, t_residues, t_offsets, rows,
+                     gap_open, gap_extend, mode, _saturation_bound(matrix.max()), score,
+                     query_start, query_end, target_start, target_end, saturated)
+    if mode == MODE_FULL:
+        _check_starts(rows[~saturated[rows] & (score[rows] > 0)], query_start, target_start)
+    again = np.flatnonzero(saturated)
+    if again.size:
+        _scalar_pairs(matrix.astype(np.int64), q_residues, q_offsets, t_residues, t_offsets,
+                      again, gap_open, gap_extend, mode == MODE_FULL, score, query_start,
+                      query_end, target_start, target_end)
+        _forget_ends(mode, again, query_end, target_end)

@@ -7,12 +7,17 @@ results back to the input order.
 """
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import numpy as np
 
 from ._scoring import Scoring
 from ._sequences import EncodedSequences
+
+# The numba kernels are parallel (prange) already; two threads entering them at once (Dask's
+# threaded scheduler) gain nothing and can abort numba's fallback "workqueue" threading layer.
+_CPU_KERNEL_LOCK = threading.Lock()
 
 #: The result columns, in order; positions are 0-based, ends exclusive.
 COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
@@ -114,8 +119,9 @@ def align_many(query, targets: EncodedSequences, scoring: Scoring, *,
         from . import _cpu
 
         order = _length_order(targets.lengths, targets.valid)
-        _cpu.one_to_many(query.cpu_profile, len(query), targets.residues, targets.offsets, order,
-                         scoring.gap_open, scoring.gap_extend, mode == "full", *outputs)
+        with _CPU_KERNEL_LOCK:
+            _cpu.one_to_many(query.cpu_profile, len(query), targets.residues, targets.offsets, order,
+                             scoring.gap_open, scoring.gap_extend, mode, *outputs)
     outputs[0][outputs[0] < 0] = 0
     return _finish(outputs, targets.valid, mode)
 
@@ -139,8 +145,9 @@ def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: S
         work = queries.lengths * targets.lengths
         rows = np.flatnonzero(valid & (work > 0))
         order = rows[np.argsort(-work[rows], kind="stable")]
-        _cpu.pairs(scoring.matrix.astype(np.int64), queries.residues, queries.offsets,
-                   targets.residues, targets.offsets, order, scoring.gap_open,
-                   scoring.gap_extend, mode == "full", *outputs)
+        with _CPU_KERNEL_LOCK:
+            _cpu.pairs(scoring.matrix.astype(np.int64), queries.residues, queries.offsets,
+                       targets.residues, targets.offsets, order, scoring.gap_open,
+                       scoring.gap_extend, mode, *outputs)
     outputs[0][outputs[0] < 0] = 0
     return _finish(outputs, valid, mode)

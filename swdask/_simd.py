@@ -1,0 +1,307 @@
+"""Explicit SIMD lanes for numba kernels: ``Lanes`` is an LLVM vector of 32 ``int16`` lanes.
+
+numba has no vector type, and leaving the lane loops to LLVM's auto-vectoriser proved
+fragile: the same kernel vectorised for 32 and 64 lanes but not at all for 16, and where it
+did, it re-checked array aliasing on every query row and kept the carried vectors in memory
+(benchmarks/NOTES-cpu.md has the figures). These few intrinsics give the kernels a vector
+value that lives in registers; LLVM lowers ``<32 x i16>`` for whatever the host CPU has (one
+zmm register with AVX-512BW, two ymm with AVX2, four xmm with SSE2), so the kernels stay
+portable. The one x86-specific instruction, ``vpermw`` (a 32-entry table lookup per lane),
+is used only where the host has AVX-512BW and numba compiles for the host; elsewhere
+:func:`permute` falls back to portable IR that LLVM scalarises.
+
+Conventions: arrays passed to ``load``/``store`` are 1-D and C-contiguous; ``offset`` counts
+elements (not bytes) and is not bounds-checked. Arithmetic wraps like C ``int16``; the
+kernels that use it guarantee (or detect) that no lane overflows. Lane masks are plain
+integers: bit ``l`` is lane ``l``.
+"""
+from __future__ import annotations
+
+from llvmlite import binding as llvm_binding
+from llvmlite import ir
+from numba import types
+from numba.core import config
+from numba.extending import intrinsic, models, register_model
+
+#: Lanes per vector (one 512-bit register of int16).
+LANES = 32
+
+_I16 = ir.IntType(16)
+_VEC = ir.VectorType(_I16, LANES)
+_MASK_INT = ir.IntType(LANES)
+
+
+def _host_has_avx512bw() -> bool:
+    """True when numba compiles for this host and the host has AVX-512BW (``vpermw``)."""
+    if config.CPU_NAME not in (None, "", "host"):
+        return False  # compiling for a named/generic CPU: stay portable
+    if config.CPU_FEATURES and "+avx512bw" not in config.CPU_FEATURES:
+        return False
+    try:
+        return bool(llvm_binding.get_host_cpu_features().get("avx512bw", False))
+    except RuntimeError:  # pragma: no cover - llvmlite cannot read the features
+        return False
+
+
+HAVE_VPERMW = _host_has_avx512bw()
+_GATHER_NAME = "llvm.masked.gather.v32i32.v32p0"
+
+
+class LanesType(types.Type):
+    """numba type of a ``<32 x i16>`` vector value."""
+
+    def __init__(self):
+        super().__init__(name="Lanes_i16x32")
+
+
+Lanes = LanesType()
+
+
+@register_model(LanesType)
+class _LanesModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _VEC)
+
+
+def _element_pointer(context, builder, array_type, array, offset, element_type):
+    data = context.make_array(array_type)(context, builder, array).data
+    pointer = builder.gep(data, [offset])
+    return builder.bitcast(pointer, ir.PointerType(element_type))
+
+
+def _splat_value(builder, scalar):
+    if scalar.type.width > 16:
+        scalar = builder.trunc(scalar, _I16)
+    elif scalar.type.width < 16:
+        scalar = builder.sext(scalar, _I16)
+    vector = builder.insert_element(ir.Constant(_VEC, ir.Undefined), scalar,
+                                    ir.Constant(ir.IntType(32), 0))
+    zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+    return builder.shuffle_vector(vector, ir.Constant(_VEC, ir.Undefined), zeros)
+
+
+def _call_intrinsic(builder, name, return_type, args):
+    module = builder.module
+    function_type = ir.FunctionType(return_type, [a.type for a in args])
+    function = module.globals.get(name)
+    if function is None:
+        function = ir.Function(module, function_type, name=name)
+    return builder.call(function, args)
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+@intrinsic
+def load(typingctx, array, offset):
+    """``array[offset:offset+32]`` (int16) as lanes."""
+    if not (isinstance(array, types.Array) and array.dtype == types.int16):
+        return None
+    sig = Lanes(array, offset)
+
+    def codegen(context, builder, sig, args):
+        pointer = _element_pointer(context, builder, sig.args[0], args[0], args[1], _VEC)
+        return builder.load(pointer, align=2)
+
+    return sig, codegen
+
+
+@intrinsic
+def load_codes(typingctx, array, offset):
+    """``array[offset:offset+32]`` (uint8 residue codes) zero-extended to int16 lanes."""
+    if not (isinstance(array, types.Array) and array.dtype == types.uint8):
+        return None
+    sig = Lanes(array, offset)
+
+    def codegen(context, builder, sig, args):
+        byte_vector = ir.VectorType(ir.IntType(8), LANES)
+        pointer = _element_pointer(context, builder, sig.args[0], args[0], args[1], byte_vector)
+        return builder.zext(builder.load(pointer, align=1), _VEC)
+
+    return sig, codegen
+
+
+@intrinsic
+def store(typingctx, array, offset, value):
+    """``array[offset:offset+32] = value`` (int16)."""
+    if not (isinstance(array, types.Array) and array.dtype == types.int16):
+        return None
+    sig = types.void(array, offset, value)
+
+    def codegen(context, builder, sig, args):
+        pointer = _element_pointer(context, builder, sig.args[0], args[0], args[1], _VEC)
+        builder.store(args[2], pointer, align=2)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def splat(typingctx, scalar):
+    """All lanes equal to ``scalar`` (truncated to int16)."""
+    if not isinstance(scalar, types.Integer):
+        return None
+    sig = Lanes(scalar)
+
+    def codegen(context, builder, sig, args):
+        return _splat_value(builder, args[0])
+
+    return sig, codegen
+
+
+# ----------------------------------------------------------------------------- arithmetic
+
+
+def _binary(build):
+    @intrinsic
+    def operation(typingctx, a, b):
+        if a is not Lanes or b is not Lanes:
+            return None
+        sig = Lanes(a, b)
+
+        def codegen(context, builder, sig, args):
+            return build(builder, args[0], args[1])
+
+        return sig, codegen
+
+    return operation
+
+
+add = _binary(lambda b, x, y: b.add(x, y))
+add.__doc__ = "Lane-wise ``x + y`` (wrapping)."
+sub = _binary(lambda b, x, y: b.sub(x, y))
+sub.__doc__ = "Lane-wise ``x - y`` (wrapping)."
+maximum = _binary(lambda b, x, y: _call_intrinsic(b, "llvm.smax.v32i16", _VEC, [x, y]))
+maximum.__doc__ = "Lane-wise signed maximum."
+add_where_positive = _binary(
+    lambda b, x, y: b.select(b.icmp_signed(">", x, ir.Constant(_VEC, [0] * LANES)), b.add(x, y),
+                             ir.Constant(_VEC, [0] * LANES)))
+add_where_positive.__doc__ = "Lane-wise ``x + y`` where ``x > 0``, else 0."
+sub_floor0 = _binary(lambda b, x, y: _call_intrinsic(b, "llvm.usub.sat.v32i16", _VEC, [x, y]))
+sub_floor0.__doc__ = ("Lane-wise ``max(x - y, 0)`` for ``x, y`` in ``[0, 32767]`` "
+                      "(unsigned saturating subtraction: one instruction).")
+
+
+@intrinsic
+def permute(typingctx, table, index):
+    """``result[l] = table[index[l] & 31]``: a 32-entry table lookup in every lane."""
+    if table is not Lanes or index is not Lanes:
+        return None
+    sig = Lanes(table, index)
+
+    def codegen(context, builder, sig, args):
+        table_value, index_value = args
+        if HAVE_VPERMW:
+            return _call_intrinsic(builder, "llvm.x86.avx512.permvar.hi.512", _VEC,
+                                   [table_value, index_value])
+        result = ir.Constant(_VEC, ir.Undefined)
+        mask = ir.Constant(_I16, LANES - 1)
+        for lane in range(LANES):
+            position = ir.Constant(ir.IntType(32), lane)
+            entry = builder.and_(builder.extract_element(index_value, position), mask)
+            result = builder.insert_element(
+                result, builder.extract_element(table_value, entry), position)
+        return result
+
+    return sig, codegen
+
+
+@intrinsic
+def permute64(typingctx, table_low, table_high, index):
+    """``result[l] = (table_low ++ table_high)[index[l] & 63]``: a 64-entry table lookup."""
+    if table_low is not Lanes or table_high is not Lanes or index is not Lanes:
+        return None
+    sig = Lanes(table_low, table_high, index)
+
+    def codegen(context, builder, sig, args):
+        low, high, index_value = args
+        if HAVE_VPERMW:
+            return _call_intrinsic(builder, "llvm.x86.avx512.vpermi2var.hi.512", _VEC,
+                                   [low, index_value, high])
+        both = builder.shuffle_vector(low, high, ir.Constant(
+            ir.VectorType(ir.IntType(32), 2 * LANES), list(range(2 * LANES))))
+        result = ir.Constant(_VEC, ir.Undefined)
+        mask = ir.Constant(_I16, 2 * LANES - 1)
+        for lane in range(LANES):
+            position = ir.Constant(ir.IntType(32), lane)
+            entry = builder.and_(builder.extract_element(index_value, position), mask)
+            result = builder.insert_element(
+                result, builder.extract_element(both, entry), position)
+        return result
+
+    return sig, codegen
+
+
+# ----------------------------------------------------------------------------- masks
+
+
+def _mask(predicate):
+    @intrinsic
+    def operation(typingctx, a, b):
+        if a is not Lanes or b is not Lanes:
+            return None
+        sig = types.int64(a, b)
+
+        def codegen(context, builder, sig, args):
+            bits = builder.bitcast(builder.icmp_signed(predicate, args[0], args[1]), _MASK_INT)
+            return builder.zext(bits, ir.IntType(64))
+
+        return sig, codegen
+
+    return operation
+
+
+mask_gt = _mask(">")
+mask_gt.__doc__ = "Bit ``l`` set where ``a[l] > b[l]`` (signed)."
+mask_eq = _mask("==")
+mask_eq.__doc__ = "Bit ``l`` set where ``a[l] == b[l]``."
+mask_ge = _mask(">=")
+mask_ge.__doc__ = "Bit ``l`` set where ``a[l] >= b[l]`` (signed)."
+
+
+@intrinsic
+def select(typingctx, bits, a, b):
+    """Lane ``l`` from ``a`` where bit ``l`` of the integer ``bits`` is set, else from ``b``."""
+    if not isinstance(bits, types.Integer) or a is not Lanes or b is not Lanes:
+        return None
+    sig = Lanes(bits, a, b)
+
+    def codegen(context, builder, sig, args):
+        bits_value = args[0]
+        if bits_value.type.width > LANES:
+            bits_value = builder.trunc(bits_value, _MASK_INT)
+        elif bits_value.type.width < LANES:
+            bits_value = builder.zext(bits_value, _MASK_INT)
+        predicate = builder.bitcast(bits_value, ir.VectorType(ir.IntType(1), LANES))
+        return builder.select(predicate, args[1], args[2])
+
+    return sig, codegen
+
+
+@intrinsic
+def gather(typingctx, table, index):
+    """``result[l] = table[index[l]]`` for an int32 ``table`` (indices 0..32767, unchecked)."""
+    if not (isinstance(table, types.Array) and table.dtype == types.int32) or index is not Lanes:
+        return None
+    sig = Lanes(table, index)
+
+    def codegen(context, builder, sig, args):
+        i32 = ir.IntType(32)
+        data = context.make_array(sig.args[0])(context, builder, args[0]).data
+        offsets = builder.zext(args[1], ir.VectorType(i32, LANES))
+        # getelementptr i32, ptr base, <32 x i32> offsets: llvmlite's builder cannot type a
+        # vector GEP, so the instruction is made by hand; base + 32-bit offsets is the form
+        # the x86 backend turns into vpgatherdd (16 lanes per instruction)
+        pointers = ir.instructions.GEPInstr(builder.block, data, [offsets], inbounds=True,
+                                            name="gather_pointers", source_etype=i32)
+        pointers.type = ir.VectorType(ir.PointerType(), LANES)
+        builder._insert(pointers)
+        all_lanes = ir.Constant(ir.VectorType(ir.IntType(1), LANES), [1] * LANES)
+        passthru = ir.Constant(ir.VectorType(i32, LANES), [0] * LANES)
+        gathered = _call_intrinsic(
+            builder, _GATHER_NAME, ir.VectorType(i32, LANES),
+            [pointers, ir.Constant(i32, 4), all_lanes, passthru])
+        return builder.trunc(gathered, _VEC)
+
+    return sig, codegen
+

@@ -1,0 +1,435 @@
+"""The CPU kernels of swdask._cpu, called directly so that every path is exercised on purpose:
+the 32-lane int16 kernels (one-to-many, and pairs by a 64-entry permute for DNA or a gather
+for proteins), the 16-bit saturation check with its exact recompute, and the scalar fallback.
+
+References: the scalar int64 kernels (``_scalar_one_to_many``/``_scalar_pairs``: the tie
+rules' spec, compared cell for cell), Biopython's PairwiseAligner and parasail's 32-bit
+functions (scores), the pure-Python brute force of conftest.py (tie rules), and the
+rescoring property (the global alignment of the aligned segments scores the score).
+
+Kernel outputs are inclusive cells, -1 where the score is 0 or a position was not asked for.
+"""
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from swdask import _cpu, _simd
+from swdask._scoring import make_scoring
+from swdask._sequences import encode
+
+from .conftest import (Scheme, biopython_score, brute_force, global_score, mutate,
+                       parasail_score, read_fasta, DATA)
+
+PROTEIN = "ACDEFGHIKLMNPQRSTVWY"
+BLOSUM62 = Scheme("BLOSUM62", 11, 1)
+SCHEMES = [
+    BLOSUM62,
+    Scheme("BLOSUM62", 4, 4),   # open == extend
+    Scheme("BLOSUM45", 0, 0),   # free gaps
+    Scheme("PAM30", 9, 1),
+    Scheme(None, 5, 2, match=2, mismatch=-3),
+    Scheme(None, 0, 0, match=1, mismatch=-2),
+]
+MODES = ("full", "end", "none")
+#: Which outputs each positions mode writes (score, query_start, query_end, target_start,
+#: target_end).
+WRITTEN = {"full": [0, 1, 2, 3, 4], "end": [0, 2, 4], "none": [0]}
+
+
+def random_protein(rng, length: int) -> str:
+    return "".join(rng.choice(list(PROTEIN), length))
+
+
+def scoring_of(scheme: Scheme):
+    return make_scoring(**scheme.options)
+
+
+def one_to_many(query: str, targets: list[str], scheme: Scheme, positions="full",
+                kernel=_cpu.one_to_many, order=None) -> np.ndarray:
+    """``int64[5, n]``: the kernel's outputs for every target."""
+    scoring = scoring_of(scheme)
+    encoded = encode(targets, scoring, labels=None, what="target row")
+    codes = scoring.encode(query)
+    profile = _cpu.query_profile(codes, scoring.matrix)
+    outputs = np.full((5, len(targets)), -1, dtype=np.int64)
+    if order is None:
+        order = np.flatnonzero(encoded.lengths > 0)
+    if kernel is _cpu._scalar_one_to_many:
+        kernel(profile.scores, len(codes), encoded.residues, encoded.offsets, order,
+               scoring.gap_open, scoring.gap_extend, positions == "full", *outputs)
+    else:
+        kernel(profile, len(codes), encoded.residues, encoded.offsets, order, scoring.gap_open,
+               scoring.gap_extend, positions, *outputs)
+    return outputs
+
+
+def pairs(queries: list[str], targets: list[str], scheme: Scheme, positions="full",
+          kernel=_cpu.pairs) -> np.ndarray:
+    scoring = scoring_of(scheme)
+    encoded_queries = encode(queries, scoring, labels=None, what="query row")
+    encoded_targets = encode(targets, scoring, labels=None, what="target row")
+    outputs = np.full((5, len(targets)), -1, dtype=np.int64)
+    order = np.flatnonzero((encoded_queries.lengths > 0) & (encoded_targets.lengths > 0))
+    if kernel is _cpu._scalar_pairs:
+        kernel(scoring.matrix.astype(np.int64), encoded_queries.residues, encoded_queries.offsets,
+               encoded_targets.residues, encoded_targets.offsets, order, scoring.gap_open,
+               scoring.gap_extend, positions == "full", *outputs)
+    else:
+        kernel(scoring.matrix, encoded_queries.residues, encoded_queries.offsets,
+               encoded_targets.residues, encoded_targets.offsets, order, scoring.gap_open,
+               scoring.gap_extend, positions, *outputs)
+    return outputs
+
+
+def assert_same_as_reference(fast: np.ndarray, reference: np.ndarray, positions: str):
+    written = WRITTEN[positions]
+    differ = np.flatnonzero((fast[written] != reference[written]).any(axis=0))
+    assert differ.size == 0, (
+        f"{differ.size} rows differ from the scalar reference, e.g. row {differ[0]}: "
+        f"{fast[:, differ[0]].tolist()} vs {reference[:, differ[0]].tolist()}")
+    untouched = [k for k in range(5) if k not in written]
+    assert (fast[untouched] == -1).all()
+
+
+def assert_rescoring(outputs: np.ndarray, queries, targets: list[str], scheme: Scheme):
+    """Positions null iff the score is 0; else the aligned segments rescore to the score."""
+    for row, target in enumerate(targets):
+        query = queries if isinstance(queries, str) else queries[row]
+        score, query_start, query_end, target_start, target_end = outputs[:, row].tolist()
+        if score == 0:
+            assert (query_start, query_end, target_start, target_end) == (-1, -1, -1, -1), row
+            continue
+        assert 0 <= query_start <= query_end < len(query), row
+        assert 0 <= target_start <= target_end < len(target), row
+        segment_score = global_score(query[query_start:query_end + 1],
+                                     target[target_start:target_end + 1], scheme)
+        assert segment_score == score, (row, segment_score, score)
+
+
+# ----------------------------------------------------------------------------- one to many
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=str)
+def test_lanes_random_mixed_lengths(scheme):
+    """Batches that mix lengths (1 to 400), a partial last batch, homologous targets with
+    gaps: lanes equal the scalar reference in every mode; scores equal Biopython's."""
+    rng = np.random.default_rng(7)
+    letters = "ACGT" if scheme.matrix is None else PROTEIN
+    for query_length in (1, 7, 150):
+        query = "".join(rng.choice(list(letters), query_length))
+        targets = []
+        for k in range(75):
+            if k % 4 == 0:  # a mutated piece of the query: long alignments with gaps
+                targets.append(mutate(query[rng.integers(0, query_length):], rng, 0.2, letters)
+                               or letters[0])
+            else:
+                targets.append("".join(rng.choice(list(letters), int(rng.integers(1, 400)))))
+        reference = one_to_many(query, targets, scheme, kernel=_cpu._scalar_one_to_many)
+        for positions in MODES:
+            fast = one_to_many(query, targets, scheme, positions)
+            assert_same_as_reference(fast, reference, positions)
+        expected = [biopython_score(query, target, scheme) for target in targets]
+        assert reference[0].tolist() == expected
+        assert_rescoring(reference, query, targets, scheme)
+
+
+def test_real_proteins():
+    """The real query and database subsets (mmseqs2 example data): every output equals the
+    reference, every score parasail's 32-bit score."""
+    queries = [s for _, s in read_fasta(DATA / "proteins_query.fasta")]
+    targets = [s for _, s in read_fasta(DATA / "proteins_db.fasta")]
+    for query in queries:
+        reference = one_to_many(query, targets, BLOSUM62, kernel=_cpu._scalar_one_to_many)
+        fast = one_to_many(query, targets, BLOSUM62)
+        assert_same_as_reference(fast, reference, "full")
+        assert fast[0].tolist() == [parasail_score(query, t, BLOSUM62) for t in targets]
+        hits = np.argsort(-fast[0])[:12]  # the homologs: long gapped alignments
+        assert_rescoring(fast[:, hits], query, [targets[k] for k in hits], BLOSUM62)
+
+
+def test_order_subset_leaves_other_rows_alone():
+    rng = np.random.default_rng(3)
+    query = random_protein(rng, 60)
+    targets = [random_protein(rng, int(n)) for n in rng.integers(1, 90, 50)]
+    order = np.array([40, 3, 17, 0], dtype=np.int64)
+    fast = one_to_many(query, targets, BLOSUM62, order=order)
+    reference = one_to_many(query, targets, BLOSUM62, kernel=_cpu._scalar_one_to_many,
+                            order=order)
+    assert_same_as_reference(fast, reference, "full")
+    others = np.setdiff1d(np.arange(len(targets)), order)
+    assert (fast[:, others] == -1).all()
+
+
+def test_ties_follow_the_reference_rule():
+    """Repeated motifs: many cells share the best score, so the tie rules decide. Checked
+    against the scalar reference and the pure-Python brute force (independent code)."""
+    cases = [
+        ("ACAC", ["ACACACAC", "CACA", "AC", "CCCCAAAA", "ACGAC"]),
+        ("WGWGWG", ["WG" * 9, "GW" * 5, "WWGG" * 3, "W", "G"]),
+        ("AAAAAAAA", ["AAAA", "AAAAAAAAAAAA", "CAAAC", "A" * 3 + "C" + "A" * 3]),
+        ("CWC" * 4, ["CWC" * 6, "CWCCWC", "C", "CWWC" * 3]),
+    ]
+    for scheme in (BLOSUM62, Scheme("BLOSUM62", 2, 1), Scheme("BLOSUM45", 0, 0),
+                   Scheme(None, 0, 0, match=1, mismatch=-2)):
+        for query, targets in cases:
+            if scheme.matrix is None:
+                query = query.translate(str.maketrans("WCG", "TCG"))
+                targets = [t.translate(str.maketrans("WCG", "TCG")) for t in targets]
+            reference = one_to_many(query, targets, scheme, kernel=_cpu._scalar_one_to_many)
+            fast = one_to_many(query, targets, scheme)
+            assert_same_as_reference(fast, reference, "full")
+            for row, target in enumerate(targets):
+                score, qs, qe, ts, te = brute_force(query, target, scheme)
+                expected = [score, -1, -1, -1, -1] if score == 0 else [score, qs, qe - 1, ts,
+                                                                        te - 1]
+                assert fast[:, row].tolist() == expected, (str(scheme), query, target)
+
+
+def test_zero_scores_and_length_one():
+    """No positive cell gives score 0 and -1 positions; single residues work either way."""
+    targets = ["G", "PPPP", "W", "GGGGGGGGGG", "A"]
+    for query, expected in (("W", [0, 0, 11, 0, 0]), ("WWW", [0, 0, 11, 0, 0]),
+                            ("A", [0, 0, 0, 0, 4])):
+        for positions in MODES:
+            fast = one_to_many(query, targets, BLOSUM62, positions)
+            assert fast[0].tolist() == expected
+            assert fast[0].tolist() == [biopython_score(query, t, BLOSUM62) for t in targets]
+            for row, score in enumerate(expected):
+                if score == 0 or positions == "none":
+                    assert (fast[1:, row] == -1).all()
+    fast = one_to_many("W", ["W"], BLOSUM62)
+    assert fast[:, 0].tolist() == [11, 0, 0, 0, 0]
+    fast = one_to_many("WWW", ["GWG"], BLOSUM62)  # first query row holding the best
+    assert fast[:, 0].tolist() == [11, 0, 0, 1, 1]
+
+
+def test_saturation_is_detected_and_recomputed():
+    """A 6,000-residue query against itself scores above 32767; in the same batch as
+    ordinary targets, its lane is recomputed exactly and the others are untouched."""
+    rng = np.random.default_rng(11)
+    query = random_protein(rng, 6000)
+    diagonal = sum(BLOSUM62.table[a][a] for a in query)
+    assert diagonal > 32767
+    targets = [random_protein(rng, 300), query, mutate(query, rng, 0.01, PROTEIN),
+               random_protein(rng, 6000), query[:2500] + random_protein(rng, 200)]
+    fast = one_to_many(query, targets, BLOSUM62)
+    reference = one_to_many(query, targets, BLOSUM62, kernel=_cpu._scalar_one_to_many)
+    assert_same_as_reference(fast, reference, "full")
+    assert fast[:, 1].tolist() == [diagonal, 0, 5999, 0, 5999]
+    assert fast[0].tolist() == [parasail_score(query, t, BLOSUM62) for t in targets]
+    assert fast[0, 2] > 32767 - 11  # the mutated copy saturates 16 bits too
+    for positions in ("end", "none"):
+        assert_same_as_reference(one_to_many(query, targets, BLOSUM62, positions), reference,
+                                 positions)
+
+
+def _diagonally_dominant(scheme: Scheme) -> bool:
+    """``s(a, b) <= (s(a, a) + s(b, b)) / 2`` for all residues, every ``s(a, a) > 0``: then the
+    best local alignment of a sequence with itself is the whole diagonal."""
+    table = scheme.table
+    return all(table[a][a] > 0 for a in PROTEIN) and all(
+        2 * table[a][b] <= table[a][a] + table[b][b] for a in PROTEIN for b in PROTEIN)
+
+
+def _self_alignment_check(positions: str):
+    """The issue's demand: a 40,000-residue sequence aligned to itself gets the right score.
+    References: the diagonal sum (exact here, BLOSUM62 being diagonally dominant) and
+    parasail's 32-bit kernel."""
+    assert _diagonally_dominant(BLOSUM62)
+    length = 40_000
+    rng = np.random.default_rng(40)
+    sequence = random_protein(rng, length)
+    diagonal = sum(BLOSUM62.table[a][a] for a in sequence)
+    fast = one_to_many(sequence, [sequence], BLOSUM62, positions)
+    assert fast[0, 0] == diagonal == parasail_score(sequence, sequence, BLOSUM62)
+    return fast[:, 0].tolist(), length
+
+
+def test_huge_self_score():
+    values, _ = _self_alignment_check("none")
+    assert values[1:] == [-1, -1, -1, -1]
+
+
+@pytest.mark.slow
+def test_huge_self_alignment_positions():
+    values, length = _self_alignment_check("full")
+    assert values[1:] == [0, length - 1, 0, length - 1]
+
+
+def test_scalar_fallback_for_costs_beyond_int16():
+    """Scoring that does not fit the int16 lanes goes to the scalar kernels: scaling the
+    matrix and gap costs by c scales every score by c and keeps every position."""
+    rng = np.random.default_rng(5)
+    query = random_protein(rng, 80)
+    targets = [random_protein(rng, int(n)) for n in rng.integers(1, 120, 40)]
+    targets += [mutate(query, rng, 0.2, PROTEIN)]
+    base = one_to_many(query, targets, BLOSUM62)
+    scoring = scoring_of(BLOSUM62)
+    for factor in (2000, 3):
+        matrix = scoring.matrix.astype(np.int64) * factor
+        gap_open, gap_extend = 11 * factor, 1 * factor
+        profile = _cpu.query_profile(scoring.encode(query), matrix)
+        assert (profile.lane_table is None) == (factor == 2000)
+        encoded = encode(targets, scoring, labels=None, what="target row")
+        outputs = np.full((5, len(targets)), -1, dtype=np.int64)
+        _cpu.one_to_many(profile, len(query), encoded.residues, encoded.offsets,
+                         np.arange(len(targets)), gap_open, gap_extend, "full", *outputs)
+        assert (outputs[0] == base[0] * factor).all()
+        assert (outputs[1:] == base[1:]).all()
+        pair_outputs = np.full((5, len(targets)), -1, dtype=np.int64)
+        encoded_query = encode([query] * len(targets), scoring, labels=None, what="query row")
+        _cpu.pairs(matrix, encoded_query.residues, encoded_query.offsets, encoded.residues,
+                   encoded.offsets, np.arange(len(targets)), gap_open, gap_extend, "full",
+                   *pair_outputs)
+        assert (pair_outputs == outputs).all()
+    # gap costs beyond int16 with an ordinary matrix: lanes refuse, the scalar path answers
+    huge_gap = Scheme("BLOSUM62", 40_000, 20_000)
+    fast = one_to_many(query, targets, huge_gap)
+    assert fast[0].tolist() == [biopython_score(query, t, huge_gap) for t in targets]
+
+
+def test_bare_int64_profile_takes_the_scalar_path():
+    rng = np.random.default_rng(9)
+    query = random_protein(rng, 50)
+    targets = [random_protein(rng, 70) for _ in range(10)]
+    scoring = scoring_of(BLOSUM62)
+    encoded = encode(targets, scoring, labels=None, what="target row")
+    profile = _cpu.query_profile(scoring.encode(query), scoring.matrix)
+    outputs = np.full((5, len(targets)), -1, dtype=np.int64)
+    _cpu.one_to_many(profile.scores, len(query), encoded.residues, encoded.offsets,
+                     np.arange(len(targets)), 11, 1, True, *outputs)
+    assert (outputs == one_to_many(query, targets, BLOSUM62)).all()
+
+
+def test_query_profile_layout():
+    scoring = scoring_of(BLOSUM62)
+    codes = scoring.encode("WAC")
+    profile = _cpu.query_profile(codes, scoring.matrix)
+    alphabet = scoring.alphabet
+    for i, letter in enumerate("WAC"):
+        for t, target_letter in enumerate(alphabet):
+            assert profile.scores[t, i] == BLOSUM62.table[target_letter][letter]
+            assert profile.lane_table[int(codes[i]) * _simd.LANES + t] == \
+                BLOSUM62.table[target_letter][letter]
+    table = profile.lane_table.reshape(len(alphabet), _simd.LANES)
+    assert (table[:, len(alphabet):] == _cpu._PAD_SCORE).all()
+
+
+# ----------------------------------------------------------------------------- pairs
+
+
+@pytest.mark.parametrize("scheme", SCHEMES, ids=str)
+def test_pairs_random_mixed_lengths(scheme):
+    """Row-wise pairs of mixed sizes, both lookup paths (64-entry permute for DNA, gather for
+    proteins): lanes equal the scalar reference; scores equal Biopython's."""
+    rng = np.random.default_rng(21)
+    letters = "ACGT" if scheme.matrix is None else PROTEIN
+    queries, targets = [], []
+    for k in range(90):
+        query = "".join(rng.choice(list(letters), int(rng.integers(1, 250))))
+        if k % 3 == 0:
+            target = mutate(query, rng, 0.25, letters) or letters[0]
+        else:
+            target = "".join(rng.choice(list(letters), int(rng.integers(1, 250))))
+        queries.append(query)
+        targets.append(target)
+    reference = pairs(queries, targets, scheme, kernel=_cpu._scalar_pairs)
+    for positions in MODES:
+        assert_same_as_reference(pairs(queries, targets, scheme, positions), reference,
+                                 positions)
+    assert reference[0].tolist() == [biopython_score(q, t, scheme)
+                                     for q, t in zip(queries, targets)]
+    assert_rescoring(reference, queries, targets, scheme)
+
+
+def test_pairs_ties_and_edges():
+    queries = ["ACAC", "A", "W", "WGWGWG", "CWC" * 4, "G", "AAAAAAAA"]
+    targets = ["ACACACAC", "A", "G", "WG" * 9, "CWCCWC", "GGGG", "AAAA"]
+    for scheme in (BLOSUM62, Scheme("BLOSUM45", 0, 0)):
+        fast = pairs(queries, targets, scheme)
+        for row, (query, target) in enumerate(zip(queries, targets)):
+            score, qs, qe, ts, te = brute_force(query, target, scheme)
+            expected = [score, -1, -1, -1, -1] if score == 0 else [score, qs, qe - 1, ts, te - 1]
+            assert fast[:, row].tolist() == expected, (str(scheme), query, target)
+
+
+def test_pairs_saturation(dna_region):
+    """A 12,000-base DNA region against itself (match 3: 36,000 > 32767) among ordinary DNA
+    pairs, and a protein self-pair of 6,000: recomputed exactly, neighbours untouched."""
+    dna = Scheme(None, 6, 1, match=3, mismatch=-3)
+    rng = np.random.default_rng(2)
+    pieces = [dna_region[k:k + 300] for k in range(0, 3000, 300)]
+    queries = pieces + [dna_region]
+    targets = [mutate(p, rng, 0.1, "ACGT") for p in pieces] + [dna_region]
+    fast = pairs(queries, targets, dna)
+    reference = pairs(queries, targets, dna, kernel=_cpu._scalar_pairs)
+    assert_same_as_reference(fast, reference, "full")
+    n = len(dna_region)
+    expected_self = sum(3 if c in "ACGT" else -3 for c in dna.canonical(dna_region))
+    assert fast[0, -1] == expected_self == parasail_score(dna_region, dna_region, dna)
+    assert fast[0].tolist() == [parasail_score(q, t, dna) for q, t in zip(queries, targets)]
+    if "N" not in dna.canonical(dna_region):
+        assert fast[1:, -1].tolist() == [0, n - 1, 0, n - 1]
+    protein = random_protein(rng, 6000)
+    fast = pairs([protein, protein[:100]], [protein, protein[50:300]], BLOSUM62)
+    assert fast[0, 0] == sum(BLOSUM62.table[a][a] for a in protein) > 32767
+    assert fast[:, 0].tolist()[1:] == [0, 5999, 0, 5999]
+    assert fast[0, 1] == biopython_score(protein[:100], protein[50:300], BLOSUM62)
+
+
+# ----------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_lanes_equal_reference_property(data):
+    """Hypothesis: small alphabets (many ties), any lengths, several batches: one-to-many and
+    pairs lanes equal the scalar kernels cell for cell."""
+    letters = data.draw(st.sampled_from(["AC", "ACGT", "WGC", PROTEIN]))
+    scheme = data.draw(st.sampled_from([BLOSUM62, Scheme("BLOSUM62", 1, 1),
+                                        Scheme("BLOSUM62", 0, 0), Scheme("PAM30", 3, 2)]))
+    sequence = st.text(alphabet=letters, min_size=1, max_size=60)
+    query = data.draw(sequence)
+    targets = data.draw(st.lists(sequence, min_size=1, max_size=70))
+    positions = data.draw(st.sampled_from(MODES))
+    assert_same_as_reference(
+        one_to_many(query, targets, scheme, positions),
+        one_to_many(query, targets, scheme, kernel=_cpu._scalar_one_to_many), positions)
+    queries = data.draw(st.lists(sequence, min_size=len(targets), max_size=len(targets)))
+    assert_same_as_reference(pairs(queries, targets, scheme, positions),
+                             pairs(queries, targets, scheme, kernel=_cpu._scalar_pairs),
+                             positions)
+
+
+# ----------------------------------------------------------------------------- SIMD layer
+
+
+def test_portable_permute_fallback(monkeypatch):
+    """Where vpermw is missing (no AVX-512BW, or numba compiling for a generic CPU) the table
+    lookups use portable IR; both forms must agree with numpy."""
+    rng = np.random.default_rng(0)
+    low = rng.integers(-300, 300, _simd.LANES).astype(np.int16)
+    high = rng.integers(-300, 300, _simd.LANES).astype(np.int16)
+    index = rng.integers(0, 64, _simd.LANES).astype(np.uint8)
+    table32 = rng.integers(-300, 300, 1024).astype(np.int32)
+    wide = rng.integers(0, 1024, _simd.LANES).astype(np.int16)
+
+    def lookups(low, high, index, table32, wide):
+        out = np.empty(3 * _simd.LANES, dtype=np.int16)
+        codes = _simd.load_codes(index, 0)
+        _simd.store(out, 0, _simd.permute(_simd.load(low, 0), codes))
+        _simd.store(out, _simd.LANES, _simd.permute64(_simd.load(low, 0), _simd.load(high, 0),
+                                                      codes))
+        _simd.store(out, 2 * _simd.LANES, _simd.gather(table32, _simd.load(wide, 0)))
+        return out
+
+    expected = np.concatenate([low[index & 31], np.concatenate([low, high])[index],
+                               table32[wide]])
+    for have_vpermw in sorted({False, _simd.HAVE_VPERMW}):
+        monkeypatch.setattr(_simd, "HAVE_VPERMW", have_vpermw)
+        compiled = nb.njit(lookups)  # a fresh function: generated with the flag as set
+        assert (compiled(low, high, index, table32, wide) == expected).all(), have_vpermw
