@@ -1,0 +1,238 @@
+"""Where the CUDA kernels run: a CUDA GPU through CuPy, or the host emulation (tests).
+
+Both backends offer the same small interface: ``xp`` (the array module: CuPy or NumPy),
+``function(source, name)`` (a compiled kernel), ``launch(...)``, ``free_bytes()`` and
+``block_threads``. The engine is written against it once.
+
+* :class:`CupyBackend` compiles each kernel variant with NVRTC through ``cupy.RawModule``
+  (``-std=c++17``; CuPy picks the device's architecture), one module per (device, variant),
+  cached for the process (CuPy also caches the binaries on disk).
+* :class:`EmulationBackend` builds the same sources with g++ against ``host_emulation.h``
+  and runs them on the CPU, one fiber per CUDA thread. It exists so that the kernels' logic
+  can be tested where there is no GPU; it is slow. Select it with
+  ``SWDASK_GPU_BACKEND=emulation``.
+
+CuPy is imported only here, lazily: ``import swdask`` never needs it.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from . import _kernels
+
+
+class GpuUnavailableError(RuntimeError):
+    """backend="gpu" was asked for where CuPy or a CUDA GPU is missing."""
+
+
+# --------------------------------------------------------------------------------------- CuPy
+
+
+@lru_cache(maxsize=None)
+def _cupy_function(device_id: int, source_name: str, name: str):
+    import cupy
+
+    with cupy.cuda.Device(device_id):
+        module = cupy.RawModule(code=_kernels.source(source_name), options=("-std=c++17",),
+                                name_expressions=(name,))
+        return module.get_function(name)
+
+
+class CupyBackend:
+    name = "cuda"
+    block_threads = 256
+
+    def __init__(self):
+        try:
+            import cupy
+        except ImportError as exc:  # pragma: no cover - depends on the machine
+            raise GpuUnavailableError(
+                "backend='gpu' needs CuPy and a CUDA GPU; install CuPy (pip install "
+                "'swdask[gpu]', i.e. cupy-cuda13x) or use backend='cpu'"
+            ) from exc
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except cupy.cuda.runtime.CUDARuntimeError as exc:  # pragma: no cover
+            raise GpuUnavailableError(
+                f"backend='gpu' found no usable CUDA GPU ({exc}); use backend='cpu'") from None
+        if count == 0:  # pragma: no cover
+            raise GpuUnavailableError("backend='gpu' found no CUDA GPU; use backend='cpu'")
+        self.xp = cupy
+
+    @property
+    def compute_capability(self) -> int:
+        return int(self.xp.cuda.Device().compute_capability)
+
+    def function(self, source_name: str, name: str):
+        return _cupy_function(self.xp.cuda.Device().id, source_name, name)
+
+    def launch(self, function, grid: int, block: int, args, shared_mem: int = 0):
+        if grid <= 0:
+            return
+        if shared_mem > 48 * 1024:
+            function.max_dynamic_shared_size_bytes = shared_mem
+        function((int(grid),), (int(block),), tuple(args), shared_mem=int(shared_mem))
+
+    def free_bytes(self) -> int:
+        free, _total = self.xp.cuda.runtime.memGetInfo()
+        return int(free) + int(self.xp.get_default_memory_pool().free_bytes())
+
+    def to_host(self, array) -> np.ndarray:
+        return self.xp.asnumpy(array)
+
+    def synchronize(self):
+        self.xp.cuda.Device().synchronize()
+
+
+# ---------------------------------------------------------------------------------- emulation
+
+_EMULATION_LOCK = threading.Lock()
+_CTYPES = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
+           np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.uint64): ctypes.c_uint64}
+
+
+def host_compiler() -> str | None:
+    """The C++ compiler the emulation uses (``$CXX`` or g++), if there is one."""
+    return shutil.which(os.environ.get("CXX", "g++"))
+
+
+def _emulation_cache_dir() -> Path:
+    path = Path(os.environ.get("SWDASK_EMULATION_CACHE",
+                               Path(tempfile.gettempdir()) / "swdask-emulation"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@lru_cache(maxsize=None)
+def _emulation_library(source_name: str, name: str):
+    compiler = host_compiler()
+    if compiler is None:
+        raise GpuUnavailableError("the host emulation needs a C++20 compiler (g++)")
+    header = _kernels.SOURCE_DIR / "host_emulation.h"
+    text = (f'#include "{header}"\n{_kernels.source(source_name)}\n'
+            f'extern "C" void swdask_emu_launch(unsigned grid, unsigned block, '
+            f'unsigned long long shared, void** args) {{\n'
+            f'  emu::launch(&{name}, grid, block, shared, args);\n}}\n')
+    digest = hashlib.sha256((text + header.read_text()).encode()).hexdigest()[:24]
+    library = _emulation_cache_dir() / f"emu-{digest}.so"
+    if not library.exists():
+        src = library.with_suffix(".cpp")
+        src.write_text(text)
+        tmp = library.with_suffix(f".{os.getpid()}.tmp")
+        result = subprocess.run([compiler, "-std=c++20", "-O1", "-w", "-shared", "-fPIC",
+                                 str(src), "-o", str(tmp)], capture_output=True, text=True)
+        if result.returncode != 0:
+            raise RuntimeError(f"host emulation build of {name} failed:\n{result.stderr[-4000:]}")
+        os.replace(tmp, library)
+    lib = ctypes.CDLL(str(library))
+    lib.swdask_emu_launch.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_ulonglong,
+                                      ctypes.POINTER(ctypes.c_void_p)]
+    lib.swdask_emu_launch.restype = None
+    return lib
+
+
+class EmulationBackend:
+    name = "emulation"
+
+    def __init__(self, block_threads: int | None = None, free_bytes: int | None = None):
+        self.xp = np
+        self.block_threads = block_threads or int(os.environ.get("SWDASK_EMULATION_BLOCK", 32))
+        self._free = free_bytes or int(os.environ.get("SWDASK_EMULATION_FREE_BYTES", 1 << 30))
+        self.compute_capability = 90  # the emulation has every instruction
+
+    def function(self, source_name: str, name: str):
+        return _emulation_library(source_name, name)
+
+    def launch(self, function, grid: int, block: int, args, shared_mem: int = 0):
+        if grid <= 0:
+            return
+        keep = []
+        pointers = (ctypes.c_void_p * len(args))()
+        for k, arg in enumerate(args):
+            if isinstance(arg, np.ndarray):
+                if not arg.flags.c_contiguous:
+                    raise ValueError("kernel arguments must be contiguous arrays")
+                holder = ctypes.c_void_p(arg.ctypes.data)
+            else:
+                value = np.asarray(arg)
+                holder = _CTYPES[value.dtype](value.item())
+            keep.append(holder)
+            pointers[k] = ctypes.addressof(holder)
+        with _EMULATION_LOCK:  # the emulation keeps global state
+            function.swdask_emu_launch(int(grid), int(block), int(shared_mem), pointers)
+
+    def free_bytes(self) -> int:
+        return self._free
+
+    def to_host(self, array) -> np.ndarray:
+        return np.asarray(array)
+
+    def synchronize(self):
+        pass
+
+
+def get_backend():
+    """The backend ``backend="gpu"`` runs on: CuPy, unless ``SWDASK_GPU_BACKEND=emulation``."""
+    if os.environ.get("SWDASK_GPU_BACKEND", "").lower() == "emulation":
+        return EmulationBackend()
+    return _cupy_backend()
+
+
+@lru_cache(maxsize=1)
+def _cupy_backend():
+    return CupyBackend()
+
+
+def require_cuda():
+    """Raise :class:`GpuUnavailableError` (saying what to do) unless CuPy and a GPU exist."""
+    _cupy_backend()
+
+
+# ------------------------------------------------------------------------- compile for a target
+
+
+def compile_for_arch(arch: str, source_name: str, names: list[str]) -> str:
+    """Compile ``names`` (name expressions in ``source_name``) for ``arch`` (e.g. ``"sm_90"``)
+    without a GPU: with nvcc when it is on PATH, else with NVRTC through CuPy. Returns the
+    compiler's resource report (registers, spills); raises RuntimeError on a compile error
+    and GpuUnavailableError when neither compiler exists."""
+    nvcc = shutil.which("nvcc")
+    text = _kernels.source(source_name)
+    if nvcc:
+        with tempfile.TemporaryDirectory() as tmp:
+            src = Path(tmp) / "variants.cu"
+            instantiations = "".join(
+                f"static auto* swdask_variant_{k} = &{name};\n" for k, name in enumerate(names))
+            src.write_text(text + "\n" + instantiations)
+            result = subprocess.run(
+                [nvcc, "-std=c++17", f"-arch={arch}", "-cubin", "-Xptxas", "-v", str(src),
+                 "-o", str(Path(tmp) / "variants.cubin")], capture_output=True, text=True)
+            if result.returncode != 0:
+                raise RuntimeError(f"nvcc -arch={arch} failed:\n{result.stderr[-6000:]}")
+            return result.stderr
+    try:
+        from cupy_backends.cuda.libs import nvrtc
+    except ImportError:
+        raise GpuUnavailableError("neither nvcc nor CuPy's NVRTC is available") from None
+    program = nvrtc.createProgram(text, source_name, [], [])
+    try:
+        for name in names:
+            nvrtc.addNameExpression(program, name)
+        try:
+            nvrtc.compileProgram(program, ["-std=c++17", f"-arch={arch}"])
+        except nvrtc.NVRTCError as exc:
+            raise RuntimeError(f"NVRTC -arch={arch} failed: {exc}\n"
+                               f"{nvrtc.getProgramLog(program)[-6000:]}") from None
+        return nvrtc.getProgramLog(program)
+    finally:
+        nvrtc.destroyProgram(program)

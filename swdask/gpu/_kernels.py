@@ -1,0 +1,80 @@
+"""The CUDA sources of swdask and the kernel variants they are instantiated as.
+
+Sources are the ``.cu`` files beside this module. ``#include "x.cuh"`` lines naming a file of
+this folder are inlined here (not left to the compiler), so that the text handed to NVRTC is
+self-contained and CuPy's compile cache, keyed by that text, sees every header change.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+
+SOURCE_DIR = Path(__file__).resolve().parent
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
+
+#: Rows per thread (R) of the 16-bit forward kernels; multiples of 4 (vector loads).
+ROWS_PER_THREAD = (8, 12, 16, 20, 24, 28, 32)
+#: Without DPX (before sm_90) the 16-bit operations take several instructions and more
+#: registers: above this many rows per thread those kernels spill.
+ROWS_PER_THREAD_NO_DPX = 16
+#: Threads per pair (G) of the 16-bit forward kernels.
+GROUP_SIZES = (4, 8)
+#: Shapes (G, R) of the 32-bit forward kernels (16-bit overflow, wide scoring schemes).
+WIDE_SHAPES = ((4, 8), (4, 16), (8, 16))
+#: The reverse (start cell) kernel's fixed shape: 8 threads x 16 rows.
+REVERSE_SHAPE = (8, 16)
+
+
+def rows_per_thread(compute_capability: int) -> tuple[int, ...]:
+    """The rows-per-thread values the engine uses on a GPU of this compute capability."""
+    if compute_capability >= 90:
+        return ROWS_PER_THREAD
+    return tuple(r for r in ROWS_PER_THREAD if r <= ROWS_PER_THREAD_NO_DPX)
+
+
+@lru_cache(maxsize=None)
+def source(name: str) -> str:
+    """The text of ``name`` (e.g. ``"inter_task.cu"``) with local includes inlined once."""
+    seen: set[str] = set()
+
+    def expand(file_name: str) -> str:
+        if file_name in seen:
+            return ""
+        seen.add(file_name)
+        text = (SOURCE_DIR / file_name).read_text()
+
+        def replace(match):
+            included = match.group(1)
+            if (SOURCE_DIR / included).exists():
+                return expand(included)
+            return match.group(0)
+
+        return _INCLUDE.sub(replace, text)
+
+    return expand(name)
+
+
+def forward_name(lanes: int, group: int, rows: int, track_end: bool) -> str:
+    """Name expression of one forward kernel variant."""
+    lane_type = "swdask::Lanes16" if lanes == 2 else "swdask::Lanes32"
+    return (f"swdask::sw_inter_forward<{lane_type}, {group}, {rows}, "
+            f"{'true' if track_end else 'false'}>")
+
+
+def reverse_name(group: int = REVERSE_SHAPE[0], rows: int = REVERSE_SHAPE[1]) -> str:
+    return f"swdask::sw_reverse<{group}, {rows}>"
+
+
+PAIR_CODES_NAME = "swdask::sw_pair_codes"
+
+
+def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
+    """Every kernel the engine can launch on such a GPU, by source file (the compile test's
+    list)."""
+    rows = rows_per_thread(compute_capability)
+    forward = [forward_name(2, group, r, track)
+               for group in GROUP_SIZES for r in rows for track in (True, False)]
+    forward += [forward_name(1, group, r, track)
+                for group, r in WIDE_SHAPES for track in (True, False)]
+    return {"inter_task.cu": [PAIR_CODES_NAME] + forward, "reverse.cu": [reverse_name()]}

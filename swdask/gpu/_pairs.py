@@ -1,0 +1,565 @@
+"""Row-wise pairs on the GPU: row ``r`` aligns query ``r`` against target ``r``.
+
+Three CUDA kernels, all int32 and all bound by the conventions of :mod:`swdask._cpu` (gap of
+length k costs ``gap_open + (k-1) * gap_extend``; end cell = best score, smallest target index
+j, then smallest query index i; start cell by reverse scoring from the end cell):
+
+* ``pairs_inter.cu``: inter-task, a group of 4..32 lanes of a warp per pair, for ordinary
+  lengths. Pairs are bucketed by query-length class (one measured shape per class, see
+  :func:`inter_shape_for`) and sorted by size inside a bucket, so the groups of a warp
+  finish together.
+* ``intra_task.cu``: intra-task (ADEPT), one thread block per pair, for long queries.
+* ``long_pair.cu``: one very long pair across all blocks of the GPU (a wavefront of strips).
+
+Every kernel reports inclusive cells (``-1`` where the score is 0); :func:`align_pairs_gpu`
+turns them into the engine's :class:`~swdask._engine.Alignments`. CuPy is imported lazily.
+Where each size goes is set by the thresholds below; benchmarks/NOTES-w2.md gives the
+measurements behind them.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: Query rows above which a pair leaves the inter-task kernel for the intra-task kernel.
+INTER_MAX_ROWS = 1024
+#: Cells (|query| x |target|) from which a pair gets the whole GPU (long_pair.cu) ...
+LONG_MIN_CELLS = 1 << 28
+#: ... unless there are this many such pairs per multiprocessor: then one block per pair
+#: keeps every multiprocessor busy with no wavefront start-up.
+LONG_MAX_PAIRS_PER_SM = 2
+#: Target length from which a one-against-all row is faster on align_long_rows (one block per
+#: row) than in the inter-task search. Measured on an H200 (benchmarks/NOTES-w2.md): a
+#: 460-residue query against 18,563 proteins plus 4 long targets breaks even at 1,500 letters
+#: and is 1.3x / 1.9x / 4.6x faster split at 3,000 / 6,000 / 48,000. The one-against-all path
+#: applies it.
+LONG_ROW_MIN_TARGET = 2000
+
+#: Scores (and so the largest substitution x the shorter length) must stay below this.
+SCORE_LIMIT = 1 << 28
+_PAD_SCORE = -(1 << 29)
+_TABLE_STRIDE = 33
+_THREADS_INTER = 128
+#: inter-task shapes one may force: (lanes per pair, rows per lane)
+INTER_SHAPES = tuple((g, r) for g in (4, 8, 16, 32) for r in (4, 8, 12, 16, 20, 24, 32))
+#: intra-task / long-pair shapes: (warps per block, rows per thread)
+_CHAIN_SHAPES = tuple((w, r) for w in (1, 2, 4, 8) for r in (4, 8, 16))
+#: upper bounds of the query-length classes that share one inter-task shape (a batch of mixed
+#: lengths needs a handful of kernel instances, not one per length)
+_ROW_CLASSES = np.array([32, 64, 128, 192, 256, 384, 512, 768, 1024, 1 << 40])
+_WINDOW = 16  # SWP_WINDOW in chain_core.cuh
+_WARPS_TO_FILL = 8  # warps per multiprocessor that keep the intra-task kernel busy
+_SCRATCH_BYTES = 1 << 30  # most global memory one inter-task launch takes for strip rows
+_CHUNK_BYTES = 16 << 20  # residues per upload chunk (align_pairs_gpu overlaps copies, kernels)
+_CHUNK_MIN_PAIRS = 8192  # pairs per chunk at least: a chunk must fill the GPU on its own
+_CHUNKS_MAX = 8
+
+
+# ------------------------------------------------------------------------------ kernels
+
+
+@lru_cache(maxsize=None)
+def _kernel(source: str, name: str):
+    """Compile (NVRTC, cached by CuPy on disk too) and return one template instance."""
+    import cupy as cp
+
+    with open(os.path.join(_HERE, source)) as f:
+        code = f.read()
+    module = cp.RawModule(code=code, options=("-std=c++17", f"-I{_HERE}"),
+                          name_expressions=(name,))
+    return module.get_function(name)
+
+
+def _cpp_bool(flag: bool) -> str:
+    return "true" if flag else "false"
+
+
+def inter_kernel(g: int, r: int, kind: int, reverse: bool):
+    return _kernel("pairs_inter.cu", f"pairs_inter<{g}, {r}, {kind}, {_cpp_bool(reverse)}>")
+
+
+def intra_kernel(w: int, r: int, kind: int, reverse: bool):
+    return _kernel("intra_task.cu", f"pairs_intra<{w}, {r}, {kind}, {_cpp_bool(reverse)}>")
+
+
+def long_kernel(w: int, r: int, kind: int, reverse: bool):
+    return _kernel("long_pair.cu", f"long_pair<{w}, {r}, {kind}, {_cpp_bool(reverse)}>")
+
+
+@lru_cache(maxsize=None)
+def _sm_count() -> int:
+    import cupy as cp
+
+    return int(cp.cuda.Device().attributes["MultiProcessorCount"])
+
+
+# ------------------------------------------------------------------------------ scoring
+
+
+@dataclass(frozen=True)
+class KernelScoring:
+    """The scoring as the kernels take it.
+
+    ``kind`` 0: match/mismatch (codes below ``limit`` <= 4 score ``match`` against themselves,
+    everything else ``mismatch``; ``match + gap_open`` and ``mismatch + gap_open`` fit a signed
+    byte); ``kind`` 1: ``table`` (int32, 33 x 33, entry ``t*33 + q``
+    is ``matrix[t, q] + gap_open``; code 32 is padding). Gap costs and substitutions are
+    clamped where that cannot change any score (a cost above the largest possible score acts
+    the same as any larger one), so no int32 value can wrap.
+    """
+
+    kind: int
+    table: object  # int32 array on the GPU (numpy from host_scoring; one element for kind 0)
+    match: int
+    mismatch: int
+    limit: int
+    gap_open: int
+    gap_extend: int
+
+
+def _compare_form(matrix: np.ndarray):
+    """``(match, mismatch, limit)`` if the matrix is match/mismatch over its first ``limit``
+    codes (mismatch <= 0, everything off the diagonal and past ``limit`` scoring mismatch)."""
+    size = matrix.shape[0]
+    if size < 2:
+        return None
+    off = matrix[~np.eye(size, dtype=bool)]
+    mismatch = int(off[0])
+    if mismatch > 0 or not (off == mismatch).all():
+        return None
+    diag = np.diag(matrix)
+    match = int(diag[0])
+    if match <= mismatch:
+        return None
+    limit = int(np.argmax(diag != match)) if (diag != match).any() else size
+    if not (diag[limit:] == mismatch).all():
+        return None
+    return match, mismatch, limit
+
+
+def host_scoring(scoring, score_bound: int) -> KernelScoring:
+    """:func:`kernel_scoring` with the table as a numpy array (no GPU needed)."""
+    if score_bound >= SCORE_LIMIT:
+        raise ValueError(
+            f"a score could reach {score_bound}, beyond the GPU kernels' int32 range "
+            f"({SCORE_LIMIT}); align such pairs with backend='cpu'")
+    cap = score_bound + 1  # any cost (or negative score) beyond this acts the same
+    gap_open = min(int(scoring.gap_open), cap)
+    gap_extend = min(int(scoring.gap_extend), cap)
+    matrix = np.maximum(np.asarray(scoring.matrix, dtype=np.int64), -cap)
+    form = _compare_form(matrix)
+    # the compare kernels keep (sub + gap_open) of four letters as signed bytes
+    if form is not None and (form[2] > 4 or form[0] + gap_open > 127
+                             or form[1] + gap_open < -128):
+        form = None
+    if form is not None:
+        match, mismatch, limit = form
+        return KernelScoring(0, np.zeros(1, dtype=np.int32), match, mismatch, limit,
+                             gap_open, gap_extend)
+    size = matrix.shape[0]
+    table = np.full((_TABLE_STRIDE, _TABLE_STRIDE), _PAD_SCORE, dtype=np.int64)
+    table[:size, :size] = matrix + gap_open  # row = target letter, column = query letter
+    return KernelScoring(1, table.astype(np.int32).ravel(), 0, 0, 0, gap_open, gap_extend)
+
+
+def kernel_scoring(scoring, score_bound: int) -> KernelScoring:
+    """Prepare ``scoring`` for pairs whose scores cannot exceed ``score_bound``."""
+    import cupy as cp
+
+    host = host_scoring(scoring, score_bound)
+    return replace(host, table=cp.asarray(host.table))
+
+
+def score_bound(scoring, q_len, t_len) -> int:
+    """The largest score any of these pairs could reach."""
+    if len(q_len) == 0:
+        return 0
+    top = max(int(np.asarray(scoring.matrix).max()), 0)
+    return top * int(np.minimum(q_len, t_len).max())
+
+
+# ------------------------------------------------------------------------------ shapes
+
+
+def inter_shape_for(rows: int) -> tuple[int, int]:
+    """(lanes per pair, rows per lane) for queries of at most ``rows`` letters.
+
+    Measured on an H200 (benchmarks/NOTES-w2.md): 8 lanes per pair were the best or within 2%
+    of it for 150, 250 and 1000-letter queries (a pipeline fill of 7 steps per strip, 4 pairs
+    per warp), and four strips of 8 x 32 = 256 rows beat one 1024-row strip (32 x 32) by 12%
+    for 1000-letter queries.
+    """
+    if rows <= 32:
+        return 4, 8
+    if rows <= 256:
+        return 8, next(r for r in (4, 8, 12, 16, 20, 24, 32) if 8 * r >= rows)
+    return 8, 32
+
+
+def chain_shape(rows: int, n: int, pairs: int) -> tuple[int, int]:
+    """(warps per block, rows per thread) of the intra-task kernel for ``pairs`` pairs of at
+    most ``rows`` query letters and about ``n`` target letters.
+
+    Cost = thread-steps (strips x (n + wavefront lag) x threads) x work per thread-step, times
+    how much the GPU would stand idle when one block per pair gives fewer than
+    ``_WARPS_TO_FILL`` warps per multiprocessor. It picks (1, 16) for W2-dna-10000 (10,000
+    pairs of 10,000: 896 GCUPS with starts, NOTES-w2.md) and (4, 16) for 400 such pairs, the
+    fastest of the shapes measured there.
+    """
+    fill = _WARPS_TO_FILL * _sm_count()
+    best, best_cost = None, None
+    for w, r in _CHAIN_SHAPES:
+        strips = -(-rows // (w * 32 * r))
+        lag = (w - 1) * (32 + _WINDOW) + 32
+        cost = strips * (n + lag) * w * 32 * (8 * r + 16) * max(1.0, fill / (pairs * w))
+        if best_cost is None or cost < best_cost:
+            best, best_cost = (w, r), cost
+    return best
+
+
+def long_shape(m: int) -> tuple[int, int]:
+    """(warps, rows per thread) for the whole-GPU kernel. Measured on an H200 for 100,000 x
+    100,000 (NOTES-w2.md): (2, 8) 214 GCUPS forward, (8, 4) 200, (4, 4) 191, (4, 16) 179:
+    512-row strips of two warps balance the wavefront's start-up lag (one strip after the
+    other) against the work in flight per multiprocessor."""
+    if m >= _sm_count() * 512:  # at least one strip per multiprocessor
+        return 2, 8
+    return 1, 4  # shorter queries: more, thinner strips so that every multiprocessor works
+
+
+# ------------------------------------------------------------------------------ device batch
+
+
+@dataclass
+class DevicePairs:
+    """Encoded pairs on the GPU (Arrow layout split into start/length per row)."""
+
+    q_res: object
+    q_start: object
+    q_len: object
+    t_res: object
+    t_start: object
+    t_len: object
+    q_len_host: np.ndarray
+    t_len_host: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.q_len_host)
+
+
+def _host(array) -> np.ndarray:
+    if isinstance(array, np.ndarray):
+        return array
+    import cupy as cp
+
+    return cp.asnumpy(array)
+
+
+def to_device(queries, targets) -> DevicePairs:
+    """Copy (or wrap, when already on the GPU) two EncodedSequences columns."""
+    import cupy as cp
+
+    parts = []
+    for enc in (queries, targets):
+        offsets = _host(enc.offsets).astype(np.int64, copy=False)
+        lengths = np.diff(offsets)
+        residues = enc.residues if len(enc.residues) else np.zeros(1, np.uint8)
+        parts.append((cp.asarray(residues, dtype=cp.uint8), cp.asarray(offsets[:-1]),
+                      cp.asarray(lengths.astype(np.int32)), lengths))
+    (q_res, q_start, q_len, q_host), (t_res, t_start, t_len, t_host) = parts
+    return DevicePairs(q_res, q_start, q_len, t_res, t_start, t_len, q_host, t_host)
+
+
+def _row_slice(enc, first: int, stop: int):
+    """Rows [first, stop) of host-side EncodedSequences, without copying residues."""
+    from .._sequences import EncodedSequences
+
+    offsets = enc.offsets[first:stop + 1]
+    return EncodedSequences(enc.residues[offsets[0]:offsets[-1]], offsets - offsets[0],
+                            enc.valid[first:stop])
+
+
+def _chunk_bounds(q_off: np.ndarray, t_off: np.ndarray, count: int) -> list[int]:
+    """Row bounds of the upload chunks: about _CHUNK_BYTES of residues each, at most
+    _CHUNKS_MAX, each with at least _CHUNK_MIN_PAIRS pairs (so each fills the GPU alone)."""
+    total = int(q_off[-1] - q_off[0] + t_off[-1] - t_off[0])
+    chunks = max(1, min(_CHUNKS_MAX, total // _CHUNK_BYTES, count // _CHUNK_MIN_PAIRS))
+    if chunks == 1:
+        return [0, count]
+    cum = (q_off - q_off[0]) + (t_off - t_off[0])
+    cuts = np.searchsorted(cum, total * np.arange(1, chunks) / chunks)
+    return sorted({0, count, *(int(c) for c in cuts if 0 < c < count)})
+
+
+@dataclass
+class DeviceResults:
+    """int32 device arrays, one entry per row: score and inclusive cells (-1: none)."""
+
+    score: object
+    end_i: object
+    end_j: object
+    start_i: object
+    start_j: object
+
+
+def _new_results(count: int) -> DeviceResults:
+    import cupy as cp
+
+    return DeviceResults(cp.zeros(count, dtype=cp.int32),
+                         *(cp.full(count, -1, dtype=cp.int32) for _ in range(4)))
+
+
+def _args_scoring(ks: KernelScoring):
+    return (ks.table, np.int32(ks.match), np.int32(ks.mismatch), np.int32(ks.limit),
+            np.int32(ks.gap_open), np.int32(ks.gap_extend))
+
+
+def _run_inter(batch: DevicePairs, out: DeviceResults, rows: np.ndarray, ks: KernelScoring,
+               mode: str, shape: tuple[int, int] | None = None) -> None:
+    import cupy as cp
+
+    m = batch.q_len_host[rows]
+    n = batch.t_len_host[rows]
+    klass = np.searchsorted(_ROW_CLASSES, m)
+    for k in np.unique(klass):
+        pick = klass == k
+        bucket, bm, bn = rows[pick], m[pick], n[pick]
+        g, r = shape or inter_shape_for(int(bm.max()))
+        strips = -(-bm // (g * r))
+        order = np.lexsort((-bn, -strips))  # warps get pairs of one strip count and length
+        bucket, bn, strips = bucket[order], bn[order], strips[order]
+        scratch_need = np.where(strips > 1, bn, 0)
+        start = 0
+        while start < len(bucket):  # chunks whose strip rows fit _SCRATCH_BYTES
+            cum = np.cumsum(scratch_need[start:])
+            stop = start + max(1, int(np.searchsorted(cum, _SCRATCH_BYTES // 8, side="right")))
+            chunk = bucket[start:stop]
+            need = scratch_need[start:stop]
+            offsets = np.concatenate([[0], np.cumsum(need)[:-1]]).astype(np.int64)
+            scratch = cp.empty(max(int(need.sum()), 1) * 2, dtype=cp.int32)
+            order_dev = cp.asarray(chunk.astype(np.int32))
+            offsets_dev = cp.asarray(offsets)
+            groups_per_block = _THREADS_INTER // g
+            grid = (len(chunk) + groups_per_block - 1) // groups_per_block
+            passes = (False, True) if mode == "full" else (False,)
+            for reverse in passes:
+                inter_kernel(g, r, ks.kind, reverse)(
+                    (grid,), (_THREADS_INTER,),
+                    (batch.q_res, batch.q_start, batch.q_len, batch.t_res, batch.t_start,
+                     batch.t_len, order_dev, np.int32(len(chunk)), out.score, out.end_i,
+                     out.end_j, out.start_i, out.start_j, scratch, offsets_dev,
+                     *_args_scoring(ks)))
+            start = stop
+
+
+def _run_intra_rows(batch: DevicePairs, out: DeviceResults, rows: np.ndarray, ks: KernelScoring,
+                    mode: str, shape: tuple[int, int] | None = None) -> None:
+    """One block per pair; all ``rows`` share one block shape (from the longest query)."""
+    import cupy as cp
+
+    m = batch.q_len_host[rows]
+    n = batch.t_len_host[rows]
+    order = np.argsort(-(m * n), kind="stable")  # largest first: the counter balances blocks
+    rows = rows[order]
+    w, r = shape or chain_shape(int(m.max()), int(np.median(n)), len(rows))
+    blocks = min(len(rows), _sm_count() * max(1, 2048 // (w * 32)))
+    stride = int(n.max())
+    scratch = cp.empty(blocks * stride * 2, dtype=cp.int32)
+    order_dev = cp.asarray(rows.astype(np.int32))
+    passes = (False, True) if mode == "full" else (False,)
+    for reverse in passes:
+        ticket = cp.zeros(1, dtype=cp.int32)
+        intra_kernel(w, r, ks.kind, reverse)(
+            (blocks,), (w * 32,),
+            (batch.q_res, batch.q_start, batch.q_len, batch.t_res, batch.t_start, batch.t_len,
+             order_dev, np.int32(len(rows)), out.score, out.end_i, out.end_j, out.start_i,
+             out.start_j, scratch, np.int64(stride), ticket, *_args_scoring(ks)))
+
+
+def _reduce_blocks(block_best: np.ndarray) -> tuple[int, int, int]:
+    """Tie rule over the per-block (score, i, j) of the long-pair kernel."""
+    best = block_best[:, 0]
+    top = int(best.max()) if len(best) else 0
+    if top <= 0:
+        return 0, -1, -1
+    cand = block_best[best == top]
+    k = np.lexsort((cand[:, 1], cand[:, 2]))[0]  # smallest j, then smallest i
+    return top, int(cand[k, 1]), int(cand[k, 2])
+
+
+def _long_pass(kernel, w, r, q_res, qs, m, t_res, ts, n, target, ks):
+    import cupy as cp
+
+    strips = -(-m // (w * 32 * r))
+    blocks = max(1, min(strips, 2 * _sm_count()))
+    nslots = blocks + 1  # a slot is rewritten only after its reader is done (long_pair.cu)
+    slots = cp.empty(nslots * n * 2, dtype=cp.int32)
+    progress = cp.zeros(nslots, dtype=cp.uint64)
+    ticket = cp.zeros(1, dtype=cp.int32)
+    block_best = cp.zeros(blocks * 3, dtype=cp.int32)
+    kernel((blocks,), (w * 32,),
+           (q_res, np.int64(qs), np.int32(m), t_res, np.int64(ts), np.int32(n),
+            np.int32(target), np.int32(strips), ticket, slots, np.int32(nslots), progress,
+            block_best, *_args_scoring(ks)))
+    return _reduce_blocks(cp.asnumpy(block_best).reshape(blocks, 3))
+
+
+def _run_long(batch: DevicePairs, out: DeviceResults, row: int, ks: KernelScoring,
+              mode: str, shape: tuple[int, int] | None = None) -> None:
+    """One pair with every block of the GPU (forward, then reverse for the start)."""
+    m = int(batch.q_len_host[row])
+    n = int(batch.t_len_host[row])
+    qs = int(batch.q_start[row].get())
+    ts = int(batch.t_start[row].get())
+    w, r = shape or long_shape(m)
+    score, end_i, end_j = _long_pass(long_kernel(w, r, ks.kind, False), w, r, batch.q_res, qs, m,
+                                     batch.t_res, ts, n, 0, ks)
+    out.score[row] = score
+    out.end_i[row] = end_i
+    out.end_j[row] = end_j
+    if mode == "full" and score > 0:
+        _, rev_i, rev_j = _long_pass(long_kernel(w, r, ks.kind, True), w, r, batch.q_res, qs,
+                                     end_i + 1, batch.t_res, ts, end_j + 1, score, ks)
+        out.start_i[row] = end_i - rev_i
+        out.start_j[row] = end_j - rev_j
+
+
+def route(q_len: np.ndarray, t_len: np.ndarray, rows: np.ndarray):
+    """Split ``rows`` into (inter-task rows, intra-task rows, long-pair rows)."""
+    m = q_len[rows]
+    cells = m * t_len[rows]
+    long_mask = cells >= LONG_MIN_CELLS
+    if long_mask.sum() >= LONG_MAX_PAIRS_PER_SM * _sm_count():
+        long_mask[:] = False
+    intra_mask = ~long_mask & (m > INTER_MAX_ROWS)
+    inter_mask = ~long_mask & ~intra_mask
+    return rows[inter_mask], rows[intra_mask], rows[long_mask]
+
+
+def run_pairs(batch: DevicePairs, rows: np.ndarray, scoring, mode: str,
+              force: str | None = None, shape: tuple[int, int] | None = None,
+              ks: KernelScoring | None = None) -> DeviceResults:
+    """Align the pairs ``rows`` (non-empty, valid) of a device batch; results per batch row.
+
+    ``force`` ("inter", "intra", "long") and ``shape`` pin a kernel (tests, benchmarks).
+    """
+    out = _new_results(len(batch))
+    rows = np.asarray(rows, dtype=np.int64)
+    if rows.size == 0:
+        return out
+    if ks is None:
+        ks = kernel_scoring(scoring, score_bound(scoring, batch.q_len_host[rows],
+                                                 batch.t_len_host[rows]))
+    if force is None:
+        inter_rows, intra_rows, long_rows = route(batch.q_len_host, batch.t_len_host, rows)
+    else:
+        empty = rows[:0]
+        inter_rows, intra_rows, long_rows = (rows if force == k else empty
+                                             for k in ("inter", "intra", "long"))
+    if inter_rows.size:
+        _run_inter(batch, out, inter_rows, ks, mode, shape)
+    if intra_rows.size:
+        _run_intra_rows(batch, out, intra_rows, ks, mode, shape)
+    for row in long_rows:
+        _run_long(batch, out, int(row), ks, mode, shape)
+    return out
+
+
+# ------------------------------------------------------------------------------ public
+
+
+def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None = None,
+                    shape: tuple[int, int] | None = None):
+    """Row-wise alignment on the GPU; the engine's :func:`~swdask._engine.align_pairs` for
+    ``backend="gpu"``.
+
+    ``queries``/``targets`` are :class:`~swdask._sequences.EncodedSequences` (numpy or CuPy
+    arrays); ``mode`` is ``"full"``, ``"end"`` or ``"none"``. Returns an
+    :class:`~swdask._engine.Alignments` of numpy int64 arrays, equal to the CPU engine's.
+
+    Host-side batches go up in chunks of rows on two streams: while the GPU aligns one chunk
+    the next one is copied (a copy from pageable memory holds the host, not the GPU).
+    """
+    import cupy as cp
+
+    from .._engine import _empty_outputs, _finish
+
+    count = len(targets)
+    if len(queries) != count:
+        raise ValueError(
+            f"align_pairs needs as many queries as targets, got {len(queries)} and {count}")
+    valid = _host(queries.valid).astype(bool) & _host(targets.valid).astype(bool)
+    outputs = _empty_outputs(count)
+    q_off = _host(queries.offsets).astype(np.int64, copy=False)
+    t_off = _host(targets.offsets).astype(np.int64, copy=False)
+    q_len, t_len = np.diff(q_off), np.diff(t_off)
+    work = valid & (q_len > 0) & (t_len > 0)
+    if work.any():
+        ks = kernel_scoring(scoring, score_bound(scoring, q_len[work], t_len[work]))
+        on_host = all(isinstance(a, np.ndarray) for a in
+                      (queries.residues, targets.residues, queries.offsets, targets.offsets))
+        bounds = _chunk_bounds(q_off, t_off, count) if on_host else [0, count]
+        if len(bounds) > 2:
+            streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+        else:
+            streams = [cp.cuda.get_current_stream()]
+        pending = []
+        for k, (first, stop) in enumerate(zip(bounds[:-1], bounds[1:])):
+            stream = streams[k % len(streams)]
+            with stream:
+                if len(bounds) > 2:
+                    batch = to_device(_row_slice(queries, first, stop),
+                                      _row_slice(targets, first, stop))
+                else:
+                    batch = to_device(queries, targets)
+                res = run_pairs(batch, np.flatnonzero(work[first:stop]), scoring, mode,
+                                force=force, shape=shape, ks=ks)
+            pending.append((first, stop, stream, res))
+        for first, stop, stream, res in pending:
+            with stream:
+                values = [a.get() for a in (res.score, res.start_i, res.end_i, res.start_j,
+                                            res.end_j)]
+            for column, value in zip(outputs, values):
+                column[first:stop] = value
+    outputs[0][outputs[0] < 0] = 0
+    return _finish(outputs, valid, mode)
+
+
+def align_long_rows(query_codes, residues, offsets, rows, scoring, mode: str,
+                    shape: tuple[int, int] | None = None) -> dict:
+    """One query against the targets ``rows`` with the intra-task kernel (one block per row).
+
+    For the long-target tail of one-against-all search. ``query_codes`` (uint8), ``residues``
+    (uint8) and ``offsets`` (int64, Arrow layout) may be numpy or CuPy arrays; ``rows`` are row
+    numbers into ``offsets`` (targets non-empty). Returns CuPy int32 arrays, one entry per
+    element of ``rows``: ``score``, ``query_start``, ``query_end``, ``target_start``,
+    ``target_end``, inclusive cells, ``-1`` where the score is 0 or the position was not asked
+    for (``mode``: ``"full"``, ``"end"``, ``"none"``).
+    """
+    import cupy as cp
+
+    rows_dev = cp.asarray(rows, dtype=cp.int64)
+    offsets = cp.asarray(offsets, dtype=cp.int64)
+    count = int(rows_dev.size)
+    m = int(len(query_codes))
+    t_start = offsets[rows_dev]
+    t_len = (offsets[rows_dev + 1] - t_start).astype(cp.int32)
+    batch = DevicePairs(cp.asarray(query_codes, dtype=cp.uint8), cp.zeros(count, cp.int64),
+                        cp.full(count, m, dtype=cp.int32), cp.asarray(residues, dtype=cp.uint8),
+                        t_start, t_len, np.full(count, m, dtype=np.int64),
+                        cp.asnumpy(t_len).astype(np.int64))
+    out = _new_results(count)
+    if count and m:
+        every = np.arange(count, dtype=np.int64)
+        ks = kernel_scoring(scoring, score_bound(scoring, batch.q_len_host, batch.t_len_host))
+        _run_intra_rows(batch, out, every, ks, mode, shape)
+    if mode != "full":
+        out.start_i[:] = -1
+        out.start_j[:] = -1
+    return {"score": out.score, "query_start": out.start_i, "query_end": out.end_i,
+            "target_start": out.start_j, "target_end": out.end_j}

@@ -1,0 +1,312 @@
+// One query against many targets: the inter-task kernel (CUDASW++ lineage).
+//
+// Layout. Targets are sorted by length (longest first) and taken two at a time: a "pair" is
+// two targets of about the same length, one per 16-bit lane (Lanes16), or a single target
+// (Lanes32). A pair's residue codes are interleaved into one uint16 per column (low byte:
+// first target, high byte: second; PAD past a target's end) by sw_pair_codes.
+//
+// Work split. A group of G threads (G = 1..32, a power of two; the engine uses 4) aligns
+// one pair. The query is
+// cut into passes of G*R rows; in a pass thread t owns rows [t*R, t*R + R) and keeps their H
+// (as HG = H - gap_open) and E in registers. The threads run as a wavefront over the target
+// columns: at step s thread t computes column j = s - t (whose residue codes it loads
+// itself), receiving from thread t-1 (warp shuffle) HG and F of the row just above its first
+// row. Thread 0 reads that row from the previous pass's last row (global memory), thread
+// G-1 writes its last row for the next pass.
+//
+// Query profile. Each pass, the block copies the profile rows of the pass (every letter,
+// G*R rows, sub + gap_open as int16 or int32) into shared memory, laid out so that a thread's
+// R rows of one letter are contiguous (one or a few 16-byte loads per letter per column).
+// All groups of a block move through the passes together (one __syncthreads per pass): the
+// block's pairs have nearly equal lengths since targets are sorted, and every group steps
+// through the longest pair of its block; the cells past a target's end score PAD.
+//
+// End cell. Each thread keeps its best score so far per lane and, when a column strictly
+// improves it, that column and the first of its rows holding the new best (a scan of its R
+// registers; improvements are rare once the first columns are past). At the end of a pass
+// the group reduces the threads' cells by (score desc, j asc, i asc): the CPU tie rule.
+// Later passes only record cells reaching the best so far.
+//
+// Padding and the fill of the wavefront never win. A PAD cell (past a target's end, or a
+// row past the query's end) has diag + sub <= 0, so its H is E or F (or 0); following
+// E (one column left) or F (one row up) leads back to a real cell at a smaller (j, i) whose
+// H is at least as large. So a PAD cell never exceeds the best real cell and, when it
+// equals it, that real cell comes first in (j asc, i asc); the reductions keep the real one.
+// Fill steps (j < 0) only see zeros. The same argument bounds the 16-bit lanes: no value
+// exceeds the best real cell, which the host checks against 32767 - max substitution.
+#include "sw_common.cuh"
+
+namespace swdask {
+
+template <class V, int R>
+__host__ __device__ constexpr int tile_stride() {
+  // Elements per thread in the shared profile, padded so that the 16-byte (8-byte) loads of
+  // eight (sixteen) neighbouring threads hit distinct banks.
+  if constexpr (V::lanes == 2) {
+    return (R % 8 == 0 && (R / 8) % 2 == 0) ? R + 8 : R;
+  } else {
+    return ((R / 4) % 2 == 0) ? R + 4 : R;
+  }
+}
+
+// Interleave the residue codes of each pair: pair_codes[pair_start[p] + j] holds the codes of
+// column j of both targets (PAD past a target's end), for j < round_up(pair_len[p], 8).
+// slot_rows[p * lanes + k] is the row (in residues/offsets) of lane k of pair p, or -1.
+__global__ void sw_pair_codes(const u8* __restrict__ residues, const i64* __restrict__ offsets,
+                              const int* __restrict__ slot_rows, int lanes,
+                              const i64* __restrict__ pair_start,
+                              const int* __restrict__ pair_len, int num_pairs, int pad_code,
+                              u16* __restrict__ pair_codes) {
+  for (int p = blockIdx.x; p < num_pairs; p += gridDim.x) {
+    const int row_a = slot_rows[p * lanes];
+    const int row_b = lanes == 2 ? slot_rows[p * lanes + 1] : -1;
+    const i64 start_a = row_a >= 0 ? offsets[row_a] : 0;
+    const i64 start_b = row_b >= 0 ? offsets[row_b] : 0;
+    const int len_a = row_a >= 0 ? (int)(offsets[row_a + 1] - start_a) : 0;
+    const int len_b = row_b >= 0 ? (int)(offsets[row_b + 1] - start_b) : 0;
+    const int columns = (pair_len[p] + 7) & ~7;
+    u16* out = pair_codes + pair_start[p];
+    for (int c = threadIdx.x; c < columns; c += blockDim.x) {
+      const u32 a = c < len_a ? residues[start_a + c] : (u32)pad_code;
+      const u32 b = c < len_b ? residues[start_b + c] : (u32)pad_code;
+      out[c] = (u16)(a | (b << 8));
+    }
+  }
+}
+
+// The forward pass. profile[letter * m + i] = sub(letter, q_i) + gap_open for letter <
+// alpha1 - 1; letter alpha1 - 1 is PAD. Results per slot (pair * lanes + lane): the best
+// score, and with TRACK_END its inclusive end cell (-1 when the score is 0). Scores are
+// exact unless they reach 32767 - max substitution (Lanes16): the host recomputes those.
+template <class V, int G, int R, bool TRACK_END>
+__global__ void __launch_bounds__(256, 2)
+sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alpha1,
+                 int pad_score, const u16* __restrict__ pair_codes,
+                 const i64* __restrict__ pair_start, const int* __restrict__ pair_len,
+                 const int* __restrict__ block_len, int num_pairs, u32* __restrict__ boundary,
+                 int gap_open, int gap_extend, int* __restrict__ out_score,
+                 int* __restrict__ out_end_i, int* __restrict__ out_end_j) {
+  typedef typename V::reg_t reg_t;
+  typedef typename V::prof_t prof_t;
+  constexpr int L = V::lanes;
+  constexpr int S = tile_stride<V, R>();
+  constexpr int ROWS = G * R;
+  constexpr int LETTER = G * S;  // elements per letter in the shared profile
+  constexpr int CHUNK = (R % 8 == 0) ? 8 : 4;
+  static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G must be a power of two <= 32");
+  static_assert(R % 4 == 0, "R must be a multiple of 4");
+  SW_DYNAMIC_SHARED(prof_t, tile);
+
+  const int t = threadIdx.x % G;
+  const int groups = blockDim.x / G;
+  const int pair = blockIdx.x * groups + threadIdx.x / G;
+  const bool live = pair < num_pairs;
+  const int my_len = live ? pair_len[pair] : 0;
+  const i64 my_start = live ? pair_start[pair] : 0;
+  const int steps = block_len[blockIdx.x] + G - 1;
+  const int passes = (m + ROWS - 1) / ROWS;
+
+  const reg_t go_neg = V::splat(-gap_open);
+  const reg_t ge_neg = V::splat(-gap_extend);
+  // F[i+1] = max(F[i] - ge, H[i] - go) with H[i] = max(T[i], F[i]) (T: the diagonal and E
+  // terms, >= 0) is max(F[i] - min(ge, go), T[i] - go): one add-max per row on the chain.
+  const reg_t fe_neg = V::splat(-min(gap_extend, gap_open));
+  const reg_t hg_zero = V::splat(-gap_open);  // HG of a cell with H = 0
+  const reg_t neg = V::splat(V::neg);
+  const u32 pad_code = (u32)(alpha1 - 1);
+  const u32 pad_pair = pad_code | (pad_code << 8);
+
+  // Best end cell so far, per lane, over the passes done (TRACK_END), or best HG (scores).
+  int run_score[L], run_j[L], run_i[L];
+#pragma unroll
+  for (int l = 0; l < L; ++l) {
+    run_score[l] = 0;
+    run_j[l] = SW_INT_MAX;
+    run_i[l] = SW_INT_MAX;
+  }
+  reg_t best_all = hg_zero;
+
+  for (int pass = 0; pass < passes; ++pass) {
+    const int row0 = pass * ROWS;
+    __syncthreads();  // every group is done with the previous pass's profile
+    for (int idx = threadIdx.x; idx < alpha1 * ROWS; idx += blockDim.x) {
+      const int letter = idx / ROWS;
+      const int rr = idx - letter * ROWS;
+      const int row = row0 + rr;
+      tile[letter * LETTER + (rr / R) * S + (rr % R)] =
+          (prof_t)(row < m ? (int)profile[letter * m + row] : pad_score);
+    }
+    __syncthreads();
+
+    reg_t HG[R], E[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      HG[r] = hg_zero;
+      E[r] = neg;
+    }
+    reg_t prev_in_HG = hg_zero;  // HG of the row above, previous column (the diagonal)
+    reg_t out_HG = hg_zero, out_F = neg;  // what this thread hands to thread t+1 next step
+    const bool reads_boundary = pass > 0;
+    const bool writes_boundary = pass + 1 < passes;
+
+    // Inputs loaded two steps ahead: each thread the codes of its own column (j = s - t),
+    // thread 0 the row above the pass. Every thread loads, from a clamped, always valid
+    // address (neighbouring threads read neighbouring bytes: one transaction), and a value
+    // is only checked when used, so no instruction waits on a load just issued. Two slots,
+    // one per step parity, and the step loop unrolled by hand twice: each slot is refilled
+    // where it is consumed, with no register copies (a rotating buffer in a loop needs
+    // copies, and a copy waits for the load, as seen in the SASS of an earlier version).
+    const int last_col = my_len > 0 ? my_len - 1 : 0;
+    const u16* codes_at = pair_codes + my_start;
+    const u32* boundary_at = reads_boundary ? boundary + 2 * my_start : boundary;
+    const int boundary_last = reads_boundary ? last_col : 0;
+    auto fetch_codes = [&](int col) -> u32 { return codes_at[min(max(col, 0), last_col)]; };
+    auto fetch_boundary = [&](int col) -> uint2 {
+      return *reinterpret_cast<const uint2*>(boundary_at + 2 * min(col, boundary_last));
+    };
+    u32 codes_even = fetch_codes(-t), codes_odd = fetch_codes(1 - t);
+    uint2 row_even = fetch_boundary(0), row_odd = fetch_boundary(1);
+
+    // This pass's tracking: only cells reaching the best so far can matter.
+    reg_t best;
+    int best_j[L], best_r[L];
+    if constexpr (TRACK_END) {
+      reg_t threshold = 0;
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const int thr = (run_score[l] > 0 ? run_score[l] - 1 : 0) - gap_open;
+        threshold |= (V::splat(thr) & (L == 2 ? (l ? 0xffff0000u : 0x0000ffffu) : 0xffffffffu));
+        best_j[l] = -1;
+        best_r[l] = 0;
+      }
+      best = threshold;
+    } else {
+      best = best_all;
+    }
+
+    auto step = [&](const int s, u32& codes_slot, uint2& row_slot) {
+      const int j = s - t;
+      const u32 in_codes = (j >= 0 && j < my_len) ? codes_slot : pad_pair;
+      reg_t in_HG = __shfl_up_sync(SW_FULL_MASK, out_HG, 1, G);
+      reg_t in_F = __shfl_up_sync(SW_FULL_MASK, out_F, 1, G);
+      if (t == 0) {
+        const bool real = s < my_len && reads_boundary;
+        in_HG = real ? row_slot.x : hg_zero;
+        in_F = real ? row_slot.y : neg;
+      }
+      codes_slot = fetch_codes(j + 2);
+      row_slot = fetch_boundary(s + 2);
+
+      const prof_t* pa = tile + (in_codes & 0xffu) * LETTER + t * S;
+      const prof_t* pb = tile + (in_codes >> 8) * LETTER + t * S;
+      // Per row: E (from the previous column), T = max(diag + sub, E, 0), U = T - go, then
+      // HG = max(T, F) - go and the next row's F = max(F - min(ge, go), U): the only chain
+      // through the rows is that last add-max. T and E of row r+1 are computed before HG[r]
+      // is overwritten (they read the old HG[r]), so every HG[r] updates in place.
+      reg_t F = in_F;  // F of this thread's first row, column j
+      reg_t sc[R];     // scores of the rows, loaded one chunk ahead of their use
+      V::template load_scores<CHUNK>(pa, pb, *reinterpret_cast<reg_t(*)[CHUNK]>(sc));
+      E[0] = V::add_max(E[0], ge_neg, HG[0]);
+      reg_t term = V::add_max_relu(prev_in_HG, sc[0], E[0]);  // T of row 0
+      prev_in_HG = in_HG;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        if (r % CHUNK == 0 && r + CHUNK < R)
+          V::template load_scores<CHUNK>(pa + r + CHUNK, pb + r + CHUNK,
+                                         *reinterpret_cast<reg_t(*)[CHUNK]>(sc + r + CHUNK));
+        reg_t next_term = 0;
+        if (r + 1 < R) {
+          E[r + 1] = V::add_max(E[r + 1], ge_neg, HG[r + 1]);  // E[i+1][j]
+          next_term = V::add_max_relu(HG[r], sc[r + 1], E[r + 1]);
+        }
+        const reg_t U = V::add_max(term, go_neg, neg);  // T - go
+        HG[r] = V::add_max(F, go_neg, U);               // H[i][j] - go
+        F = V::add_max(F, fe_neg, U);                   // F[i+1][j]
+        term = next_term;
+      }
+      out_HG = HG[R - 1];
+      out_F = F;  // F of the row below this thread's last row
+      if (writes_boundary && t == G - 1 && j >= 0 && j < my_len)
+        *reinterpret_cast<uint2*>(boundary + 2 * (my_start + j)) = make_uint2(out_HG, F);
+
+      const reg_t column_best = TreeMax<V, 0, R>::run(HG);
+      if constexpr (TRACK_END) {
+        u32 improved;
+        best = V::max_improved(best, column_best, improved);
+        if (improved) {  // rare: a lane's best just went up; find its first row holding it
+#pragma unroll
+          for (int l = 0; l < L; ++l) {
+            if (improved >> l & 1u) {
+              int first = 0;
+#pragma unroll
+              for (int r = R - 1; r >= 0; --r)
+                if (V::lane_equal(HG[r], column_best, l)) first = r;
+              best_j[l] = j;
+              best_r[l] = first;
+            }
+          }
+        }
+      } else {
+        best = V::max2(best, column_best);
+      }
+    };
+    int s = 0;
+    for (; s + 1 < steps; s += 2) {
+      step(s, codes_even, row_even);
+      step(s + 1, codes_odd, row_odd);
+    }
+    if (s < steps) step(s, codes_even, row_even);
+
+    if constexpr (TRACK_END) {
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        int cand_score = 0, cand_j = SW_INT_MAX, cand_i = SW_INT_MAX;
+        if (best_j[l] >= 0) {
+          cand_score = V::lane(best, l) + gap_open;
+          cand_j = best_j[l];
+          cand_i = row0 + t * R + best_r[l];
+        }
+#pragma unroll
+        for (int offset = G / 2; offset >= 1; offset /= 2) {
+          const int other_score = __shfl_xor_sync(SW_FULL_MASK, cand_score, offset, G);
+          const int other_j = __shfl_xor_sync(SW_FULL_MASK, cand_j, offset, G);
+          const int other_i = __shfl_xor_sync(SW_FULL_MASK, cand_i, offset, G);
+          if (better_end(other_score, other_j, other_i, cand_score, cand_j, cand_i)) {
+            cand_score = other_score;
+            cand_j = other_j;
+            cand_i = other_i;
+          }
+        }
+        if (cand_score > 0 &&
+            better_end(cand_score, cand_j, cand_i, run_score[l], run_j[l], run_i[l])) {
+          run_score[l] = cand_score;
+          run_j[l] = cand_j;
+          run_i[l] = cand_i;
+        }
+      }
+    } else {
+      best_all = best;
+    }
+  }
+
+  if constexpr (!TRACK_END) {
+#pragma unroll
+    for (int offset = G / 2; offset >= 1; offset /= 2)
+      best_all = V::max2(best_all, __shfl_xor_sync(SW_FULL_MASK, best_all, offset, G));
+#pragma unroll
+    for (int l = 0; l < L; ++l) run_score[l] = max(V::lane(best_all, l) + gap_open, 0);
+  }
+  if (live && t == 0) {
+#pragma unroll
+    for (int l = 0; l < L; ++l) {
+      const int slot = pair * L + l;
+      out_score[slot] = run_score[l];
+      if constexpr (TRACK_END) {
+        out_end_i[slot] = run_score[l] > 0 ? run_i[l] : -1;
+        out_end_j[slot] = run_score[l] > 0 ? run_j[l] : -1;
+      }
+    }
+  }
+}
+
+}  // namespace swdask

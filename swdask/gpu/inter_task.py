@@ -1,0 +1,389 @@
+"""One query against many targets on a CUDA GPU: the inter-task engine.
+
+Two levels:
+
+* :func:`prepare_targets` + :func:`search` work on device arrays and return device arrays:
+  the targets are laid out once (length-sorted pairs, :class:`DeviceTargets`), then each query
+  runs the forward kernel (16-bit lanes, DPX on Hopper), recomputes in 32 bits the rows whose
+  16-bit score may have wrapped, and, for start positions, runs the reverse kernel. This is
+  what the benchmark times as "kernel-only".
+* :func:`align_many_gpu` is the engine's entry point (``swdask._engine.align_many`` with
+  ``backend="gpu"``): it takes :class:`~swdask._sequences.EncodedSequences` (NumPy or CuPy
+  arrays), cuts them into chunks that fit the GPU's free memory, and returns
+  :class:`~swdask._engine.Alignments` (NumPy arrays).
+
+Cell conventions, tie rules and the gap formula are those of :mod:`swdask._cpu` (a gap of
+length k costs ``gap_open + (k - 1) * gap_extend``; end cell: best score, smallest target
+index, then smallest query index; start cell by reverse scoring). Kernels return inclusive
+cells, ``-1`` where the score is 0.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import _kernels
+from ._backend import get_backend
+
+# 16-bit lanes hold scores in [-32768, 32767]; costs and |substitutions| up to this keep
+# every intermediate value of the recurrences in range (see sw_common.cuh).
+_LANE16_COST_LIMIT = 8191
+_LANE16_MAX = 32767
+# 32-bit lanes: scores stay below 2**29 (so E/F's "minus infinity" and the padding work).
+_LANE32_SCORE_LIMIT = 1 << 29
+_LANE32_PAD = -(1 << 30)
+#: Bytes of device memory per residue and per row that one search needs beyond the residues
+#: (pair codes, the pass boundary, the reverse boundary, results), for chunking by memory.
+_BYTES_PER_RESIDUE = 15
+_BYTES_PER_ROW = 96
+
+
+def _round_up(value, multiple):
+    return (value + multiple - 1) // multiple * multiple
+
+
+def tile_stride(lanes: int, rows: int) -> int:
+    """Elements per thread in the shared query profile (mirrors ``tile_stride`` in the .cu)."""
+    if lanes == 2:
+        return rows + 8 if rows % 8 == 0 and (rows // 8) % 2 == 0 else rows
+    return rows + 4 if (rows // 4) % 2 == 0 else rows
+
+
+def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[int, int]:
+    """Threads per pair (G) and rows per thread (R) for a query of ``m`` residues.
+
+    G = 4 keeps the wavefront's fill short (G - 1 idle steps per pass) while a pass of
+    4 x 32 rows still moves only ~0.06 byte of boundary per cell; R trades the padding of
+    the last pass against the fixed cost of a step (shuffles, loads, the column maximum). ``SWDASK_GPU_SHAPE="G,R"``
+    overrides it (16-bit kernels; for tuning).
+    """
+    if lanes == 1:
+        return next(((g, r) for g, r in _kernels.WIDE_SHAPES if g * r >= m),
+                    _kernels.WIDE_SHAPES[-1])
+    override = os.environ.get("SWDASK_GPU_SHAPE")
+    if override:
+        group, rows = (int(v) for v in override.split(","))
+        return group, rows
+    group = 4
+    # cost ~ passes x (rows + the per-step overhead of about 12 rows' worth of instructions)
+    rows = min(_kernels.rows_per_thread(compute_capability),
+               key=lambda r: (math.ceil(m / (group * r)) * (r + 12), -r))
+    return group, rows
+
+
+def lanes16_fit(scoring) -> bool:
+    """Whether the scoring scheme fits the 16-bit kernels (else everything runs in 32 bits)."""
+    matrix = scoring.matrix
+    return (int(np.abs(matrix).max()) + scoring.gap_open <= _LANE16_COST_LIMIT
+            and scoring.gap_open + scoring.gap_extend <= _LANE16_COST_LIMIT)
+
+
+def _check_lanes32(scoring, m: int):
+    if (max(scoring.gap_open, scoring.gap_extend, int(np.abs(scoring.matrix).max())) >= 1 << 27
+            or max(scoring.max_score, 1) * m >= _LANE32_SCORE_LIMIT):
+        raise ValueError(
+            f"scores of this query (length {m}) under this scoring could exceed 2**29, beyond "
+            "the GPU kernels' 32-bit lanes; use backend='cpu' (64-bit)")
+
+
+# ------------------------------------------------------------------------------ target layout
+
+
+@dataclass
+class _PairLayout:
+    """Targets grouped ``lanes`` at a time (a "pair"), longest first, codes interleaved."""
+
+    lanes: int
+    slot_rows: object      # int32[num_pairs * lanes]: row of each lane, -1 for none
+    pair_len: object       # int32[num_pairs]: longest target of the pair (non-increasing)
+    pair_start: object     # int64[num_pairs]: first column of the pair in pair_codes
+    pair_codes: object     # uint16[columns]: both lanes' codes per column
+    columns: int
+
+    @property
+    def num_pairs(self) -> int:
+        return int(self.pair_len.shape[0])
+
+
+@dataclass
+class DeviceTargets:
+    """Targets on the device, laid out for :func:`search` (built by :func:`prepare_targets`).
+
+    ``residues``/``offsets``/``lengths`` are the input (codes, int64 offsets); ``order``
+    holds the rows with something to align (valid, non-empty), longest first; ``pairs`` is
+    the 16-bit kernels' layout of them, two targets per pair.
+    """
+
+    backend: object
+    residues: object
+    offsets: object
+    lengths: object
+    valid: object
+    order: object
+    pairs: _PairLayout
+    pad_code: int
+
+    def __len__(self) -> int:
+        return int(self.lengths.shape[0])
+
+    @property
+    def total_residues(self) -> int:
+        return int(self.residues.shape[0])
+
+
+def _pair_layout(backend, residues, offsets, lengths, rows, lanes: int, pad_code: int):
+    xp = backend.xp
+    n = int(rows.shape[0])
+    num_pairs = (n + lanes - 1) // lanes
+    slot_rows = xp.full(num_pairs * lanes, -1, dtype=xp.int32)
+    slot_rows[:n] = rows.astype(xp.int32)
+    pair_len = lengths[rows[::lanes]].astype(xp.int32) if n else xp.zeros(0, xp.int32)
+    widths = (pair_len.astype(xp.int64) + 7) // 8 * 8
+    pair_start = xp.zeros(num_pairs, dtype=xp.int64)
+    if num_pairs > 1:
+        pair_start[1:] = xp.cumsum(widths[:-1])
+    columns = int(widths.sum()) if num_pairs else 0
+    pair_codes = xp.empty(max(columns, 1), dtype=xp.uint16)
+    if num_pairs:
+        function = backend.function("inter_task.cu", _kernels.PAIR_CODES_NAME)
+        backend.launch(function, min(num_pairs, 1 << 16), min(backend.block_threads, 128),
+                       [residues, offsets, slot_rows, np.int32(lanes), pair_start, pair_len,
+                        np.int32(num_pairs), np.int32(pad_code), pair_codes])
+    return _PairLayout(lanes, slot_rows, pair_len, pair_start, pair_codes, columns)
+
+
+def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
+                    backend=None) -> DeviceTargets:
+    """Lay targets out on the device: sort by length, pair, interleave the codes.
+
+    ``residues`` (uint8 codes) and ``offsets`` (int64, ``n + 1``) may be NumPy (copied to the
+    device) or CuPy arrays (used in place); ``valid`` (bool) marks non-null rows.
+    """
+    backend = backend or get_backend()
+    xp = backend.xp
+    residues = xp.ascontiguousarray(xp.asarray(residues, dtype=xp.uint8))
+    offsets = xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64))
+    n = int(offsets.shape[0]) - 1
+    lengths = offsets[1:] - offsets[:-1]
+    valid = xp.ones(n, dtype=bool) if valid is None else xp.asarray(valid, dtype=bool)
+    active = valid & (lengths > 0)
+    rows = xp.flatnonzero(active)
+    order = rows[xp.argsort(-lengths[rows], kind="stable")] if rows.size else rows
+    pad_code = alphabet_size
+    pairs = _pair_layout(backend, residues, offsets, lengths, order, 2, pad_code)
+    return DeviceTargets(backend, residues, offsets, lengths, valid, order, pairs, pad_code)
+
+
+# ----------------------------------------------------------------------------------- kernels
+
+
+def _profile(backend, matrix, codes, gap_open, lanes):
+    """``profile[a, i] = matrix[a, q_i] + gap_open`` plus a PAD row, as the kernels read it."""
+    alphabet = matrix.shape[0]
+    dtype = np.int16 if lanes == 2 else np.int32
+    pad = gap_open - _LANE16_MAX if lanes == 2 else gap_open + _LANE32_PAD
+    profile = np.empty((alphabet + 1, len(codes)), dtype=np.int64)
+    profile[:alphabet] = matrix.astype(np.int64)[:, codes] + gap_open
+    profile[alphabet] = pad
+    return backend.xp.asarray(profile.astype(dtype)), pad
+
+
+def _run_forward(backend, layout: _PairLayout, profile, pad_score, m, alpha1, scoring,
+                 shape, track_end):
+    xp = backend.xp
+    group, rows = shape
+    lanes = layout.lanes
+    name = _kernels.forward_name(lanes, group, rows, track_end)
+    function = backend.function("inter_task.cu", name)
+    block = backend.block_threads
+    groups_per_block = block // group
+    num_pairs = layout.num_pairs
+    grid = (num_pairs + groups_per_block - 1) // groups_per_block
+    # pairs are longest first, so a block's longest pair is its first
+    block_len = xp.ascontiguousarray(layout.pair_len[::groups_per_block])
+    passes = math.ceil(m / (group * rows))
+    boundary = xp.empty(2 * max(layout.columns, 1) if passes > 1 else 2, dtype=xp.uint32)
+    slots = num_pairs * lanes
+    out_score = xp.empty(max(slots, 1), dtype=xp.int32)
+    out_end_i = xp.empty(max(slots, 1), dtype=xp.int32)
+    out_end_j = xp.empty(max(slots, 1), dtype=xp.int32)
+    shared = alpha1 * group * tile_stride(lanes, rows) * (2 if lanes == 2 else 4)
+    backend.launch(function, grid, block,
+                   [profile, np.int32(m), np.int32(alpha1), np.int32(pad_score),
+                    layout.pair_codes, layout.pair_start, layout.pair_len, block_len,
+                    np.int32(num_pairs), boundary, np.int32(scoring.gap_open),
+                    np.int32(scoring.gap_extend), out_score, out_end_i, out_end_j],
+                   shared_mem=shared)
+    return out_score[:slots], out_end_i[:slots], out_end_j[:slots]
+
+
+def _scatter(xp, n, slot_rows, values, fill):
+    out = xp.full(n, fill, dtype=xp.int32)
+    real = slot_rows >= 0
+    out[slot_rows[real]] = values[real]
+    return out
+
+
+def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
+           shape: tuple[int, int] | None = None) -> dict:
+    """Align one query (uint8 codes) against every target; results stay on the device.
+
+    Returns int32 device arrays of length ``len(targets)``, by row: ``score`` and, as
+    ``mode`` asks (``"end"``: ends; ``"full"``: ends and starts), the inclusive cells
+    ``query_end``, ``target_end``, ``query_start``, ``target_start`` (-1 where the score is
+    0, and for null or empty rows). ``shape`` = (G, R) overrides the kernel shape.
+    """
+    backend = targets.backend
+    xp = backend.xp
+    codes = np.ascontiguousarray(np.asarray(query_codes, dtype=np.uint8))
+    m = int(codes.shape[0])
+    n = len(targets)
+    if m == 0:
+        raise ValueError("the query is empty")
+    matrix = np.asarray(scoring.matrix)
+    alpha1 = matrix.shape[0] + 1
+    if targets.pad_code != matrix.shape[0]:
+        raise ValueError("targets were prepared for another alphabet than this scoring's")
+    track_end = mode != "none"
+    # Scores only also run the end-tracking kernel (ends computed, then dropped): on an H200
+    # it did W1 at 3.8 TCUPS against 2.9 for the scores-only variant, whose shorter loop
+    # leaves its prefetched loads too little time (benchmarks/NOTES-gpu.md, v4).
+    # SWDASK_GPU_SCORES_KERNEL=scores selects that variant (tuning).
+    kernel_tracks = track_end or os.environ.get("SWDASK_GPU_SCORES_KERNEL") != "scores"
+    result = {"score": xp.zeros(n, dtype=xp.int32)}
+    if track_end:
+        for key in ("query_end", "target_end", "query_start", "target_start"):
+            result[key] = xp.full(n, -1, dtype=xp.int32)
+    if targets.order.shape[0] == 0:
+        return result
+
+    wide_rows = None
+    if lanes16_fit(scoring):
+        profile, pad = _profile(backend, matrix, codes, scoring.gap_open, 2)
+        shape = shape or choose_shape(m, 2, backend.compute_capability)
+        score, end_i, end_j = _run_forward(backend, targets.pairs, profile, pad, m, alpha1,
+                                           scoring, shape, kernel_tracks)
+        slot_rows = targets.pairs.slot_rows
+        result["score"] = _scatter(xp, n, slot_rows, score, 0)
+        if track_end:
+            result["query_end"] = _scatter(xp, n, slot_rows, end_i, -1)
+            result["target_end"] = _scatter(xp, n, slot_rows, end_j, -1)
+        if track_end and bool(((score > 0) & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any()):
+            raise RuntimeError("internal error: the GPU forward kernel returned an end cell "
+                               "outside the matrix; please report it with the input")
+        # a lane whose best reached this may have wrapped: recompute it in 32 bits
+        limit = _LANE16_MAX - max(scoring.max_score, 0)
+        saturated = result["score"] >= limit
+        if bool(saturated.any()):
+            wide_rows = targets.order[saturated[targets.order]]
+    else:
+        wide_rows = targets.order
+    if wide_rows is not None and wide_rows.shape[0]:
+        _check_lanes32(scoring, m)
+        layout = _pair_layout(backend, targets.residues, targets.offsets, targets.lengths,
+                              wide_rows, 1, targets.pad_code)
+        profile, pad = _profile(backend, matrix, codes, scoring.gap_open, 1)
+        score, end_i, end_j = _run_forward(backend, layout, profile, pad, m, alpha1, scoring,
+                                           choose_shape(m, 1), track_end)
+        result["score"][wide_rows] = score
+        if track_end:
+            result["query_end"][wide_rows] = end_i
+            result["target_end"][wide_rows] = end_j
+    if mode == "full":
+        _run_reverse(targets, codes, matrix, scoring, result)
+    return result
+
+
+def _run_reverse(targets: DeviceTargets, codes, matrix, scoring, result):
+    backend = targets.backend
+    xp = backend.xp
+    rows = targets.order[result["score"][targets.order] > 0]
+    num_items = int(rows.shape[0])
+    if num_items == 0:
+        return
+    item_row = rows.astype(xp.int32)
+    item_score = xp.ascontiguousarray(result["score"][rows])
+    item_end_i = xp.ascontiguousarray(result["query_end"][rows])
+    item_end_j = xp.ascontiguousarray(result["target_end"][rows])
+    widths = item_end_j.astype(xp.int64) + 1
+    item_boundary = xp.zeros(num_items, dtype=xp.int64)
+    if num_items > 1:
+        item_boundary[1:] = xp.cumsum(widths[:-1])
+    group, rows_per_thread = _kernels.REVERSE_SHAPE
+    needs_boundary = int(item_end_i.max()) + 1 > group * rows_per_thread
+    boundary = xp.empty(2 * int(widths.sum()) if needs_boundary else 2, dtype=xp.uint32)
+    alphabet = matrix.shape[0]
+    alpha1 = alphabet + 1
+    subst = np.full((alpha1, alpha1), scoring.gap_open + _LANE32_PAD, dtype=np.int64)
+    subst[:alphabet, :alphabet] = matrix.astype(np.int64) + scoring.gap_open
+    subst = xp.asarray(subst.astype(np.int32).reshape(-1))
+    query = xp.asarray(codes)
+    out_start_i = xp.empty(num_items, dtype=xp.int32)
+    out_start_j = xp.empty(num_items, dtype=xp.int32)
+    function = backend.function("reverse.cu", _kernels.reverse_name())
+    block = backend.block_threads
+    grid = (num_items + block // group - 1) // (block // group)
+    backend.launch(function, grid, block,
+                   [subst, np.int32(alpha1), query, np.int32(len(codes)), targets.residues,
+                    targets.offsets,
+                    item_row, item_score, item_end_i, item_end_j, item_boundary,
+                    np.int32(num_items), boundary, np.int32(scoring.gap_open),
+                    np.int32(scoring.gap_extend), out_start_i, out_start_j])
+    result["query_start"][rows] = out_start_i
+    result["target_start"][rows] = out_start_j
+
+
+# ----------------------------------------------------------------------------- engine entry
+
+
+def _chunks(offsets: np.ndarray, budget_bytes: int, resident: bool):
+    """Contiguous row ranges whose device memory need fits ``budget_bytes``."""
+    n = len(offsets) - 1
+    per_residue = _BYTES_PER_RESIDUE + (0 if resident else 1)
+    cost = offsets[1:] * per_residue + np.arange(1, n + 1) * _BYTES_PER_ROW
+    start = 0
+    while start < n:
+        base = (offsets[start] * per_residue + start * _BYTES_PER_ROW)
+        stop = int(np.searchsorted(cost, base + budget_bytes, side="right"))
+        stop = max(stop, start + 1)  # one row always goes, whatever its size
+        yield start, min(stop, n)
+        start = stop
+
+
+def align_many_gpu(query, targets, scoring, mode: str):
+    """The engine's GPU path: ``query`` is a PreparedQuery, ``targets`` EncodedSequences.
+
+    Returns :class:`swdask._engine.Alignments` with NumPy arrays. Rows are processed in
+    chunks sized to the GPU's free memory, so inputs larger than the GPU still complete.
+    """
+    from .._engine import _empty_outputs, _finish
+
+    backend = get_backend()
+    xp = backend.xp
+    n = len(targets)
+    outputs = _empty_outputs(n)
+    valid = np.asarray(backend.to_host(targets.valid) if not isinstance(targets.valid, np.ndarray)
+                       else targets.valid, dtype=bool)
+    offsets_host = (targets.offsets if isinstance(targets.offsets, np.ndarray)
+                    else backend.to_host(targets.offsets)).astype(np.int64)
+    resident = not isinstance(targets.residues, np.ndarray)
+    budget = int(os.environ.get("SWDASK_GPU_CHUNK_BYTES", 0)) or int(backend.free_bytes() * 0.4)
+    alphabet = scoring.matrix.shape[0]
+    for start, stop in _chunks(offsets_host, budget, resident):
+        first, last = int(offsets_host[start]), int(offsets_host[stop])
+        chunk_offsets = offsets_host[start:stop + 1] - first
+        prepared = prepare_targets(targets.residues[first:last], chunk_offsets,
+                                   valid[start:stop], alphabet_size=alphabet, backend=backend)
+        found = search(prepared, query.codes, scoring, mode)
+        outputs[0][start:stop] = backend.to_host(found["score"])
+        if mode != "none":
+            outputs[2][start:stop] = backend.to_host(found["query_end"])
+            outputs[4][start:stop] = backend.to_host(found["target_end"])
+        if mode == "full":
+            outputs[1][start:stop] = backend.to_host(found["query_start"])
+            outputs[3][start:stop] = backend.to_host(found["target_start"])
+        del prepared, found
+    return _finish(outputs, valid, mode)

@@ -1,0 +1,181 @@
+// Start cells by reverse scoring (ADEPT), in 32-bit lanes, one target per group of G threads.
+//
+// For a target with score B > 0 and end cell (end_i, end_j), this scores the reversed
+// prefixes query[end_i::-1] (rows ir) against target[end_j::-1] (columns jr) with the same
+// recurrences, column by column, and stops at the first column holding a cell equal to B;
+// the start cell is its first such row: start = (end_i - ir, end_j - jr). This is
+// swdask._cpu._reverse, cell for cell. No cell of the reversed prefixes exceeds B (each is
+// a local alignment inside the forward matrix), so "== B" is tested as ">= B".
+//
+// The wavefront is the forward kernel's (thread t owns rows [t*R, t*R + R) of a pass of G*R
+// rows, computes column s - t at step s, and hands its last row to thread t+1), with two
+// differences: every target has its own query prefix, so scores come from the substitution
+// matrix in shared memory indexed by the query letters each thread holds, not from a
+// query profile; and each group stops as soon as every thread has passed the first column
+// with a hit. A later pass (rows further from the end cell) only scans the columns before
+// the best column found so far, which is all it could improve on.
+#include "sw_common.cuh"
+
+namespace swdask {
+
+// subst[b * alpha1 + a] = matrix[b][a] + gap_open (b: target letter, a: query letter); the
+// row and column alpha1 - 1 are PAD (pad_score).
+template <int G, int R>
+__global__ void __launch_bounds__(256)
+sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ query,
+           int query_length, const u8* __restrict__ residues, const i64* __restrict__ offsets,
+           const int* __restrict__ item_row, const int* __restrict__ item_score,
+           const int* __restrict__ item_end_i, const int* __restrict__ item_end_j,
+           const i64* __restrict__ item_boundary, int num_items, u32* __restrict__ boundary,
+           int gap_open, int gap_extend, int* __restrict__ out_start_i,
+           int* __restrict__ out_start_j) {
+  typedef Lanes32 V;
+  typedef V::reg_t reg_t;
+  static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G must be a power of two <= 32");
+  constexpr int ROWS = G * R;
+  __shared__ int sub[33 * 33];
+  for (int idx = threadIdx.x; idx < alpha1 * alpha1; idx += blockDim.x) sub[idx] = subst[idx];
+  __syncthreads();
+
+  const int t = threadIdx.x % G;
+  const int item = blockIdx.x * (blockDim.x / G) + threadIdx.x / G;
+  if (item >= num_items) return;  // whole groups leave together; no barrier follows
+  const u32 group_mask =
+      G == 32 ? SW_FULL_MASK : (((1u << G) - 1u) << ((threadIdx.x % 32) / G * G));
+
+  const int score = item_score[item];
+  const int end_i = item_end_i[item];
+  const int end_j = item_end_j[item];
+  const i64 target_start = offsets[item_row[item]];
+  if (score <= 0 || end_i < 0 || end_i >= query_length || end_j < 0 ||
+      end_j >= offsets[item_row[item] + 1] - target_start) {  // not an end cell: no start
+    if (t == 0) out_start_i[item] = out_start_j[item] = -1;
+    return;
+  }
+  const u8* target = residues + target_start;
+  u32* my_boundary = boundary + 2 * item_boundary[item];
+  const int passes = (end_i + 1 + ROWS - 1) / ROWS;
+  const int pad_code = alpha1 - 1;
+
+  const reg_t go_neg = V::splat(-gap_open);
+  const reg_t ge_neg = V::splat(-gap_extend);
+  const reg_t fe_neg = V::splat(-min(gap_extend, gap_open));
+  const reg_t hg_zero = V::splat(-gap_open);
+  const reg_t neg = V::splat(V::neg);
+  const int hit_hg = score - gap_open;  // a hit is a cell with HG >= hit_hg
+
+  int limit = end_j + 1;  // columns [0, limit) can still hold the answer
+  int best_jr = SW_INT_MAX, best_ir = SW_INT_MAX;
+  for (int pass = 0; pass < passes && limit > 0; ++pass) {
+    const int row0 = pass * ROWS;
+    int qletter[R];  // query letters of this thread's rows (PAD past the prefix)
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int ir = row0 + t * R + r;
+      qletter[r] = ir <= end_i ? (int)query[end_i - ir] : pad_code;
+    }
+    reg_t HG[R], E[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      HG[r] = hg_zero;
+      E[r] = neg;
+    }
+    reg_t prev_in_HG = hg_zero;
+    int out_code = pad_code;
+    reg_t out_HG = hg_zero, out_F = neg;
+    const bool reads_boundary = pass > 0;
+    const bool writes_boundary = pass + 1 < passes;
+    const int pass_limit = limit;
+
+    // loaded three columns ahead from clamped addresses, checked when used (as forward)
+    const int last_col = pass_limit - 1;  // >= 0 here
+    const u32* boundary_at = reads_boundary ? my_boundary : boundary;
+    const int boundary_last = reads_boundary ? last_col : 0;
+    auto fetch_code = [&](int col) -> int { return (int)target[end_j - min(col, last_col)]; };
+    auto fetch_boundary = [&](int col) -> uint2 {
+      return *reinterpret_cast<const uint2*>(boundary_at + 2 * min(col, boundary_last));
+    };
+    int c0 = fetch_code(0), c1 = fetch_code(1), c2 = fetch_code(2);
+    uint2 b0 = fetch_boundary(0), b1 = fetch_boundary(1), b2 = fetch_boundary(2);
+
+    int hit_j = SW_INT_MAX, hit_r = 0;
+    for (int s = 0;; ++s) {
+      int in_code = __shfl_up_sync(group_mask, out_code, 1, G);
+      reg_t in_HG = __shfl_up_sync(group_mask, out_HG, 1, G);
+      reg_t in_F = __shfl_up_sync(group_mask, out_F, 1, G);
+      if (t == 0) {
+        const bool real = s < pass_limit;
+        in_code = real ? c0 : pad_code;
+        in_HG = real && reads_boundary ? b0.x : hg_zero;
+        in_F = real && reads_boundary ? b0.y : neg;
+      }
+      c0 = c1;
+      c1 = c2;
+      c2 = fetch_code(s + 3);
+      b0 = b1;
+      b1 = b2;
+      b2 = fetch_boundary(s + 3);
+
+      const int j = s - t;
+      const int* srow = sub + in_code * alpha1;
+      // the forward kernel's row recurrence (see inter_task.cu): F is the only chain
+      reg_t F = in_F;
+      E[0] = V::add_max(E[0], ge_neg, HG[0]);
+      reg_t term = V::add_max_relu(prev_in_HG, (reg_t)srow[qletter[0]], E[0]);
+      prev_in_HG = in_HG;
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        reg_t next_term = 0;
+        if (r + 1 < R) {
+          E[r + 1] = V::add_max(E[r + 1], ge_neg, HG[r + 1]);
+          next_term = V::add_max_relu(HG[r], (reg_t)srow[qletter[r + 1]], E[r + 1]);
+        }
+        const reg_t U = V::add_max(term, go_neg, neg);
+        HG[r] = V::add_max(F, go_neg, U);
+        F = V::add_max(F, fe_neg, U);
+        term = next_term;
+      }
+      out_code = in_code;
+      out_HG = HG[R - 1];
+      out_F = F;
+      if (writes_boundary && t == G - 1 && j >= 0 && j < pass_limit)
+        *reinterpret_cast<uint2*>(my_boundary + 2 * j) = make_uint2(out_HG, F);
+
+      if (hit_j == SW_INT_MAX && j >= 0 && j < pass_limit) {
+        const int column_best = (int)TreeMax<V, 0, R>::run(HG);
+        if (column_best >= hit_hg) {
+          hit_j = j;
+          for (int r = R - 1; r >= 0; --r)
+            if ((int)HG[r] >= hit_hg) hit_r = r;
+        }
+      }
+      // Every thread has computed the columns <= done; stop once a hit lies among them.
+      const int done = s - (G - 1);
+      const bool stop = __any_sync(group_mask, hit_j <= done) || done >= pass_limit - 1;
+      if (stop) break;
+    }
+
+    int cand_j = hit_j, cand_i = hit_j == SW_INT_MAX ? SW_INT_MAX : row0 + t * R + hit_r;
+#pragma unroll
+    for (int offset = G / 2; offset >= 1; offset /= 2) {
+      const int other_j = __shfl_xor_sync(group_mask, cand_j, offset, G);
+      const int other_i = __shfl_xor_sync(group_mask, cand_i, offset, G);
+      if (other_j < cand_j || (other_j == cand_j && other_i < cand_i)) {
+        cand_j = other_j;
+        cand_i = other_i;
+      }
+    }
+    if (cand_j < best_jr || (cand_j == best_jr && cand_i < best_ir)) {
+      best_jr = cand_j;
+      best_ir = cand_i;
+    }
+    if (best_jr != SW_INT_MAX) limit = best_jr;  // later passes: only earlier columns can win
+  }
+  if (t == 0) {
+    const bool found = best_jr != SW_INT_MAX;
+    out_start_i[item] = found ? end_i - best_ir : -1;
+    out_start_j[item] = found ? end_j - best_jr : -1;
+  }
+}
+
+}  // namespace swdask

@@ -1,0 +1,184 @@
+// Shared pieces of the swdask CUDA kernels: score lanes and small helpers.
+//
+// Conventions (binding for every kernel, CPU and GPU; see swdask/_cpu.py):
+//   query along rows i, target along columns j (both 0-based);
+//   H[i][j] = max(0, H[i-1][j-1] + sub(q_i, t_j), E[i][j], F[i][j]),
+//   E[i][j] = max(H[i][j-1] - gap_open, E[i][j-1] - gap_extend)   (gap in the query),
+//   F[i][j] = max(H[i-1][j] - gap_open, F[i-1][j] - gap_extend)   (gap in the target),
+//   so a gap of length k costs gap_open + (k-1) * gap_extend.
+//
+// The kernels keep HG = H - gap_open instead of H: E then needs a single add-and-max from
+// it (E' = max(E - ge, HG)), and the diagonal term H_diag + sub becomes HG_diag +
+// (sub + gap_open), so the query profile stores sub + gap_open. Five DPX instructions per
+// cell (see inter_task.cu), only one of them on the dependency chain down the rows.
+//
+// This file compiles three ways: NVRTC (through cupy.RawModule), nvcc (tests), and plain
+// g++ with host_emulation.h (tests on machines without a GPU).
+#pragma once
+
+namespace swdask {
+
+typedef unsigned int u32;
+typedef unsigned short u16;
+typedef unsigned char u8;
+typedef long long i64;
+
+#define SW_INT_MAX 0x7fffffff
+#define SW_FULL_MASK 0xffffffffu
+
+// Dynamic shared memory as a typed pointer (the host emulation supplies its own).
+#ifndef SW_DYNAMIC_SHARED
+#define SW_DYNAMIC_SHARED(T, name)                                  \
+  extern __shared__ __align__(16) unsigned char sw_dynamic_smem[]; \
+  T* name = reinterpret_cast<T*>(sw_dynamic_smem)
+#endif
+
+// Two targets per 32-bit register, one signed 16-bit lane each (low lane: the first target of
+// the pair). On sm_90 every operation below is one DPX instruction; on older GPUs the CUDA
+// headers expand them into __vadd2/__vmaxs2 SIMD sequences (the non-DPX path).
+struct Lanes16 {
+  typedef u32 reg_t;
+  typedef short prof_t;
+  static constexpr int lanes = 2;
+  // "minus infinity" for E/F: any value <= -gap_open works (H >= 0 absorbs it), and it must
+  // stay above -32768 after subtracting gap_extend (the host checks gap costs < 8192).
+  static constexpr int neg = -16384;
+  static __device__ __forceinline__ reg_t splat(int v) {
+    return (u32)(u16)(short)v * 0x10001u;
+  }
+  static __device__ __forceinline__ reg_t add_max(reg_t a, reg_t b, reg_t c) {
+    return __viaddmax_s16x2(a, b, c);  // max(a + b, c) per lane
+  }
+  static __device__ __forceinline__ reg_t add_max_relu(reg_t a, reg_t b, reg_t c) {
+    return __viaddmax_s16x2_relu(a, b, c);  // max(a + b, c, 0)
+  }
+  static __device__ __forceinline__ reg_t max_relu(reg_t a, reg_t b) {
+    return __vimax_s16x2_relu(a, b);  // max(a, b, 0)
+  }
+  static __device__ __forceinline__ reg_t max3(reg_t a, reg_t b, reg_t c) {
+    return __vimax3_s16x2(a, b, c);
+  }
+  static __device__ __forceinline__ reg_t max2(reg_t a, reg_t b) { return __vmaxs2(a, b); }
+  static __device__ __forceinline__ int lane(reg_t x, int k) {
+    return (int)(short)(u16)(k ? (x >> 16) : (x & 0xffffu));
+  }
+  // max(best, cand) per lane; bit k of `improved` says lane k of cand was strictly larger.
+  // (Not __vibmax_s16x2: its inline PTX in CUDA 13.0's headers writes the result before it
+  // reads its first operand again, without an early-clobber constraint, so when the
+  // compiler gives both one register, as for best = max(best, ...), the predicates come out
+  // always true. Seen on an H200: end cells that missed an improvement.)
+  static __device__ __forceinline__ reg_t max_improved(reg_t best, reg_t cand, u32& improved) {
+    const reg_t r = __vmaxs2(best, cand);
+    const u32 changed = r ^ best;
+    improved = ((changed & 0xffffu) ? 1u : 0u) | ((changed >> 16) ? 2u : 0u);
+    return r;
+  }
+  static __device__ __forceinline__ bool lane_equal(reg_t a, reg_t b, int k) {
+    return ((a ^ b) & (k ? 0xffff0000u : 0x0000ffffu)) == 0;
+  }
+  // Scores of N consecutive rows against the two targets' current letters: rows come as
+  // int16 pairs, one 16-byte (or 8-byte) load per letter, then one byte-permute per row
+  // puts the two targets' scores side by side.
+  template <int N>
+  static __device__ __forceinline__ void load_scores(const prof_t* pa, const prof_t* pb,
+                                                     reg_t (&s)[N]) {
+    static_assert(N % 4 == 0, "rows per load must be a multiple of 4");
+    if constexpr (N % 8 == 0) {
+#pragma unroll
+      for (int k = 0; k < N; k += 8) {
+        const uint4 wa = *reinterpret_cast<const uint4*>(pa + k);
+        const uint4 wb = *reinterpret_cast<const uint4*>(pb + k);
+        s[k + 0] = __byte_perm(wa.x, wb.x, 0x5410);
+        s[k + 1] = __byte_perm(wa.x, wb.x, 0x7632);
+        s[k + 2] = __byte_perm(wa.y, wb.y, 0x5410);
+        s[k + 3] = __byte_perm(wa.y, wb.y, 0x7632);
+        s[k + 4] = __byte_perm(wa.z, wb.z, 0x5410);
+        s[k + 5] = __byte_perm(wa.z, wb.z, 0x7632);
+        s[k + 6] = __byte_perm(wa.w, wb.w, 0x5410);
+        s[k + 7] = __byte_perm(wa.w, wb.w, 0x7632);
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < N; k += 4) {
+        const uint2 wa = *reinterpret_cast<const uint2*>(pa + k);
+        const uint2 wb = *reinterpret_cast<const uint2*>(pb + k);
+        s[k + 0] = __byte_perm(wa.x, wb.x, 0x5410);
+        s[k + 1] = __byte_perm(wa.x, wb.x, 0x7632);
+        s[k + 2] = __byte_perm(wa.y, wb.y, 0x5410);
+        s[k + 3] = __byte_perm(wa.y, wb.y, 0x7632);
+      }
+    }
+  }
+};
+
+// One target per 32-bit register: the exact path (16-bit overflow recompute, scoring schemes
+// too large for 16 bits). Scores stay far below 2**29 (the host checks), so nothing wraps.
+struct Lanes32 {
+  typedef u32 reg_t;
+  typedef int prof_t;
+  static constexpr int lanes = 1;
+  static constexpr int neg = -(1 << 29);
+  static __device__ __forceinline__ reg_t splat(int v) { return (u32)v; }
+  static __device__ __forceinline__ reg_t add_max(reg_t a, reg_t b, reg_t c) {
+    return (u32)__viaddmax_s32((int)a, (int)b, (int)c);
+  }
+  static __device__ __forceinline__ reg_t add_max_relu(reg_t a, reg_t b, reg_t c) {
+    return (u32)__viaddmax_s32_relu((int)a, (int)b, (int)c);
+  }
+  static __device__ __forceinline__ reg_t max_relu(reg_t a, reg_t b) {
+    return (u32)__vimax_s32_relu((int)a, (int)b);
+  }
+  static __device__ __forceinline__ reg_t max3(reg_t a, reg_t b, reg_t c) {
+    return (u32)__vimax3_s32((int)a, (int)b, (int)c);
+  }
+  static __device__ __forceinline__ reg_t max2(reg_t a, reg_t b) {
+    return (u32)max((int)a, (int)b);
+  }
+  static __device__ __forceinline__ int lane(reg_t x, int) { return (int)x; }
+  static __device__ __forceinline__ reg_t max_improved(reg_t best, reg_t cand, u32& improved) {
+    improved = (int)cand > (int)best ? 1u : 0u;
+    return max2(best, cand);
+  }
+  static __device__ __forceinline__ bool lane_equal(reg_t a, reg_t b, int) { return a == b; }
+  template <int N>
+  static __device__ __forceinline__ void load_scores(const prof_t* pa, const prof_t*,
+                                                     reg_t (&s)[N]) {
+    static_assert(N % 4 == 0, "rows per load must be a multiple of 4");
+#pragma unroll
+    for (int k = 0; k < N; k += 4) {
+      const uint4 w = *reinterpret_cast<const uint4*>(pa + k);
+      s[k + 0] = w.x;
+      s[k + 1] = w.y;
+      s[k + 2] = w.z;
+      s[k + 3] = w.w;
+    }
+  }
+};
+
+// Maximum of x[LO .. LO+N) with three-input max instructions, as a balanced tree (short
+// dependency chains).
+template <class V, int LO, int N>
+struct TreeMax {
+  static __device__ __forceinline__ typename V::reg_t run(const typename V::reg_t* x) {
+    if constexpr (N == 1) {
+      return x[LO];
+    } else if constexpr (N == 2) {
+      return V::max2(x[LO], x[LO + 1]);
+    } else if constexpr (N == 3) {
+      return V::max3(x[LO], x[LO + 1], x[LO + 2]);
+    } else {
+      constexpr int A = N / 3;
+      constexpr int B = (N - A) / 2;
+      constexpr int C = N - A - B;
+      return V::max3(TreeMax<V, LO, A>::run(x), TreeMax<V, LO + A, B>::run(x),
+                     TreeMax<V, LO + A + B, C>::run(x));
+    }
+  }
+};
+
+// (score desc, j asc, i asc): the end-cell tie rule (smallest target index, then query index).
+__device__ __forceinline__ bool better_end(int s, int j, int i, int s2, int j2, int i2) {
+  return s > s2 || (s == s2 && (j < j2 || (j == j2 && i < i2)));
+}
+
+}  // namespace swdask

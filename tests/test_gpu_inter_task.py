@@ -1,0 +1,217 @@
+"""One query against many targets on a CUDA GPU equals the CPU engine on every row.
+
+Marked ``gpu``: skipped where CuPy or a CUDA GPU is missing (ci/gpu_run.sh runs them on the
+GPU machine). Every comparison is row by row over all five result columns (score, start and
+end cells) against swdask's CPU engine, whose kernels test_reference.py checks against
+Biopython and parasail.
+"""
+from __future__ import annotations
+
+import gzip
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from swdask import _engine
+from swdask._api import prepare_query
+from swdask._scoring import make_scoring
+from swdask._sequences import EncodedSequences, encode
+
+pytestmark = pytest.mark.gpu
+
+COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
+DATA = Path(__file__).parent / "data"
+
+
+def _gpu_available() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+if not _gpu_available():
+    pytest.skip("needs CuPy and a CUDA GPU", allow_module_level=True)
+
+import cupy  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _real_backend(monkeypatch):
+    for name in ("SWDASK_GPU_BACKEND", "SWDASK_GPU_SHAPE", "SWDASK_GPU_CHUNK_BYTES"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def read_fasta(path) -> list[str]:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    seqs, chunks = [], None
+    with opener(path, "rt") as handle:
+        for line in handle:
+            if line.startswith(">"):
+                if chunks is not None:
+                    seqs.append("".join(chunks))
+                chunks = []
+            else:
+                chunks.append(line.strip())
+    if chunks is not None:
+        seqs.append("".join(chunks))
+    return seqs
+
+
+def compare(query, targets, scoring, modes=("none", "end", "full"), encoded=None):
+    """GPU and CPU engines agree on every row and column; returns the CPU result.
+
+    ``encoded`` (optional) is what the GPU engine gets: host or device (CuPy) arrays."""
+    prepared = prepare_query(query, scoring)
+    gpu_input = encode(targets, scoring) if encoded is None else encoded
+    cpu_input = gpu_input
+    if isinstance(gpu_input.residues, cupy.ndarray):
+        cpu_input = EncodedSequences(cupy.asnumpy(gpu_input.residues),
+                                     cupy.asnumpy(gpu_input.offsets), np.asarray(gpu_input.valid))
+    want = None
+    for mode in modes:
+        got = _engine.align_many(prepared, gpu_input, scoring, positions=mode, backend="gpu")
+        want = _engine.align_many(prepared, cpu_input, scoring, positions=mode, backend="cpu")
+        for name in COLUMNS:
+            a, b = getattr(got, name), getattr(want, name)
+            assert (a is None) == (b is None), (mode, name)
+            if a is not None:
+                bad = np.flatnonzero(a != b)
+                assert bad.size == 0, (mode, name, bad[:5], a[bad[:5]], b[bad[:5]])
+        assert np.array_equal(got.valid, want.valid)
+    return want
+
+
+def _rand(rng, alphabet, n):
+    return "".join(rng.choice(alphabet, n))
+
+
+def _mutate(rng, text, alphabet):
+    out = []
+    for ch in text:
+        r = rng.random()
+        if r < 0.1:
+            out.append(str(rng.choice(alphabet)))
+        elif r < 0.13:
+            continue
+        elif r < 0.16:
+            out.append(ch + _rand(rng, alphabet, int(rng.integers(1, 4))))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+PROTEIN = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+
+
+def test_real_proteins():
+    db = read_fasta(DATA / "proteins_db.fasta")
+    queries = read_fasta(DATA / "proteins_query.fasta")
+    scoring = make_scoring("BLOSUM62", gap_open=11, gap_extend=1)
+    for query in queries:
+        want = compare(query, db, scoring)
+        assert (want.score > 60).sum() >= 6  # the homologs are there: a real test of ends
+
+
+@pytest.mark.skipif(not Path(os.environ.get(
+    "SWDASK_MMSEQS_DB", "/usr/share/doc/mmseqs2/example-data/DB.fasta.gz")).exists(),
+    reason="mmseqs2 example DB.fasta.gz not here")
+def test_real_database_many_rows():
+    db = read_fasta(os.environ.get("SWDASK_MMSEQS_DB",
+                                   "/usr/share/doc/mmseqs2/example-data/DB.fasta.gz"))
+    queries = read_fasta(DATA / "proteins_query.fasta")
+    scoring = make_scoring("BLOSUM62")
+    encoded = encode(db, scoring)
+    for query in queries[:3]:
+        compare(query, db, scoring, modes=("end", "full"), encoded=encoded)
+
+
+def test_random_with_homologs_and_ties():
+    rng = np.random.default_rng(3)
+    for gap_open, gap_extend, m in ((11, 1, 500), (5, 2, 1300), (3, 3, 61), (0, 0, 140)):
+        if gap_extend > gap_open:
+            continue
+        scoring = make_scoring("BLOSUM62", gap_open=gap_open, gap_extend=gap_extend)
+        query = _rand(rng, PROTEIN, m)
+        targets = []
+        for _ in range(600):
+            r = rng.random()
+            if r < 0.3:
+                a = int(rng.integers(0, m))
+                b = int(rng.integers(a, m + 1))
+                targets.append(_rand(rng, PROTEIN, int(rng.integers(0, 40)))
+                               + _mutate(rng, query[a:b], PROTEIN)
+                               + _rand(rng, PROTEIN, int(rng.integers(0, 40))))
+            elif r < 0.33:
+                targets.append(query + query[: int(rng.integers(1, m))])  # tied repeats
+            else:
+                targets.append(_rand(rng, PROTEIN, int(rng.integers(1, 1500))))
+        compare(query, targets, scoring)
+
+
+def test_sixteen_bit_overflow_is_recomputed():
+    # W-W scores 11: a long W-rich query against itself scores far above 32767
+    rng = np.random.default_rng(5)
+    scoring = make_scoring("BLOSUM62")
+    query = "".join(rng.choice(np.array(list("WWWCCY")), 3600))
+    targets = [query, query[:3000], _mutate(rng, query, PROTEIN), query[100:] + query,
+               _rand(rng, PROTEIN, 3000), query[:2900]]
+    want = compare(query, targets, scoring)
+    assert want.score.max() > 32767 and (want.score > 32767).sum() >= 2
+    assert (want.score < 32767 - 11).any()  # and rows that stay in 16 bits
+
+
+def test_nulls_empty_single_and_long_rows():
+    rng = np.random.default_rng(9)
+    scoring = make_scoring("BLOSUM62")
+    query = _rand(rng, PROTEIN, 700)
+    long_row = _rand(rng, PROTEIN, 30000) + query[200:500] + _rand(rng, PROTEIN, 20000)
+    targets = [None, "", "W", query[5], long_row, None, _rand(rng, PROTEIN, 5), "", query]
+    compare(query, targets, scoring)
+    compare("W", targets, scoring)  # a one-residue query
+
+
+def test_dna_and_wide_scoring():
+    rng = np.random.default_rng(13)
+    dna = np.array(list("ACGT"))
+    query = _rand(rng, dna, 900)
+    targets = [_mutate(rng, query[a:a + 300], dna) for a in range(0, 600, 7)]
+    targets += [_rand(rng, dna, int(rng.integers(1, 2000))) for _ in range(200)]
+    compare(query, targets, make_scoring(None, match=3, mismatch=-3, gap_open=6, gap_extend=1))
+    # costs beyond the 16-bit lanes' range: every row takes the 32-bit kernels
+    compare(query, targets[:60], make_scoring(None, match=5000, mismatch=-4000, gap_open=9000,
+                                              gap_extend=100))
+
+
+def test_device_resident_input_chunks_and_shapes(monkeypatch):
+    rng = np.random.default_rng(17)
+    scoring = make_scoring("BLOSUM62")
+    query = _rand(rng, PROTEIN, 333)
+    targets = [_rand(rng, PROTEIN, int(rng.integers(1, 900))) for _ in range(700)]
+    targets += [_mutate(rng, query, PROTEIN) for _ in range(20)] + [None, ""]
+    host = encode(targets, scoring)
+    device = EncodedSequences(cupy.asarray(host.residues), cupy.asarray(host.offsets),
+                              host.valid)
+    compare(query, targets, scoring, modes=("full",), encoded=device)
+    monkeypatch.setenv("SWDASK_GPU_CHUNK_BYTES", str(200_000))  # many chunks
+    compare(query, targets, scoring, modes=("end", "full"))
+    for shape in ("8,12", "4,8", "8,32", "4,20"):
+        monkeypatch.setenv("SWDASK_GPU_SHAPE", shape)
+        compare(query, targets, scoring, modes=("end", "full"))
+
+
+def test_public_api_on_gpu():
+    import pandas as pd
+
+    import swdask
+
+    db = read_fasta(DATA / "proteins_db.fasta")[:120]
+    series = pd.Series(db + [None], index=[f"r{k}" for k in range(len(db) + 1)])
+    query = read_fasta(DATA / "proteins_query.fasta")[2]
+    got = swdask.align(query, series, backend="gpu")
+    want = swdask.align(query, series, backend="cpu")
+    pd.testing.assert_frame_equal(got, want)
