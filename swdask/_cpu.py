@@ -135,6 +135,25 @@ def _reverse(prof, end_i, target, t0, end_j, best, gap_open, gap_extend, H, E):
     return -1, -1  # unreachable when best came from the forward pass
 
 
+@nb.njit(cache=True, nogil=True)
+def _scalar_row(prof, m, residues, t0, n, gap_open, gap_extend, starts, row_index,
+                score, query_start, query_end, target_start, target_end):
+    """One row by the reference kernels: forward pass, then (if ``starts``) the reverse pass."""
+    H = np.empty(m, dtype=np.int64)
+    E = np.empty(m, dtype=np.int64)
+    best, end_i, end_j = _forward(prof, m, residues, t0, n, gap_open, gap_extend, H, E)
+    score[row_index] = best
+    query_end[row_index] = end_i
+    target_end[row_index] = end_j
+    if starts and best > 0:
+        si, sj = _reverse(prof, end_i, residues, t0, end_j, best, gap_open, gap_extend, H, E)
+        query_start[row_index] = si
+        target_start[row_index] = sj
+    else:
+        query_start[row_index] = -1
+        target_start[row_index] = -1
+
+
 @nb.njit(cache=True, parallel=True)
 def _scalar_one_to_many(prof, m, residues, offsets, order, gap_open, gap_extend, starts,
                         score, query_start, query_end, target_start, target_end):
@@ -147,19 +166,8 @@ def _scalar_one_to_many(prof, m, residues, offsets, order, gap_open, gap_extend,
         row_index = order[k]
         t0 = offsets[row_index]
         n = offsets[row_index + 1] - t0
-        H = np.empty(m, dtype=np.int64)
-        E = np.empty(m, dtype=np.int64)
-        best, end_i, end_j = _forward(prof, m, residues, t0, n, gap_open, gap_extend, H, E)
-        score[row_index] = best
-        query_end[row_index] = end_i
-        target_end[row_index] = end_j
-        if starts and best > 0:
-            si, sj = _reverse(prof, end_i, residues, t0, end_j, best, gap_open, gap_extend, H, E)
-            query_start[row_index] = si
-            target_start[row_index] = sj
-        else:
-            query_start[row_index] = -1
-            target_start[row_index] = -1
+        _scalar_row(prof, m, residues, t0, n, gap_open, gap_extend, starts, row_index,
+                    score, query_start, query_end, target_start, target_end)
 
 
 @nb.njit(cache=True, parallel=True)
@@ -177,19 +185,8 @@ def _scalar_pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, g
         for a in range(alphabet):
             for i in range(m):
                 prof[a, i] = matrix[a, q_residues[q0 + i]]
-        H = np.empty(m, dtype=np.int64)
-        E = np.empty(m, dtype=np.int64)
-        best, end_i, end_j = _forward(prof, m, t_residues, t0, n, gap_open, gap_extend, H, E)
-        score[row_index] = best
-        query_end[row_index] = end_i
-        target_end[row_index] = end_j
-        if starts and best > 0:
-            si, sj = _reverse(prof, end_i, t_residues, t0, end_j, best, gap_open, gap_extend, H, E)
-            query_start[row_index] = si
-            target_start[row_index] = sj
-        else:
-            query_start[row_index] = -1
-            target_start[row_index] = -1
+        _scalar_row(prof, m, t_residues, t0, n, gap_open, gap_extend, starts, row_index,
+                    score, query_start, query_end, target_start, target_end)
 
 
 # ============================================================================ query profile
