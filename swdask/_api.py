@@ -68,11 +68,10 @@ def prepare_query(query, scoring: Scoring) -> PreparedQuery:
     return PreparedQuery(encode_bytes(query.encode("utf-8"), scoring, what="query"), scoring)
 
 
-def resolve_backend(backend: str, on_device: bool) -> str:
-    if backend not in _BACKENDS:
+def check_backend(backend: str) -> str:
+    """Validate ``backend=``; the engine resolves ``"auto"`` from where the data lives."""
+    if not isinstance(backend, str) or backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(_BACKENDS)}, got {backend!r}")
-    if backend == "auto":
-        return "gpu" if on_device else "cpu"
     return backend
 
 
@@ -112,7 +111,7 @@ def align_prepared(prepared: PreparedQuery, targets, *, positions=True, backend=
     index = _index_of(targets)
     encoded = encode(targets, prepared.scoring, labels=index, what="target row")
     result = _engine.align_many(prepared, encoded, prepared.scoring, positions=positions,
-                                backend=resolve_backend(backend, False))
+                                backend=check_backend(backend))
     return result.to_frame(index=index, columns=_engine.result_columns(positions))
 
 
@@ -140,5 +139,5 @@ def align_pairs_scored(queries, targets, scoring: Scoring, *, positions=True, ba
     encoded_queries = encode(queries, scoring, labels=index, what="query row")
     encoded_targets = encode(targets, scoring, labels=index, what="target row")
     result = _engine.align_pairs(encoded_queries, encoded_targets, scoring, positions=positions,
-                                 backend=resolve_backend(backend, False))
+                                 backend=check_backend(backend))
     return result.to_frame(index=index, columns=_engine.result_columns(positions))

@@ -96,6 +96,17 @@ def _finish(outputs, valid, mode) -> Alignments:
     return Alignments(score, query_start, query_end, target_start, target_end, valid)
 
 
+def on_device(array) -> bool:
+    """True for GPU arrays (CuPy, or anything with the CUDA array interface)."""
+    return hasattr(array, "__cuda_array_interface__")
+
+
+def _resolve(backend: str, *arrays) -> str:
+    if backend == "auto":
+        return "gpu" if any(on_device(a) for a in arrays) else "cpu"
+    return backend
+
+
 def _length_order(lengths: np.ndarray, valid: np.ndarray) -> np.ndarray:
     """Rows with work to do, longest first, so parallel chunks finish together."""
     rows = np.flatnonzero(valid & (lengths > 0))
@@ -106,9 +117,11 @@ def align_many(query, targets: EncodedSequences, scoring: Scoring, *,
                positions=True, backend: str = "cpu") -> Alignments:
     """Align one prepared query (:class:`swdask._api.PreparedQuery`) against every target.
 
-    ``backend`` is ``"cpu"`` or ``"gpu"`` (the caller resolves ``"auto"``).
+    ``backend`` is ``"cpu"``, ``"gpu"`` or ``"auto"`` (the GPU when the residues are a GPU
+    array such as CuPy's, the CPU otherwise).
     """
     mode = position_mode(positions)
+    backend = _resolve(backend, targets.residues)
     n = len(targets)
     outputs = _empty_outputs(n)
     if n and len(query):
@@ -128,8 +141,10 @@ def align_many(query, targets: EncodedSequences, scoring: Scoring, *,
 
 def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: Scoring, *,
                 positions=True, backend: str = "cpu") -> Alignments:
-    """Row-wise: row ``r`` aligns ``queries[r]`` against ``targets[r]``."""
+    """Row-wise: row ``r`` aligns ``queries[r]`` against ``targets[r]`` (``backend`` as in
+    :func:`align_many`)."""
     mode = position_mode(positions)
+    backend = _resolve(backend, queries.residues, targets.residues)
     n = len(targets)
     if len(queries) != n:
         raise ValueError(f"align_pairs needs as many queries as targets, got {len(queries)} and {n}")
