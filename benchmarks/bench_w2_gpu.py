@@ -429,6 +429,8 @@ def oneall(args):
     from swdask._sequences import encode
     from swdask.gpu import _pairs, align_many_gpu
 
+    # (a) must stay all inter-task: align_many_gpu now routes long rows itself
+    os.environ["SWDASK_GPU_LONG_ROW_MIN"] = "0"
     scoring = scoring_for("W2-protein-150")
     rng = np.random.default_rng(7)
     proteins = [p.decode() for p in read_fasta_gz(args.db)]

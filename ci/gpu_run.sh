@@ -1,20 +1,43 @@
 #!/usr/bin/env bash
-# The one script that runs on the GPU machine: GPU tests, then the GPU benchmarks, in a single
-# call. Everything it produces goes to $OUT (the device tool brings that folder back; copy
-# its files into benchmarks/results/ afterwards).
+# The one script that runs on the GPU machine: GPU tests, then the GPU benchmarks (W1, W2).
+# Everything it produces goes to $OUT (the device tool brings that folder back; copy its files
+# into benchmarks/results/ afterwards).
 #
 #   COMMIT=$(git rev-parse HEAD) bash ci/gpu_run.sh          # from the repository root
 #
-# GPU_TESTS narrows the test step (default: every test marked gpu under tests/).
 # Steps run in the order of STEPS below; SKIP_<STEP>=1 skips one (e.g. SKIP_W1=1), ONLY="a b"
 # runs just those. A failing step is reported and the next one still runs; the exit status
 # is that of the first failure. To add a benchmark, write a step_<name> function and append
-# <name> to STEPS (issue 5 adds the W2 ones).
+# <name> to STEPS.
+#   setup   install the carried wheels into /tmp/site, build sp500k.fa (W1's database)
+#   tests   every test marked gpu under tests/ (GPU_TESTS narrows it) -> gpu-tests.{log,xml}
+#   w1      benchmarks/bench_w1_gpu.py -> W1-<device>-<date>.json, w1.log
+#   w1long  benchmarks/bench_w1_long_rows_gpu.py: W1 queries with/without the long-row
+#           routing (kernel only, a few queries) -> W1-long-rows-*.json, w1long.log
+#   w2      ci/steps/w2.sh (W2: every pair set, one JSON each) -> $OUT/w2/, w2-*.log
+#   profile only with PROFILE=1: Nsight Compute on one W1 forward launch
 #
-# Inputs the machine lacks travel in ignored folders named in the call's `carry`:
+# Inputs the machine lacks travel in ignored folders named in the call's `carry`; rebuild
+# them here with `bash ci/prepare_carry.sh` (~37 MiB in all; a call carries at most 64 MiB):
 #   .whl/      wheels (biopython, parasail, dask, distributed and their small deps)
 #   .devcarry/ make_protein_db.py, DB.fasta.gz, cudasw_queries.fasta (from ../shared and the
-#              mmseqs2-examples package)
+#              mmseqs2-examples package); w2/make_dna_pairs.py; w2/ref/ (W2's CPU references)
+#
+# Device-call recipe (run tool, kind nvidia-h200, carry [".whl", ".devcarry"]); the command
+# line (run in the repository root there; .git may not travel, so pass the commit):
+#   COMMIT=<sha> SWDASK_COMMIT=<sha> OUT=$OUT bash ci/gpu_run.sh
+# A command may run 10 minutes at most (run with timeout_s=600). Measured on an H200, cold
+# machine: setup 15 s (sp500k built on 16 cores), tests 75 s (23 s with CuPy's kernel cache
+# warm), w1long 18 s; from earlier runs (not re-timed as one call): w1 ~2 min (kernels
+# ~35 s, end to end ~40 s, the CPU check 17 s, read/encode/compile ~12 s), w2 ~2-3 min
+# (NOTES-w2.md: 109 s warm with its tests, which this script skips). About 6-7 minutes in
+# all; each step has its own timeout (TESTS_TIMEOUT, W1_TIMEOUT, W1LONG_TIMEOUT, W2_TIMEOUT).
+# If a single call runs out of time, split it over two calls on the same warm machine
+# (/tmp, hence the wheels in /tmp/site, sp500k.fa and the W2 data, persists while it is held;
+# a held machine goes back after ~30 s idle, so send the second call at once):
+#   1) COMMIT=<sha> SWDASK_COMMIT=<sha> OUT=$OUT ONLY="setup tests w1" bash ci/gpu_run.sh
+#   2) COMMIT=<sha> SWDASK_COMMIT=<sha> OUT=$OUT ONLY="setup w1long w2" bash ci/gpu_run.sh
+# (setup is cheap the second time: the wheels reinstall in seconds and sp500k.fa is kept).
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -25,7 +48,7 @@ mkdir -p "$OUT" "$BENCH_DIR"
 export PYTHONUNBUFFERED=1 NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/numba-cache}
 export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 
-STEPS=(setup tests w1 profile)
+STEPS=(setup tests w1 w1long w2 profile)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -44,6 +67,9 @@ cupy.cuda.runtime.getDeviceProperties(0)['name'])" || return 1
 }
 
 step_tests() {
+  # compile the kernel instances the tests use, many at once (CuPy keeps them on disk)
+  timeout 240 python3 benchmarks/bench_w2_gpu.py precompile tests > "$OUT/precompile.log" 2>&1 \
+    || echo "precompile failed (see precompile.log); the tests compile as they go"
   SWDASK_MMSEQS_DB=${SWDASK_MMSEQS_DB:-$CARRY/DB.fasta.gz} timeout "${TESTS_TIMEOUT:-200}" \
     python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS:-tests/} \
       --junitxml="$OUT/gpu-tests.xml" 2>&1 | tee "$OUT/gpu-tests.log"
@@ -54,6 +80,22 @@ step_w1() {
   timeout "${W1_TIMEOUT:-300}" python3 benchmarks/bench_w1_gpu.py --db "$BENCH_DIR/sp500k.fa" \
     --queries "$CARRY/cudasw_queries.fasta" --out "$OUT" --commit "$COMMIT" \
     ${W1_ARGS:-} 2>&1 | tee "$OUT/w1.log"
+}
+
+step_w1long() {
+  [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
+  timeout "${W1LONG_TIMEOUT:-200}" python3 benchmarks/bench_w1_long_rows_gpu.py \
+    --db "$BENCH_DIR/sp500k.fa" --queries "$CARRY/cudasw_queries.fasta" --out "$OUT" \
+    --commit "$COMMIT" ${W1LONG_ARGS:-} 2>&1 | tee "$OUT/w1long.log"
+}
+
+step_w2() {
+  # the pair tests are marked gpu, so the tests step ran them already (W2_SKIP_TESTS=0 to
+  # run them again inside the W2 step)
+  OUT="$OUT" SWDASK_COMMIT="${SWDASK_COMMIT:-$COMMIT}" W2_SKIP_TESTS="${W2_SKIP_TESTS:-1}" \
+    W2_DB="${W2_DB:-$CARRY/DB.fasta.gz}" \
+    W2_DNA_SCRIPT="${W2_DNA_SCRIPT:-$CARRY/w2/make_dna_pairs.py}" \
+    W2_REFERENCE="${W2_REFERENCE:-$CARRY/w2/ref}" timeout "${W2_TIMEOUT:-420}" bash ci/steps/w2.sh
 }
 
 step_profile() {  # only with PROFILE=1: Nsight Compute on one W1 forward launch

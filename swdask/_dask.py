@@ -12,6 +12,7 @@ from dask.dataframe.extensions import register_dataframe_accessor, register_seri
 
 from . import _api
 from ._accessor import check_columns, join_results, output_names
+from ._metrics import one_to_many_cells, pair_cells, report_cells
 from ._scoring import make_scoring
 
 #: Prefix of every task key swdask puts in a graph (what the dashboard shows).
@@ -31,17 +32,24 @@ def _split_options(query, options):
     return scoring, prepared, options
 
 
+# Each partition function reports the cells it computed (a fine performance metric on a
+# distributed worker, nothing elsewhere: see _metrics), after the alignment succeeded.
+
 def _series_partition(series, prepared, options):
-    return _api.align_prepared(prepared, series, **options)
+    results = _api.align_prepared(prepared, series, **options)
+    report_cells(one_to_many_cells(len(prepared), series))
+    return results
 
 
 def _frame_partition(frame, prepared, column, names, options):
     results = _api.align_prepared(prepared, frame[column], **options)
+    report_cells(one_to_many_cells(len(prepared), frame[column]))
     return join_results(frame, results, names)
 
 
 def _pairs_partition(frame, scoring, query, target, names, options):
     results = _api.align_pairs_scored(frame[query], frame[target], scoring, **options)
+    report_cells(pair_cells(frame[query], frame[target]))
     return join_results(frame, results, names)
 
 

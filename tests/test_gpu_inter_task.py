@@ -42,7 +42,8 @@ import cupy  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _real_backend(monkeypatch):
-    for name in ("SWDASK_GPU_BACKEND", "SWDASK_GPU_SHAPE", "SWDASK_GPU_CHUNK_BYTES"):
+    for name in ("SWDASK_GPU_BACKEND", "SWDASK_GPU_SHAPE", "SWDASK_GPU_CHUNK_BYTES",
+                 "SWDASK_GPU_LONG_ROW_MIN", "SWDASK_GPU_LONG_ROWS_MAX"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -215,3 +216,75 @@ def test_public_api_on_gpu():
     got = swdask.align(query, series, backend="gpu")
     want = swdask.align(query, series, backend="cpu")
     pd.testing.assert_frame_equal(got, want)
+
+
+def test_long_rows_go_to_the_intra_task_kernel(monkeypatch):
+    """Rows of at least LONG_ROW_MIN_TARGET letters take align_long_rows; merged by row."""
+    from swdask.gpu import _pairs, inter_task
+
+    threshold = _pairs.LONG_ROW_MIN_TARGET
+    rng = np.random.default_rng(23)
+    scoring = make_scoring("BLOSUM62")
+    query = _rand(rng, PROTEIN, 420)
+    targets = []
+    for length in (threshold - 1, threshold, threshold + 1, 3 * threshold, 400):
+        pad = _rand(rng, PROTEIN, length - 200)  # a homolog of 200 letters inside
+        homolog = (_mutate(rng, query[50:250], PROTEIN) + "W" * 200)[:200]
+        targets.append(pad[:100] + homolog + pad[100:])
+        assert len(targets[-1]) == length
+    targets += [query * 6, (query[:150] + "W") * 15, None, "", "W"]  # equal-score repeats
+    targets += [_rand(rng, PROTEIN, int(rng.integers(1, 1500))) for _ in range(300)]
+    targets += [_mutate(rng, query, PROTEIN) + _rand(rng, PROTEIN, int(rng.integers(0, 4000)))
+                for _ in range(40)]
+    lengths = np.array([len(t) if t else 0 for t in targets])
+    assert (lengths >= threshold).sum() >= 20 and (lengths < threshold).sum() >= 300
+    calls = []
+    real = _pairs.align_long_rows
+
+    def spy(*args, **kwargs):
+        calls.append(int(len(args[3])))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(_pairs, "align_long_rows", spy)
+    compare(query, targets, scoring)
+    assert calls == [int((lengths >= threshold).sum())] * 3  # one call per mode
+    compare("W", targets, scoring)
+    monkeypatch.setenv("SWDASK_GPU_CHUNK_BYTES", str(150_000))  # long rows in several chunks
+    compare(query, targets, scoring, modes=("full",))
+    monkeypatch.delenv("SWDASK_GPU_CHUNK_BYTES")
+    monkeypatch.setenv("SWDASK_GPU_LONG_ROW_MIN", "200")  # most rows on the intra-task kernel
+    compare(query, targets, scoring)
+    # DNA: the match/mismatch form of the intra-task kernel
+    dna = np.array(list("ACGT"))
+    dquery = _rand(rng, dna, 700)
+    dtargets = [_rand(rng, dna, 900) + _mutate(rng, dquery, dna) + _rand(rng, dna, 2500)
+                for _ in range(10)] + [_rand(rng, dna, int(rng.integers(1, 3000)))
+                                       for _ in range(100)]
+    compare(dquery, dtargets, make_scoring(None, match=2, mismatch=-3, gap_open=5,
+                                           gap_extend=2))
+    assert inter_task.long_row_threshold(inter_task.get_backend()) == 200
+    # more long rows than the cap: all of them stay in the inter-task search
+    monkeypatch.setenv("SWDASK_GPU_LONG_ROWS_MAX", "5")
+    calls.clear()
+    compare(query, targets, scoring, modes=("full",))
+    assert calls == []
+
+
+def test_long_rows_beyond_the_intra_kernel_range_stay_exact(monkeypatch):
+    """Scores the intra-task kernel's int32 range cannot hold keep the 32-bit inter-task path."""
+    from swdask.gpu import _pairs
+
+    rng = np.random.default_rng(29)
+    dna = np.array(list("ACGT"))
+    query = _rand(rng, dna, 80)
+    big = 1 << 22  # 80 x 2**22 >= 2**28 (intra-task limit) but < 2**29 (inter-task 32-bit)
+    scoring = make_scoring(None, match=big, mismatch=-big, gap_open=big, gap_extend=big // 2)
+    targets = [_rand(rng, dna, 2500) + query + _rand(rng, dna, 100) for _ in range(3)]
+    targets += [_rand(rng, dna, int(rng.integers(1, 300))) for _ in range(30)] + [query]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("align_long_rows called beyond its score range")
+
+    monkeypatch.setattr(_pairs, "align_long_rows", refuse)
+    want = compare(query, targets, scoring)
+    assert want.score.max() >= _pairs.SCORE_LIMIT

@@ -147,3 +147,68 @@ def test_emulated_chunks_and_wide_scoring(emulated, monkeypatch):
     monkeypatch.setenv("SWDASK_GPU_CHUNK_BYTES", "6000")
     _compare(query, _targets(rng, query, alphabet, 20),
              make_scoring("BLOSUM62", gap_open=9000, gap_extend=10), modes=("full",))
+
+
+def _cpu_long_rows(calls):
+    """Stand-in for the CuPy-only ``_pairs.align_long_rows`` under emulation: the CPU engine
+    on the rows it is given (read through the same residues/offsets), inclusive cells."""
+    from swdask._api import PreparedQuery
+    from swdask._sequences import EncodedSequences
+
+    def run(query_codes, residues, offsets, rows, scoring, mode):
+        rows = np.asarray(rows)
+        calls.append(rows.copy())
+        pieces = [np.asarray(residues[offsets[r]:offsets[r + 1]]) for r in rows]
+        sub_offsets = np.concatenate([[0], np.cumsum([len(p) for p in pieces])]).astype(np.int64)
+        subset = EncodedSequences(np.concatenate(pieces).astype(np.uint8), sub_offsets,
+                                  np.ones(len(rows), dtype=bool))
+        got = _engine.align_many(PreparedQuery(np.asarray(query_codes), scoring), subset,
+                                 scoring, positions="full", backend="cpu")
+        hit = got.score > 0
+        out = {"score": got.score.astype(np.int32),
+               "query_end": np.where(hit, got.query_end - 1, -1).astype(np.int32),
+               "target_end": np.where(hit, got.target_end - 1, -1).astype(np.int32)}
+        for name in ("query_start", "target_start"):
+            out[name] = (getattr(got, name) if mode == "full"
+                         else np.full(len(rows), -1)).astype(np.int32)
+        return out
+
+    return run
+
+
+@needs_gxx
+def test_emulated_long_rows_are_routed_and_merged(emulated, monkeypatch):
+    """Rows of at least the threshold go to align_long_rows (here a CPU stand-in: the
+    intra-task kernel itself is emulated in test_gpu_pairs.py), the rest to the emulated
+    inter-task kernels; merged by row, equal to the CPU engine in every mode."""
+    from swdask.gpu import _pairs
+
+    calls = []
+    monkeypatch.setattr(_pairs, "align_long_rows", _cpu_long_rows(calls))
+    monkeypatch.setenv("SWDASK_GPU_LONG_ROW_MIN", "60")
+    rng = np.random.default_rng(31)
+    alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    query = "".join(rng.choice(alphabet, 45))
+    targets = _targets(rng, query, alphabet, 24)
+    targets += [query[:30] * 3, "".join(rng.choice(alphabet, 59)), query + query[:15]]
+    lengths = np.array([len(t) if t else 0 for t in targets])
+    long_rows = np.flatnonzero(lengths >= 60)
+    assert 3 <= long_rows.size < len(targets) - 10
+    _compare(query, targets, make_scoring("BLOSUM62"))
+    assert len(calls) == 3 and all(np.array_equal(c, long_rows) for c in calls)
+    monkeypatch.setenv("SWDASK_GPU_LONG_ROWS_MAX", str(long_rows.size - 1))  # over the cap
+    calls.clear()
+    _compare(query, targets, make_scoring("BLOSUM62"), modes=("full",))
+    assert calls == []
+    monkeypatch.delenv("SWDASK_GPU_LONG_ROWS_MAX")
+    # scores beyond the intra-task kernel's int32 range: the long rows stay on the 32-bit
+    # inter-task kernels (longest first with the others), the stand-in is not called
+    calls.clear()
+    dna = np.array(list("ACGT"))
+    dquery = "".join(rng.choice(dna, 40))
+    big = 1 << 23  # 40 x 2**23 >= 2**28, < 2**29
+    dtargets = ["".join(rng.choice(dna, 70)) + dquery, dquery * 2, "".join(rng.choice(dna, 90))]
+    dtargets += ["".join(rng.choice(dna, int(rng.integers(1, 50)))) for _ in range(8)]
+    _compare(dquery, dtargets, make_scoring(None, match=big, mismatch=-big, gap_open=big,
+                                            gap_extend=big // 4), modes=("end", "full"))
+    assert calls == []

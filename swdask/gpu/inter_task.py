@@ -41,6 +41,57 @@ _BYTES_PER_RESIDUE = 15
 _BYTES_PER_ROW = 96
 
 
+def long_row_threshold(backend) -> int | None:
+    """Target length from which a row leaves the inter-task search for the intra-task kernel.
+
+    ``_pairs.LONG_ROW_MIN_TARGET`` (2,000 letters) comes from a measurement on an H200,
+    benchmarks/results/W2-oneall-threshold-nvidia-h200-2026-11-22.json (``bench_w2_gpu.py
+    oneall``, table in benchmarks/NOTES-w2.md): a 460-residue query against 18,563 proteins
+    plus 4 long targets of length L, all rows in the inter-task search against the long rows
+    on ``_pairs.align_long_rows`` (one block per row): break-even between L = 1,500 (10.4 vs
+    10.6 ms) and 3,000 (13.6 vs 10.3 ms), 4.6x faster split at 48,000. A long target holds
+    its whole group of the inter-task kernel (and its block) for its full length, while one
+    block per row spreads it over a block of threads. ``SWDASK_GPU_LONG_ROW_MIN`` overrides
+    it (tuning; ``0`` keeps every row in the inter-task search). ``None`` (no routing) on the
+    host emulation: ``align_long_rows`` is CuPy-only.
+    """
+    override = os.environ.get("SWDASK_GPU_LONG_ROW_MIN")
+    if override is not None and override.strip():
+        value = int(override)
+        return value if value > 0 else None
+    if backend.name != "cuda":
+        return None
+    from . import _pairs
+
+    return _pairs.LONG_ROW_MIN_TARGET
+
+
+#: At most this many long rows per multiprocessor go to the intra-task kernel; beyond it they
+#: stay in the inter-task search. The threshold's measurement had 4 long rows: a handful of
+#: long targets hold a few groups of the inter-task kernel long after the others finish. Many
+#: long rows instead run side by side at the inter-task rate (~3.9 TCUPS, where the intra-task
+#: kernel does ~0.85, W2-protein-10000). Measured on an H200
+#: (benchmarks/results/W1-long-rows-nvidia-h200-2026-11-22.json, bench_w1_long_rows_gpu.py):
+#: W1's sp500k has 6,530 rows of 2,000+ letters (8.6% of its residues); sending them all to
+#: the intra-task kernel made the search 9-18% slower (queries of 464 to 5,478 letters, ends
+#: and full) than keeping them. 4 per multiprocessor (528 on an H200) is a judgement between
+#: the two measured points (4 rows: split faster; 6,530: slower), not a measured break-even.
+LONG_ROWS_PER_SM = 4
+
+
+def long_rows_cap(backend) -> int | None:
+    """Most long rows one search sends to the intra-task kernel (``None``: no cap).
+    ``SWDASK_GPU_LONG_ROWS_MAX`` overrides it (tuning; ``-1``: no cap)."""
+    override = os.environ.get("SWDASK_GPU_LONG_ROWS_MAX")
+    if override is not None and override.strip():
+        value = int(override)
+        return None if value < 0 else value
+    if backend.name != "cuda":
+        return None
+    cupy = backend.xp
+    return LONG_ROWS_PER_SM * int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+
+
 def _round_up(value, multiple):
     return (value + multiple - 1) // multiple * multiple
 
@@ -57,8 +108,8 @@ def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[
 
     G = 4 keeps the wavefront's fill short (G - 1 idle steps per pass) while a pass of
     4 x 32 rows still moves only ~0.06 byte of boundary per cell; R trades the padding of
-    the last pass against the fixed cost of a step (shuffles, loads, the column maximum). ``SWDASK_GPU_SHAPE="G,R"``
-    overrides it (16-bit kernels; for tuning).
+    the last pass against the fixed cost of a step (shuffles, loads, the column maximum).
+    ``SWDASK_GPU_SHAPE="G,R"`` overrides it (16-bit kernels; for tuning).
     """
     if lanes == 1:
         return next(((g, r) for g, r in _kernels.WIDE_SHAPES if g * r >= m),
@@ -113,8 +164,11 @@ class DeviceTargets:
     """Targets on the device, laid out for :func:`search` (built by :func:`prepare_targets`).
 
     ``residues``/``offsets``/``lengths`` are the input (codes, int64 offsets); ``order``
-    holds the rows with something to align (valid, non-empty), longest first; ``pairs`` is
-    the 16-bit kernels' layout of them, two targets per pair.
+    holds the rows for the inter-task kernels (valid, non-empty, shorter than
+    ``long_row_min``), longest first; ``pairs`` is the 16-bit kernels' layout of them, two
+    targets per pair; ``long_rows`` (ascending) are the rows of at least ``long_row_min``
+    letters, aligned one block per row by ``_pairs.align_long_rows`` (see
+    :func:`long_row_threshold`).
     """
 
     backend: object
@@ -125,6 +179,8 @@ class DeviceTargets:
     order: object
     pairs: _PairLayout
     pad_code: int
+    long_rows: object = None
+    long_row_min: int | None = None
 
     def __len__(self) -> int:
         return int(self.lengths.shape[0])
@@ -156,11 +212,13 @@ def _pair_layout(backend, residues, offsets, lengths, rows, lanes: int, pad_code
 
 
 def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
-                    backend=None) -> DeviceTargets:
+                    backend=None, long_row_min: int | None | str = "default") -> DeviceTargets:
     """Lay targets out on the device: sort by length, pair, interleave the codes.
 
     ``residues`` (uint8 codes) and ``offsets`` (int64, ``n + 1``) may be NumPy (copied to the
-    device) or CuPy arrays (used in place); ``valid`` (bool) marks non-null rows.
+    device) or CuPy arrays (used in place); ``valid`` (bool) marks non-null rows. Rows of at
+    least ``long_row_min`` letters (default: :func:`long_row_threshold`; ``None``: none) are
+    set apart for the intra-task kernel, unless there are more than :func:`long_rows_cap`.
     """
     backend = backend or get_backend()
     xp = backend.xp
@@ -170,11 +228,22 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
     lengths = offsets[1:] - offsets[:-1]
     valid = xp.ones(n, dtype=bool) if valid is None else xp.asarray(valid, dtype=bool)
     active = valid & (lengths > 0)
+    if long_row_min == "default":
+        long_row_min = long_row_threshold(backend)
+    long_rows = xp.zeros(0, dtype=xp.int64)
+    if long_row_min is not None:
+        long_rows = xp.flatnonzero(active & (lengths >= long_row_min))
+        cap = long_rows_cap(backend)
+        if cap is not None and int(long_rows.shape[0]) > cap:
+            long_rows = long_rows[:0]  # many long rows: the inter-task search does better
+        else:
+            active = active & (lengths < long_row_min)
     rows = xp.flatnonzero(active)
     order = rows[xp.argsort(-lengths[rows], kind="stable")] if rows.size else rows
     pad_code = alphabet_size
     pairs = _pair_layout(backend, residues, offsets, lengths, order, 2, pad_code)
-    return DeviceTargets(backend, residues, offsets, lengths, valid, order, pairs, pad_code)
+    return DeviceTargets(backend, residues, offsets, lengths, valid, order, pairs, pad_code,
+                         long_rows, long_row_min)
 
 
 # ----------------------------------------------------------------------------------- kernels
@@ -257,11 +326,29 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     if track_end:
         for key in ("query_end", "target_end", "query_start", "target_start"):
             result[key] = xp.full(n, -1, dtype=xp.int32)
-    if targets.order.shape[0] == 0:
+    long_rows = targets.long_rows
+    inter_rows = targets.order  # rows the inter-task kernels align (forward and reverse)
+    on_long_kernel = False
+    if long_rows is not None and long_rows.shape[0]:
+        on_long_kernel = _long_rows_fit(scoring, m, targets.lengths[long_rows])
+        if not on_long_kernel:
+            # the intra-task kernel's int32 range is narrower than the 32-bit inter-task
+            # kernels': such rows take those (exact as well, only slower)
+            # (longest first, as the kernels' layout wants; every long row is longer than
+            # every row of ``order``)
+            long_rows = long_rows[xp.argsort(-targets.lengths[long_rows], kind="stable")]
+            inter_rows = xp.concatenate([long_rows, targets.order])
+    if inter_rows.shape[0] == 0:
+        if on_long_kernel:
+            _align_long(targets, codes, scoring, mode, result)
         return result
 
     wide_rows = None
-    if lanes16_fit(scoring):
+    if inter_rows is not targets.order:
+        wide_rows = long_rows  # no 16-bit pair layout for them: the 32-bit kernels
+    if targets.order.shape[0] == 0:
+        pass  # only long rows, on the 32-bit kernels (below)
+    elif lanes16_fit(scoring):
         profile, pad = _profile(backend, matrix, codes, scoring.gap_open, 2)
         shape = shape or choose_shape(m, 2, backend.compute_capability)
         score, end_i, end_j = _run_forward(backend, targets.pairs, profile, pad, m, alpha1,
@@ -278,9 +365,10 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
         limit = _LANE16_MAX - max(scoring.max_score, 0)
         saturated = result["score"] >= limit
         if bool(saturated.any()):
-            wide_rows = targets.order[saturated[targets.order]]
+            again = targets.order[saturated[targets.order]]
+            wide_rows = again if wide_rows is None else xp.concatenate([wide_rows, again])
     else:
-        wide_rows = targets.order
+        wide_rows = inter_rows
     if wide_rows is not None and wide_rows.shape[0]:
         _check_lanes32(scoring, m)
         layout = _pair_layout(backend, targets.residues, targets.offsets, targets.lengths,
@@ -293,14 +381,44 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
             result["query_end"][wide_rows] = end_i
             result["target_end"][wide_rows] = end_j
     if mode == "full":
-        _run_reverse(targets, codes, matrix, scoring, result)
+        _run_reverse(targets, inter_rows, codes, matrix, scoring, result)
+    if on_long_kernel:  # last: the 16-bit pass above rewrites whole columns
+        _align_long(targets, codes, scoring, mode, result)
     return result
 
 
-def _run_reverse(targets: DeviceTargets, codes, matrix, scoring, result):
+def _long_rows_fit(scoring, m: int, long_lengths) -> bool:
+    """Whether the intra-task kernel's int32 range holds every score of these rows."""
+    from . import _pairs
+
+    top = max(int(np.asarray(scoring.matrix).max()), 0)
+    return top * min(m, int(long_lengths.max())) < _pairs.SCORE_LIMIT
+
+
+def _align_long(targets: DeviceTargets, codes, scoring, mode: str, result) -> None:
+    """Rows ``targets.long_rows`` on the intra-task kernel, written into ``result`` by row.
+
+    ``_pairs.align_long_rows`` keeps the conventions of :mod:`swdask._cpu` (same tie rules,
+    inclusive cells, -1 where the score is 0), so its results merge as they are.
+    """
+    from . import _pairs
+
+    rows = targets.long_rows
+    found = _pairs.align_long_rows(codes, targets.residues, targets.offsets, rows, scoring,
+                                   mode)
+    result["score"][rows] = found["score"]
+    if mode != "none":
+        for key in ("query_end", "target_end"):
+            result[key][rows] = found[key]
+    if mode == "full":
+        for key in ("query_start", "target_start"):
+            result[key][rows] = found[key]
+
+
+def _run_reverse(targets: DeviceTargets, inter_rows, codes, matrix, scoring, result):
     backend = targets.backend
     xp = backend.xp
-    rows = targets.order[result["score"][targets.order] > 0]
+    rows = inter_rows[result["score"][inter_rows] > 0]
     num_items = int(rows.shape[0])
     if num_items == 0:
         return

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Rebuild, on the development machine, the ignored folders a GPU device call carries
+# (ci/gpu_run.sh's header gives the call itself):
+#
+#   .whl/       wheels the GPU image lacks, for CPython 3.12 on x86-64 Linux, pinned below;
+#               installed there into /tmp/site by gpu_run.sh's setup step (--no-deps).
+#   .devcarry/  make_protein_db.py and cudasw_queries.fasta (../shared), DB.fasta.gz (Debian
+#               package mmseqs2-examples), w2/make_dna_pairs.py (../shared/bench) and w2/ref/:
+#               the CPU engine's results for W2's checked rows (bench_w2_gpu.py reference;
+#               used on the GPU machine only where the SHA-256 of the regenerated data matches).
+#
+#   bash ci/prepare_carry.sh              # from anywhere; writes into the repository root
+#   SKIP_REF=1 bash ci/prepare_carry.sh   # keep .devcarry/w2/ref as it is (the slow part)
+#   DEST=/tmp/x bash ci/prepare_carry.sh  # write .whl/ and .devcarry/ under /tmp/x instead
+#
+# Durations on this 2-core machine: wheels and copies a few seconds (measured); the W2 data
+# a few minutes and the references tens of minutes (benchmarks/NOTES-w2.md: W2-protein-10000
+# alone took 1,124 s, the 100k pair 111 s). Sizes: .whl ~21 MiB, .devcarry ~10 MiB with ref;
+# a device call carries at most 64 MiB in all (checked at the end).
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DEST=${DEST:-$ROOT}
+SHARED=${SHARED:-$ROOT/../shared}
+MMSEQS_DB=${MMSEQS_DB:-/usr/share/doc/mmseqs2/example-data/DB.fasta.gz}
+W2_DATA=${W2_DATA:-/tmp/w2data-carry}
+PYTHON=${PYTHON:-python3}
+
+# The GPU image has CuPy, NumPy, pandas, pyarrow, numba, pytest; these complete it.
+WHEELS=(
+  biopython==1.88
+  parasail==1.3.4
+  dask==2026.8.0
+  distributed==2026.8.0
+  locket==1.0.0
+  partd==1.4.2
+  tblib==3.2.2
+  tornado==6.6.1
+  zict==3.0.0
+)
+
+[ -f "$MMSEQS_DB" ] || { echo "missing $MMSEQS_DB (apt-get install mmseqs2-examples)"; exit 1; }
+for f in bench/make_protein_db.py bench/make_dna_pairs.py data/cudasw_queries.fasta; do
+  [ -f "$SHARED/$f" ] || { echo "missing $SHARED/$f"; exit 1; }
+done
+
+echo "== wheels -> $DEST/.whl"
+rm -rf "$DEST/.whl.new"
+mkdir -p "$DEST/.whl.new"
+"$PYTHON" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+  --implementation cp --abi cp312 --abi abi3 --abi none \
+  --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
+  --platform manylinux_2_17_x86_64 --platform manylinux1_x86_64 --platform any \
+  --dest "$DEST/.whl.new" "${WHEELS[@]}"
+rm -rf "$DEST/.whl"
+mv "$DEST/.whl.new" "$DEST/.whl"
+ls "$DEST/.whl"
+
+echo "== inputs -> $DEST/.devcarry"
+keep_ref=""
+if [ "${SKIP_REF:-0}" = 1 ] && [ -d "$DEST/.devcarry/w2/ref" ]; then
+  keep_ref=$(mktemp -d)
+  cp -a "$DEST/.devcarry/w2/ref" "$keep_ref/ref"
+fi
+rm -rf "$DEST/.devcarry"
+mkdir -p "$DEST/.devcarry/w2"
+install -m 0555 "$SHARED/bench/make_protein_db.py" "$DEST/.devcarry/make_protein_db.py"
+install -m 0444 "$SHARED/data/cudasw_queries.fasta" "$DEST/.devcarry/cudasw_queries.fasta"
+install -m 0444 "$MMSEQS_DB" "$DEST/.devcarry/DB.fasta.gz"
+install -m 0555 "$SHARED/bench/make_dna_pairs.py" "$DEST/.devcarry/w2/make_dna_pairs.py"
+
+if [ -n "$keep_ref" ]; then
+  mv "$keep_ref/ref" "$DEST/.devcarry/w2/ref"
+  rmdir "$keep_ref"
+  echo "kept the existing w2/ref"
+elif [ "${SKIP_REF:-0}" = 1 ]; then
+  echo "SKIP_REF=1 and no w2/ref before: the GPU machine will compute the references itself"
+else
+  echo "== W2 data -> $W2_DATA, CPU references -> $DEST/.devcarry/w2/ref (slow)"
+  cd "$ROOT"
+  export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
+  "$PYTHON" benchmarks/bench_w2_gpu.py make-data "$W2_DATA" \
+    --dna-script "$DEST/.devcarry/w2/make_dna_pairs.py" --db "$DEST/.devcarry/DB.fasta.gz"
+  "$PYTHON" benchmarks/bench_w2_gpu.py reference --data "$W2_DATA" \
+    --out "$DEST/.devcarry/w2/ref"
+fi
+
+du -sh "$DEST/.whl" "$DEST/.devcarry"
+total=$(du -sb "$DEST/.whl" "$DEST/.devcarry" | awk '{s += $1} END {print s}')
+if [ "$total" -gt $((64 << 20)) ]; then
+  echo "WARNING: $total bytes: more than a device call carries (64 MiB)"
+  exit 1
+fi
+echo "carry: $total bytes (limit $((64 << 20)))"
