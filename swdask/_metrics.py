@@ -33,7 +33,7 @@ def report_cells(cells: int) -> None:
     Outside a worker (pandas, Dask's local schedulers, a client) no metric callback is set,
     so ``digest_metric`` calls nothing. A task running on a worker has ``distributed``
     imported already, so when it is not, there is no worker to report to and we skip the
-    import (it costs about half a second) rather than pay it on a local run.
+    import (distributed is a large package) rather than pay for it on a pandas run.
     """
     metrics = sys.modules.get("distributed.metrics")
     if metrics is None or cells <= 0:
