@@ -75,6 +75,16 @@ def check_backend(backend: str) -> str:
     return backend
 
 
+def _encoder(backend: str):
+    """The column encoder for ``backend``: on the GPU for ``"gpu"`` (the CPU lookup and the
+    upload of its codes cost more than the kernels there), else the CPU ``encode``."""
+    if backend == "gpu":
+        from .gpu import encode_on_device
+
+        return encode_on_device
+    return encode
+
+
 def document(func):
     """Fill the shared ``{scoring}``/``{result}`` sections into a docstring."""
     func.__doc__ = func.__doc__.format(scoring=SCORING_DOC.strip("\n"), result=RESULT_DOC.strip("\n"))
@@ -109,9 +119,10 @@ def align(query, targets, *, matrix="BLOSUM62", gap_open=11, gap_extend=1, match
 def align_prepared(prepared: PreparedQuery, targets, *, positions=True, backend="auto"):
     """:func:`align` for a query already encoded (the Dask path prepares it once)."""
     index = _index_of(targets)
-    encoded = encode(targets, prepared.scoring, labels=index, what="target row")
+    backend = check_backend(backend)
+    encoded = _encoder(backend)(targets, prepared.scoring, labels=index, what="target row")
     result = _engine.align_many(prepared, encoded, prepared.scoring, positions=positions,
-                                backend=check_backend(backend))
+                                backend=backend)
     return result.to_frame(index=index, columns=_engine.result_columns(positions))
 
 
@@ -136,8 +147,9 @@ def align_pairs(queries, targets, *, matrix="BLOSUM62", gap_open=11, gap_extend=
 def align_pairs_scored(queries, targets, scoring: Scoring, *, positions=True, backend="auto"):
     """:func:`align_pairs` with the scoring already built."""
     index = _index_of(targets) if _index_of(targets) is not None else _index_of(queries)
-    encoded_queries = encode(queries, scoring, labels=index, what="query row")
-    encoded_targets = encode(targets, scoring, labels=index, what="target row")
+    backend = check_backend(backend)
+    encoded_queries = _encoder(backend)(queries, scoring, labels=index, what="query row")
+    encoded_targets = _encoder(backend)(targets, scoring, labels=index, what="target row")
     result = _engine.align_pairs(encoded_queries, encoded_targets, scoring, positions=positions,
-                                 backend=check_backend(backend))
+                                 backend=backend)
     return result.to_frame(index=index, columns=_engine.result_columns(positions))

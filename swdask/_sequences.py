@@ -144,25 +144,33 @@ def encode_bytes(data: bytes, scoring: Scoring, what: str = "query") -> np.ndarr
     return codes
 
 
-def encode(values, scoring: Scoring, labels=None, what: str = "row") -> EncodedSequences:
-    """Encode a column of sequences through ``scoring.lookup``.
-
-    ``labels`` (e.g. the pandas index) name the offending row in error messages.
-    """
+def arrow_layout(values, labels=None, what: str = "row"):
+    """A column's text bytes (a host view, no copy), its int64 offsets from 0 and its
+    validity (``bool[n]``), read from the Arrow layout: a sliced array's offset applied,
+    bytes behind null slots (Arrow allows them) still in the data. Shared by the CPU
+    :func:`encode` and the GPU encoder, so both read a column the same way."""
     try:
         arr = to_arrow(values)
     except SequenceError as exc:
         raise _non_string_error(values, labels, what) or exc from None
     n = len(arr)
-    validity, offsets_buf, data_buf = arr.buffers()
+    _validity, offsets_buf, data_buf = arr.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int64, count=n + 1, offset=arr.offset * 8)
     valid = (np.ones(n, dtype=bool) if arr.null_count == 0
              else arr.is_valid().to_numpy(zero_copy_only=False))
     start, stop = int(offsets[0]), int(offsets[-1])
     data = (np.frombuffer(data_buf, dtype=np.uint8)[start:stop] if data_buf is not None
             else np.zeros(0, dtype=np.uint8))
-    offsets = offsets - start
-    if not valid.all():  # Arrow allows bytes behind a null slot: drop them
+    return data, offsets - start, valid
+
+
+def encode(values, scoring: Scoring, labels=None, what: str = "row") -> EncodedSequences:
+    """Encode a column of sequences through ``scoring.lookup``.
+
+    ``labels`` (e.g. the pandas index) name the offending row in error messages.
+    """
+    data, offsets, valid = arrow_layout(values, labels, what)
+    if not valid.all():  # drop the bytes behind null slots
         lengths = np.where(valid, np.diff(offsets), 0)
         keep = np.repeat(valid, np.diff(offsets))
         data = data[keep]

@@ -4,6 +4,8 @@ CPU path work without CuPy or a GPU).
 * :func:`align_many_gpu`: one query against many targets (``inter_task.py``), the engine's
   ``backend="gpu"`` path of ``align``.
 * :func:`align_pairs_gpu`: row-wise pairs (``_pairs.py``), the GPU path of ``align_pairs``.
+* :func:`encode_on_device`: a column of sequences to codes on the GPU (``_encode.py``), how
+  ``align``/``align_pairs`` encode for ``backend="gpu"``.
 """
 from __future__ import annotations
 
@@ -25,4 +27,11 @@ def align_pairs_gpu(queries, targets, scoring, mode, **kwargs):
     return run(queries, targets, scoring, mode, **kwargs)
 
 
-__all__ = ["align_many_gpu", "align_pairs_gpu"]
+def encode_on_device(values, scoring, labels=None, what="row"):
+    """See :func:`swdask.gpu._encode.encode_on_device`."""
+    from ._encode import encode_on_device as run
+
+    return run(values, scoring, labels=labels, what=what)
+
+
+__all__ = ["align_many_gpu", "align_pairs_gpu", "encode_on_device"]

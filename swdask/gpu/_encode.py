@@ -1,0 +1,92 @@
+"""Encode a column of sequences to residue codes on the GPU (``backend="gpu"``).
+
+The CPU :func:`swdask._sequences.encode` maps every byte through ``scoring.lookup`` with
+NumPy; for a large column that lookup (and the upload of its result) costs more than the
+alignment kernels themselves on a fast GPU. Here the Arrow layout goes up as it is, once
+(the text bytes and the ``n + 1`` offsets), and the lookup runs on the GPU. The result is
+the same :class:`~swdask._sequences.EncodedSequences` the CPU gives, with ``residues`` and
+``offsets`` as CuPy arrays; the engine's GPU paths take them in place.
+
+CuPy is imported lazily (``import swdask`` never needs it).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from .._scoring import UNKNOWN_CODE, Scoring
+from .._sequences import EncodedSequences, arrow_layout, encode
+from ._backend import get_backend
+
+
+#: The largest share of the GPU's free memory a column's text may take to be encoded there
+#: (its codes, the layout and the kernels' buffers need about as much again, and more).
+_DEVICE_SHARE = 0.25
+
+
+@lru_cache(maxsize=1)
+def _lookup_kernel():
+    import cupy
+
+    # one thread per byte; the 256-byte table stays in cache
+    return cupy.ElementwiseKernel("uint8 byte, raw uint8 table", "uint8 code",
+                                  "code = table[byte]", "swdask_encode_lookup")
+
+
+def _drop_null_bytes(cupy, data, offsets: np.ndarray, valid: np.ndarray):
+    """Remove the bytes behind null slots (Arrow allows them) from the device ``data``;
+    returns the compacted data and offsets (host). Nulls usually cover no bytes: then
+    nothing moves."""
+    lengths = np.diff(offsets)
+    covered = ~valid & (lengths > 0)
+    if not covered.any():
+        return data, offsets
+    # +1 where a covered range starts, -1 where it ends: the running sum is 1 inside one.
+    # Ranges do not overlap and are non-empty, so starts (and ends) are distinct indices.
+    mark = cupy.zeros(int(offsets[-1]) + 1, dtype=cupy.int8)
+    mark[cupy.asarray(offsets[:-1][covered])] += 1
+    mark[cupy.asarray(offsets[1:][covered])] -= 1
+    inside = cupy.cumsum(mark[:-1], dtype=cupy.int8)
+    data = data[inside == 0]
+    kept = np.where(valid, lengths, 0)
+    offsets = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
+    return data, offsets
+
+
+def encode_on_device(values, scoring: Scoring, labels=None, what: str = "row") -> EncodedSequences:
+    """:func:`swdask._sequences.encode` with the lookup on the GPU.
+
+    Returns :class:`~swdask._sequences.EncodedSequences` whose ``residues`` (uint8 codes,
+    concatenated) and ``offsets`` (int64, ``n + 1``, from 0) are CuPy arrays; ``valid``
+    (bool, ``n``) stays a NumPy array, because the engine assembles results on the host.
+    Nulls, empty strings, sliced Arrow arrays and bytes behind null slots are handled as the
+    CPU does, so the codes, offsets and validity equal its own. A byte that is not a residue
+    raises the CPU's :class:`~swdask._sequences.SequenceError` (it names the row): the
+    column is then encoded again on the CPU, only to build that message.
+
+    Raises :class:`~swdask.gpu._backend.GpuUnavailableError` where CuPy or a GPU is missing.
+    Under the host emulation (``SWDASK_GPU_BACKEND=emulation``) it is the CPU ``encode``.
+    """
+    backend = get_backend()  # GpuUnavailableError, saying what to do, without CuPy/GPU
+    if backend.name != "cuda":
+        return encode(values, scoring, labels=labels, what=what)
+    cupy = backend.xp
+    data_host, offsets, valid = arrow_layout(values, labels, what)
+    if data_host.nbytes > _DEVICE_SHARE * backend.free_bytes():
+        # too big to sit on the GPU whole: encode on the host, and the engine uploads it in
+        # chunks that fit the free memory (align_many_gpu/align_pairs_gpu)
+        return encode(values, scoring, labels=labels, what=what)
+    data = cupy.asarray(data_host)
+    data, offsets = _drop_null_bytes(cupy, data, offsets, valid)
+    if data.size:
+        codes = _lookup_kernel()(data, cupy.asarray(scoring.lookup))
+        if bool((codes == UNKNOWN_CODE).any()):
+            encode(values, scoring, labels=labels, what=what)  # raises, naming the row
+            raise RuntimeError(  # pragma: no cover - the two lookups disagree
+                "internal error: the GPU found a byte that is not a residue where the CPU "
+                "found none; please report it with the input")
+    else:
+        codes = cupy.zeros(0, dtype=cupy.uint8)
+    return EncodedSequences(codes, cupy.asarray(np.ascontiguousarray(offsets, dtype=np.int64)),
+                            valid)

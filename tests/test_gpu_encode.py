@@ -1,0 +1,209 @@
+"""Encoding on the GPU (``swdask.gpu.encode_on_device``) equals the CPU ``encode``.
+
+Marked ``gpu``: skipped where CuPy or a CUDA GPU is missing. Codes, offsets and validity are
+compared element by element with :func:`swdask._sequences.encode` on nulls, empty strings,
+sliced Arrow arrays, bytes behind null slots, lowercase and unknown letters; a column the
+CPU rejects must raise the same error text on the GPU path; and ``align``/``align_pairs``
+with ``backend="gpu"`` (which encode on the GPU) equal the CPU engine on real proteins.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+import swdask
+from swdask._scoring import make_scoring
+from swdask._sequences import SequenceError, encode
+
+pytestmark = pytest.mark.gpu
+
+DATA = Path(__file__).parent / "data"
+
+
+def _gpu_available() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+if not _gpu_available():
+    pytest.skip("needs CuPy and a CUDA GPU", allow_module_level=True)
+
+import cupy  # noqa: E402
+
+from swdask.gpu import encode_on_device  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _real_backend(monkeypatch):
+    monkeypatch.delenv("SWDASK_GPU_BACKEND", raising=False)
+
+
+def read_fasta(path) -> list[str]:
+    import gzip
+
+    opener = gzip.open if str(path).endswith(".gz") else open
+    seqs, chunks = [], None
+    with opener(path, "rt") as handle:
+        for line in handle:
+            if line.startswith(">"):
+                if chunks is not None:
+                    seqs.append("".join(chunks))
+                chunks = []
+            else:
+                chunks.append(line.strip())
+    if chunks is not None:
+        seqs.append("".join(chunks))
+    return seqs
+
+
+def _with_bytes_behind_nulls() -> pa.Array:
+    """Arrow lets a null slot cover bytes: here spaces and digits, which raise if read."""
+    data = pa.py_buffer(b"MKT   AKQ12WWxy C")
+    offsets = np.array([0, 3, 6, 9, 11, 13, 13, 15, 16, 17], dtype=np.int64)
+    valid = np.array([1, 0, 1, 0, 1, 0, 1, 0, 1], dtype=bool)
+    validity = pa.py_buffer(np.packbits(valid, bitorder="little").tobytes())
+    array = pa.Array.from_buffers(pa.large_string(), len(valid),
+                                  [validity, pa.py_buffer(offsets.tobytes()), data],
+                                  null_count=int((~valid).sum()))
+    assert array.to_pylist() == ["MKT", None, "AKQ", None, "WW", None, "xy", None, "C"]
+    return array
+
+
+def _columns():
+    rng = np.random.default_rng(5)
+    proteins = read_fasta(DATA / "proteins_db.fasta")[:60]
+    mixed = [None, "", "MKTAYIAK", "", None, "mktayiak", "MkTaYiAk", "BZXJUO", "bzxjuo"]
+    mixed += ["".join(rng.choice(list("ACDEFGHIKLMNPQRSTVWYBZX"), int(rng.integers(0, 50))))
+              for _ in range(40)]
+    arrow = pa.array(mixed + proteins, type=pa.large_string())
+    behind = _with_bytes_behind_nulls()
+    return {
+        "list with nulls and empties": mixed,
+        "pandas pyarrow strings": pd.Series(mixed + proteins, dtype="string[pyarrow]"),
+        "pandas object": pd.Series(mixed, dtype=object),
+        "arrow string (32-bit offsets)": pa.array(mixed, type=pa.string()),
+        "arrow sliced": arrow[7:80],
+        "arrow sliced to one row": arrow[5:6],
+        "arrow sliced to nothing": arrow[10:10],
+        "chunked arrow": pa.chunked_array([arrow[:30], arrow[30:]]),
+        "bytes behind nulls": behind,
+        "bytes behind nulls, sliced": behind[1:8],
+        "bytes behind nulls, sliced from a null": behind[3:6],
+        "all null": [None, None, None],
+        "all empty": ["", "", ""],
+        "empty column": [],
+    }
+
+
+COLUMNS = _columns()
+
+
+def _same(got, want):
+    assert isinstance(got.residues, cupy.ndarray) and isinstance(got.offsets, cupy.ndarray)
+    assert got.residues.dtype == np.uint8 and got.offsets.dtype == np.int64
+    np.testing.assert_array_equal(cupy.asnumpy(got.residues), want.residues)
+    np.testing.assert_array_equal(cupy.asnumpy(got.offsets), want.offsets)
+    np.testing.assert_array_equal(np.asarray(got.valid, dtype=bool), want.valid)
+    assert len(got) == len(want)
+
+
+@pytest.mark.parametrize("name", list(COLUMNS))
+@pytest.mark.parametrize("scheme", ["BLOSUM62", "dna"])
+def test_codes_offsets_valid_equal_the_cpu(name, scheme):
+    scoring = (make_scoring("BLOSUM62") if scheme == "BLOSUM62"
+               else make_scoring(None, gap_open=5, gap_extend=2, match=2, mismatch=-3))
+    values = COLUMNS[name]
+    try:
+        want = encode(values, scoring)
+    except SequenceError as exc:  # e.g. '*' is no DNA letter: the same error, then
+        assert _error_text(encode_on_device, values, scoring) == str(exc)
+        return
+    _same(encode_on_device(values, scoring), want)
+
+
+def test_dna_letters_and_lowercase():
+    scoring = make_scoring(None, gap_open=5, gap_extend=2, match=2, mismatch=-3)
+    values = ["ACGTN", "acgtn", "ACGU", "acgu", "RYKM", None, ""]
+    got = encode_on_device(values, scoring)
+    _same(got, encode(values, scoring))
+    assert int(cupy.asnumpy(got.residues).max()) < len(scoring.alphabet)
+
+
+def _error_text(function, *args, **kwargs) -> str:
+    with pytest.raises(SequenceError) as info:
+        function(*args, **kwargs)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("values, on_unknown", [
+    (["MKTAYIAK", "MKT AYIAK"], "substitute"),           # whitespace
+    (["MKTAYIAK", None, "MK-TA"], "substitute"),         # a gap character
+    (["MKT", "MKTÄYIAK"], "substitute"),                 # non-ASCII
+    (["MKT", "MK1T"], "raise"),                          # a digit
+    (["MKTAYIAK", "", "MKJTAYIAK"], "raise"),            # an unknown letter
+    (["MKT", "mkjt"], "raise"),                          # lowercase unknown letter
+    (["MKT", 42, "MKT"], "substitute"),                  # not a string
+])
+def test_errors_are_the_cpu_errors(values, on_unknown):
+    scoring = make_scoring("BLOSUM62", on_unknown=on_unknown)
+    labels = pd.Index([f"row{k}" for k in range(len(values))])
+    want = _error_text(encode, values, scoring, labels=labels, what="target row")
+    got = _error_text(encode_on_device, values, scoring, labels=labels, what="target row")
+    assert got == want
+    assert "row" in got
+
+
+def test_error_behind_a_slice_names_the_sliced_row():
+    array = pa.array(["MKT", "MK T", "MKT", "MKJ"], type=pa.large_string())[2:]
+    scoring = make_scoring("BLOSUM62", on_unknown="raise")
+    want = _error_text(encode, array, scoring)
+    assert _error_text(encode_on_device, array, scoring) == want
+    assert "'J'" in want
+
+
+def _targets():
+    path = Path(os.environ.get("SWDASK_MMSEQS_DB",
+                               "/usr/share/doc/mmseqs2/example-data/DB.fasta.gz"))
+    db = read_fasta(path)[:3000] if path.exists() else read_fasta(DATA / "proteins_db.fasta")
+    db = db + [None, "", db[0].lower(), db[1][:40] + "BZJ" + db[1][40:]]
+    return pd.Series(db, index=[f"t{k}" for k in range(len(db))], dtype="string[pyarrow]")
+
+
+@pytest.mark.parametrize("positions", [True, "end", False])
+def test_align_on_gpu_equals_cpu(positions):
+    series = _targets()
+    for query in read_fasta(DATA / "proteins_query.fasta")[:3]:
+        got = swdask.align(query, series, positions=positions, backend="gpu")
+        want = swdask.align(query, series, positions=positions, backend="cpu")
+        pd.testing.assert_frame_equal(got, want)
+    part = series.iloc[1000:1600]  # a slice of the column: Arrow offset not 0
+    got = swdask.align(query, part, backend="gpu")
+    pd.testing.assert_frame_equal(got, swdask.align(query, part, backend="cpu"))
+
+
+def test_align_on_gpu_raises_the_cpu_error():
+    series = pd.Series(["MKTAYIAK", None, "MKTA YIAK"], index=["a", "b", "c"])
+    want = _error_text(swdask.align, "MKTAYIAK", series, backend="cpu")
+    assert _error_text(swdask.align, "MKTAYIAK", series, backend="gpu") == want
+    assert "'c'" in want
+
+
+def test_align_pairs_on_gpu_equals_cpu():
+    series = _targets()
+    rng = np.random.default_rng(9)
+    queries = pd.Series(series.sample(frac=1.0, random_state=3).to_numpy(),
+                        index=series.index, dtype="string[pyarrow]")
+    queries.iloc[rng.integers(0, len(queries), 10)] = None
+    for positions in (True, "end"):
+        got = swdask.align_pairs(queries, series, positions=positions, backend="gpu")
+        want = swdask.align_pairs(queries, series, positions=positions, backend="cpu")
+        pd.testing.assert_frame_equal(got, want)
