@@ -43,7 +43,7 @@ import cupy  # noqa: E402
 @pytest.fixture(autouse=True)
 def _real_backend(monkeypatch):
     for name in ("SWDASK_GPU_BACKEND", "SWDASK_GPU_SHAPE", "SWDASK_GPU_CHUNK_BYTES",
-                 "SWDASK_GPU_LONG_ROW_MIN", "SWDASK_GPU_LONG_ROWS_MAX"):
+                 "SWDASK_GPU_LONG_ROW_MIN", "SWDASK_GPU_LONG_ROWS_MAX", "SWDASK_GPU_BUCKETS"):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -138,6 +138,35 @@ def test_emulated_overflow_and_shapes(emulated, monkeypatch):
 
 
 @needs_gxx
+def test_emulated_length_buckets(emulated, monkeypatch):
+    # one launch per length bucket of the sorted pairs, G = 1, 2, 4, 8 (G = 1: no shuffle,
+    # the thread reads and writes the pass boundary itself)
+    from swdask.gpu import inter_task
+
+    rng = np.random.default_rng(17)
+    alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    query = "".join(rng.choice(alphabet, 140))
+    targets = _targets(rng, query, alphabet, 48)
+    encoded = encode(targets, make_scoring("BLOSUM62"))
+    prepared = inter_task.prepare_targets(encoded.residues, encoded.offsets, encoded.valid,
+                                          alphabet_size=20)
+    monkeypatch.setenv("SWDASK_GPU_BUCKETS", "1:40,2:100,4:160,8")
+    plan = inter_task.forward_plan(prepared.pairs, len(query))
+    assert [group for *_, group, _ in plan] == [8, 4, 2, 1]
+    assert plan[0][0] == 0 and plan[-1][1] == prepared.pairs.num_pairs
+    assert all(a[1] == b[0] for a, b in zip(plan, plan[1:]))
+    # G = 8 takes the 140 rows in one pass (its passes: test_emulated_overflow_and_shapes)
+    assert all(len(query) > group * rows for *_, group, rows in plan if group < 8)
+    _compare(query, targets, make_scoring("BLOSUM62"))
+    for shape in ("1,8", "2,12"):  # a single shape, every length
+        monkeypatch.setenv("SWDASK_GPU_SHAPE", shape)
+        _compare(query, targets, make_scoring("BLOSUM62"), modes=("end",))
+    monkeypatch.setenv("SWDASK_GPU_BUCKETS", "4:100")
+    with pytest.raises(ValueError, match="SWDASK_GPU_BUCKETS"):
+        inter_task.length_buckets()
+
+
+@needs_gxx
 def test_emulated_chunks_and_wide_scoring(emulated, monkeypatch):
     # gap costs too large for 16-bit lanes: the whole search runs in 32 bits; a tiny
     # memory budget cuts the rows into many chunks.

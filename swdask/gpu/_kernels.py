@@ -18,8 +18,9 @@ ROWS_PER_THREAD = (8, 12, 16, 20, 24, 28, 32)
 #: Without DPX (before sm_90) the 16-bit operations take several instructions and more
 #: registers: above this many rows per thread those kernels spill.
 ROWS_PER_THREAD_NO_DPX = 16
-#: Threads per pair (G) of the 16-bit forward kernels.
-GROUP_SIZES = (4, 8)
+#: Threads per pair (G) of the 16-bit forward kernels (one per length bucket, see
+#: inter_task.LENGTH_BUCKETS; 1 and 2 for short targets through SWDASK_GPU_BUCKETS).
+GROUP_SIZES = (1, 2, 4, 8)
 #: Shapes (G, R) of the 32-bit forward kernels (16-bit overflow, wide scoring schemes).
 WIDE_SHAPES = ((4, 8), (4, 16), (8, 16))
 #: The reverse (start cell) kernel's fixed shape: 8 threads x 16 rows.

@@ -5,9 +5,9 @@
 // (Lanes32). A pair's residue codes are interleaved into one uint16 per column (low byte:
 // first target, high byte: second; PAD past a target's end) by sw_pair_codes.
 //
-// Work split. A group of G threads (G = 1..32, a power of two; the engine uses 4) aligns
-// one pair. The query is
-// cut into passes of G*R rows; in a pass thread t owns rows [t*R, t*R + R) and keeps their H
+// Work split. A group of G threads (G = 1..32, a power of two; the engine picks G per
+// length bucket of the pairs, see inter_task.py) aligns one pair. The query is cut into
+// passes of G*R rows; in a pass thread t owns rows [t*R, t*R + R) and keeps their H
 // (as HG = H - gap_open) and E in registers. The threads run as a wavefront over the target
 // columns: at step s thread t computes column j = s - t (whose residue codes it loads
 // itself), receiving from thread t-1 (warp shuffle) HG and F of the row just above its first
@@ -187,8 +187,11 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     auto step = [&](const int s, u32& codes_slot, uint2& row_slot) {
       const int j = s - t;
       const u32 in_codes = (j >= 0 && j < my_len) ? codes_slot : pad_pair;
-      reg_t in_HG = __shfl_up_sync(SW_FULL_MASK, out_HG, 1, G);
-      reg_t in_F = __shfl_up_sync(SW_FULL_MASK, out_F, 1, G);
+      reg_t in_HG = hg_zero, in_F = neg;
+      if constexpr (G > 1) {  // G = 1: the thread is its own row above (boundary only)
+        in_HG = __shfl_up_sync(SW_FULL_MASK, out_HG, 1, G);
+        in_F = __shfl_up_sync(SW_FULL_MASK, out_F, 1, G);
+      }
       if (t == 0) {
         const bool real = s < my_len && reads_boundary;
         in_HG = real ? row_slot.x : hg_zero;

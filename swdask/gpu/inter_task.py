@@ -103,13 +103,21 @@ def tile_stride(lanes: int, rows: int) -> int:
     return rows + 4 if (rows // 4) % 2 == 0 else rows
 
 
+def rows_for(m: int, group: int, compute_capability: int = 90) -> int:
+    """Rows per thread (R) for a query of ``m`` residues and ``group`` threads per pair: the
+    cost is ~ passes x (rows + the per-step overhead of about 12 rows' worth of
+    instructions), R trading the padding of the last pass against that fixed cost."""
+    return min(_kernels.rows_per_thread(compute_capability),
+               key=lambda r: (math.ceil(m / (group * r)) * (r + 12), -r))
+
+
 def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[int, int]:
-    """Threads per pair (G) and rows per thread (R) for a query of ``m`` residues.
+    """Threads per pair (G) and rows per thread (R) for a query of ``m`` residues: the
+    32-bit kernels' single shape, and the 16-bit kernels' shape when one is forced.
 
     G = 4 keeps the wavefront's fill short (G - 1 idle steps per pass) while a pass of
-    4 x 32 rows still moves only ~0.06 byte of boundary per cell; R trades the padding of
-    the last pass against the fixed cost of a step (shuffles, loads, the column maximum).
-    ``SWDASK_GPU_SHAPE="G,R"`` overrides it (16-bit kernels; for tuning).
+    4 x 32 rows still moves only ~0.06 byte of boundary per cell. ``SWDASK_GPU_SHAPE="G,R"``
+    overrides it (16-bit kernels, every target length; for tuning and tests).
     """
     if lanes == 1:
         return next(((g, r) for g, r in _kernels.WIDE_SHAPES if g * r >= m),
@@ -119,10 +127,59 @@ def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[
         group, rows = (int(v) for v in override.split(","))
         return group, rows
     group = 4
-    # cost ~ passes x (rows + the per-step overhead of about 12 rows' worth of instructions)
-    rows = min(_kernels.rows_per_thread(compute_capability),
-               key=lambda r: (math.ceil(m / (group * r)) * (r + 12), -r))
-    return group, rows
+    return group, rows_for(m, group, compute_capability)
+
+
+#: Length buckets of the 16-bit forward kernel: (G, pair length below which it applies),
+#: shortest first, the last one without a bound. Each bucket is its own launch over its
+#: contiguous range of the length-sorted pairs, with R chosen for its G (:func:`rows_for`).
+#: One bucket (G = 4 for every length) is the fastest measured on an H200 (W1, kernel-only,
+#: scores + ends; table in benchmarks/NOTES-gpu.md, "Length buckets"): 2.435 s against
+#: 2.458 s for G = 2 below 256 letters, 2.523 s for G = 8 everywhere, 2.757 s for G = 8
+#: from 1,024 letters and 2.544 s for the per-range best G; the launches run one after
+#: another, and each ends in a tail where the single launch fills the GPU with shorter
+#: pairs around the longest (the buckets were exact on every row all the same).
+LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((4, None),)
+
+
+def length_buckets() -> tuple[tuple[int, int | None], ...]:
+    """The 16-bit forward kernel's length buckets: :data:`LENGTH_BUCKETS`, or
+    ``SWDASK_GPU_BUCKETS`` (tuning, tests), e.g. ``"2:200,4:1500,8"``: G = 2 for pairs
+    shorter than 200 letters, G = 4 below 1,500, G = 8 for the rest."""
+    override = os.environ.get("SWDASK_GPU_BUCKETS")
+    if not override or not override.strip():
+        return LENGTH_BUCKETS
+    buckets = []
+    for item in override.split(","):
+        group, _, below = item.strip().partition(":")
+        buckets.append((int(group), int(below) if below else None))
+    if buckets[-1][1] is not None or any(b is None for _, b in buckets[:-1]):
+        raise ValueError(f"SWDASK_GPU_BUCKETS={override!r}: every bucket but the last needs "
+                         "a length bound (G:below), the last none (e.g. '2:200,4:1500,8')")
+    return tuple(buckets)
+
+
+def forward_plan(layout, m: int, compute_capability: int = 90, buckets=None,
+                 shape: tuple[int, int] | None = None) -> list[tuple[int, int, int, int]]:
+    """Launches of the 16-bit forward kernel over ``layout`` (pairs longest first): a list
+    of (first pair, end pair, G, R), longest bucket first, empty buckets left out. A given
+    ``shape`` (or ``SWDASK_GPU_SHAPE``) runs every pair in one launch of that shape."""
+    num_pairs = layout.num_pairs
+    if shape is None and os.environ.get("SWDASK_GPU_SHAPE"):
+        shape = choose_shape(m, 2, compute_capability)
+    if shape is not None:
+        return [(0, num_pairs, shape[0], shape[1])] if num_pairs else []
+    buckets = buckets or length_buckets()
+    # pair_len is non-increasing: pairs of at least L letters are the first count(>= L)
+    descending = -np.asarray(layout.pair_len_host, dtype=np.int64)
+    plan, end = [], num_pairs
+    for group, below in buckets:  # shortest first: each takes the tail still unassigned
+        start = 0 if below is None else int(np.searchsorted(descending, -below, side="right"))
+        start = min(start, end)
+        if start < end:
+            plan.append((start, end, group, rows_for(m, group, compute_capability)))
+        end = start
+    return plan[::-1]
 
 
 def lanes16_fit(scoring) -> bool:
@@ -153,6 +210,7 @@ class _PairLayout:
     pair_start: object     # int64[num_pairs]: first column of the pair in pair_codes
     pair_codes: object     # uint16[columns]: both lanes' codes per column
     columns: int
+    pair_len_host: object = None  # pair_len on the host (NumPy), to cut the length buckets
 
     @property
     def num_pairs(self) -> int:
@@ -208,7 +266,8 @@ def _pair_layout(backend, residues, offsets, lengths, rows, lanes: int, pad_code
         backend.launch(function, min(num_pairs, 1 << 16), min(backend.block_threads, 128),
                        [residues, offsets, slot_rows, np.int32(lanes), pair_start, pair_len,
                         np.int32(num_pairs), np.int32(pad_code), pair_codes])
-    return _PairLayout(lanes, slot_rows, pair_len, pair_start, pair_codes, columns)
+    return _PairLayout(lanes, slot_rows, pair_len, pair_start, pair_codes, columns,
+                       backend.to_host(pair_len))
 
 
 def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
@@ -261,31 +320,39 @@ def _profile(backend, matrix, codes, gap_open, lanes):
 
 
 def _run_forward(backend, layout: _PairLayout, profile, pad_score, m, alpha1, scoring,
-                 shape, track_end):
+                 plan, track_end):
+    """Forward kernel over ``layout``, one launch per (first pair, end pair, G, R) of
+    ``plan`` (see :func:`forward_plan`); returns score, end_i, end_j per slot."""
     xp = backend.xp
-    group, rows = shape
     lanes = layout.lanes
-    name = _kernels.forward_name(lanes, group, rows, track_end)
-    function = backend.function("inter_task.cu", name)
-    block = backend.block_threads
-    groups_per_block = block // group
     num_pairs = layout.num_pairs
-    grid = (num_pairs + groups_per_block - 1) // groups_per_block
-    # pairs are longest first, so a block's longest pair is its first
-    block_len = xp.ascontiguousarray(layout.pair_len[::groups_per_block])
-    passes = math.ceil(m / (group * rows))
-    boundary = xp.empty(2 * max(layout.columns, 1) if passes > 1 else 2, dtype=xp.uint32)
+    multipass = any(math.ceil(m / (group * rows)) > 1 for _, _, group, rows in plan)
+    boundary = xp.empty(2 * max(layout.columns, 1) if multipass else 2, dtype=xp.uint32)
     slots = num_pairs * lanes
     out_score = xp.empty(max(slots, 1), dtype=xp.int32)
     out_end_i = xp.empty(max(slots, 1), dtype=xp.int32)
     out_end_j = xp.empty(max(slots, 1), dtype=xp.int32)
-    shared = alpha1 * group * tile_stride(lanes, rows) * (2 if lanes == 2 else 4)
-    backend.launch(function, grid, block,
-                   [profile, np.int32(m), np.int32(alpha1), np.int32(pad_score),
-                    layout.pair_codes, layout.pair_start, layout.pair_len, block_len,
-                    np.int32(num_pairs), boundary, np.int32(scoring.gap_open),
-                    np.int32(scoring.gap_extend), out_score, out_end_i, out_end_j],
-                   shared_mem=shared)
+    block = backend.block_threads
+    for first, end, group, rows in plan:
+        # each launch sees its pairs as 0..count-1: the per-pair arrays and the outputs are
+        # passed from its first pair on (contiguous views); pair_start stays absolute, so
+        # pair_codes and the boundary are shared
+        name = _kernels.forward_name(lanes, group, rows, track_end)
+        function = backend.function("inter_task.cu", name)
+        groups_per_block = block // group
+        count = end - first
+        grid = (count + groups_per_block - 1) // groups_per_block
+        # pairs are longest first, so a block's longest pair is its first
+        block_len = xp.ascontiguousarray(layout.pair_len[first:end:groups_per_block])
+        shared = alpha1 * group * tile_stride(lanes, rows) * (2 if lanes == 2 else 4)
+        backend.launch(function, grid, block,
+                       [profile, np.int32(m), np.int32(alpha1), np.int32(pad_score),
+                        layout.pair_codes, layout.pair_start[first:end],
+                        layout.pair_len[first:end], block_len, np.int32(count), boundary,
+                        np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
+                        out_score[first * lanes:], out_end_i[first * lanes:],
+                        out_end_j[first * lanes:]],
+                       shared_mem=shared)
     return out_score[:slots], out_end_i[:slots], out_end_j[:slots]
 
 
@@ -303,7 +370,8 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     Returns int32 device arrays of length ``len(targets)``, by row: ``score`` and, as
     ``mode`` asks (``"end"``: ends; ``"full"``: ends and starts), the inclusive cells
     ``query_end``, ``target_end``, ``query_start``, ``target_start`` (-1 where the score is
-    0, and for null or empty rows). ``shape`` = (G, R) overrides the kernel shape.
+    0, and for null or empty rows). ``shape`` = (G, R) runs every pair of the 16-bit kernel
+    in that shape (else :func:`forward_plan`: one launch per length bucket).
     """
     backend = targets.backend
     xp = backend.xp
@@ -350,9 +418,9 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
         pass  # only long rows, on the 32-bit kernels (below)
     elif lanes16_fit(scoring):
         profile, pad = _profile(backend, matrix, codes, scoring.gap_open, 2)
-        shape = shape or choose_shape(m, 2, backend.compute_capability)
+        plan = forward_plan(targets.pairs, m, backend.compute_capability, shape=shape)
         score, end_i, end_j = _run_forward(backend, targets.pairs, profile, pad, m, alpha1,
-                                           scoring, shape, kernel_tracks)
+                                           scoring, plan, kernel_tracks)
         slot_rows = targets.pairs.slot_rows
         result["score"] = _scatter(xp, n, slot_rows, score, 0)
         if track_end:
@@ -374,8 +442,9 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
         layout = _pair_layout(backend, targets.residues, targets.offsets, targets.lengths,
                               wide_rows, 1, targets.pad_code)
         profile, pad = _profile(backend, matrix, codes, scoring.gap_open, 1)
+        group, rows = choose_shape(m, 1)
         score, end_i, end_j = _run_forward(backend, layout, profile, pad, m, alpha1, scoring,
-                                           choose_shape(m, 1), track_end)
+                                           [(0, layout.num_pairs, group, rows)], track_end)
         result["score"][wide_rows] = score
         if track_end:
             result["query_end"][wide_rows] = end_i
