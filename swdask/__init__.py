@@ -7,6 +7,9 @@ Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFr
     frame = frame.sw.align(query, column="sequence")        # adds the result columns
     pairs = frame.sw.align_pairs(query="read", target="contig")
     ddf = swdask.read_fasta("db.fasta.gz")                   # Dask: id, description, sequence
+    with swdask.cluster() as client:                         # local cluster, or scheduler=ADDRESS
+        hits = ddf.sw.align(query).compute()
+        swdask.task_totals(client)                           # cells and seconds of sw-align tasks
 
 Conventions, everywhere: a gap of length k scores ``-(gap_open + (k - 1) * gap_extend)``;
 positions are 0-based and end-exclusive (``target[target_start:target_end]`` is the aligned
@@ -17,15 +20,20 @@ from ._scoring import Scoring, ScoringError, make_scoring
 from ._sequences import SequenceError
 from . import _accessor  # noqa: F401  (registers the pandas accessor)
 from . import _dask  # noqa: F401  (registers the Dask accessor)
-from ._fasta import read_fasta
+from ._fasta import FastaError, read_fasta
+from ._cluster import cluster
+from ._metrics import task_totals
 
 __all__ = [
     "align",
     "align_pairs",
+    "cluster",
+    "FastaError",
     "make_scoring",
     "read_fasta",
     "Scoring",
     "ScoringError",
     "SequenceError",
+    "task_totals",
 ]
 __version__ = "0.1.0"
