@@ -14,7 +14,13 @@ Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFr
 Conventions, everywhere: a gap of length k scores ``-(gap_open + (k - 1) * gap_extend)``;
 positions are 0-based and end-exclusive (``target[target_start:target_end]`` is the aligned
 segment); nulls in give nulls out; the output keeps the input's rows, index and order.
+
+cuDF: ``.sw`` on ``cudf.Series``/``cudf.DataFrame`` (results as cuDF columns on the GPU) is
+registered when cuDF is imported before swdask; if cuDF is imported after, call
+``swdask.register_cudf()`` once. swdask itself never imports cuDF otherwise.
 """
+import sys as _sys
+
 from ._api import align, align_pairs
 from ._scoring import Scoring, ScoringError, make_scoring
 from ._sequences import SequenceError
@@ -24,6 +30,17 @@ from ._fasta import FastaError, read_fasta
 from ._cluster import cluster
 from ._metrics import task_totals
 
+
+def register_cudf() -> None:
+    """Register the ``.sw`` accessor on cuDF Series/DataFrames (imports cuDF; idempotent)."""
+    from ._cudf import register
+
+    register()
+
+
+if "cudf" in _sys.modules:  # only when the user already imported cuDF: never import it here
+    register_cudf()
+
 __all__ = [
     "align",
     "align_pairs",
@@ -31,6 +48,7 @@ __all__ = [
     "FastaError",
     "make_scoring",
     "read_fasta",
+    "register_cudf",
     "Scoring",
     "ScoringError",
     "SequenceError",

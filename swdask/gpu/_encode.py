@@ -77,12 +77,32 @@ def encode_on_device(values, scoring: Scoring, labels=None, what: str = "row") -
         # too big to sit on the GPU whole: encode on the host, and the engine uploads it in
         # chunks that fit the free memory (align_many_gpu/align_pairs_gpu)
         return encode(values, scoring, labels=labels, what=what)
-    data = cupy.asarray(data_host)
+    return encode_device_layout(cupy.asarray(data_host), offsets, valid, scoring,
+                                raise_bad=lambda: encode(values, scoring, labels=labels, what=what))
+
+
+def encode_device_layout(data, offsets, valid: np.ndarray, scoring: Scoring,
+                         raise_bad) -> EncodedSequences:
+    """Encode a column already in the Arrow layout, its text bytes on the GPU.
+
+    ``data``: the column's text bytes (a CuPy ``uint8`` array, or anything with the CUDA
+    array interface, read in place), from the first row's first byte; ``offsets``: ``int64``
+    ``n + 1``, from 0 (host or device; rows ``k`` is ``data[offsets[k]:offsets[k + 1]]``);
+    ``valid``: ``bool[n]`` on the host. ``raise_bad()`` is called when a byte is not a
+    residue; it must raise the error naming the row (the callers encode on the CPU for that,
+    only to build the message). Shared by :func:`encode_on_device` (Arrow columns uploaded
+    once) and ``swdask._cudf`` (a cuDF column's own device buffers).
+    """
+    import cupy
+
+    data = cupy.asarray(data, dtype=cupy.uint8)
+    offsets = (offsets if isinstance(offsets, np.ndarray) else cupy.asnumpy(offsets))
+    offsets = np.asarray(offsets, dtype=np.int64)
     data, offsets = _drop_null_bytes(cupy, data, offsets, valid)
     if data.size:
         codes = _lookup_kernel()(data, cupy.asarray(scoring.lookup))
         if bool((codes == UNKNOWN_CODE).any()):
-            encode(values, scoring, labels=labels, what=what)  # raises, naming the row
+            raise_bad()  # raises, naming the row
             raise RuntimeError(  # pragma: no cover - the two lookups disagree
                 "internal error: the GPU found a byte that is not a residue where the CPU "
                 "found none; please report it with the input")
