@@ -16,6 +16,14 @@
 #           routing (kernel only, a few queries) -> W1-long-rows-*.json, w1long.log
 #   w2      ci/steps/w2.sh (W2: every pair set, one JSON each) -> $OUT/w2/, w2-*.log
 #   profile only with PROFILE=1: Nsight Compute on one W1 forward launch
+#   daskcudf  ci/steps/daskcudf.sh (needs cuDF staged): W1 through ddf.sw.align on dask_cudf
+#           against kernel-only, on 1, 2, 4... GPUs, and a run with device memory capped
+#           -> W1-dask-cudf-*.json, daskcudf.log
+#   notebook  examples/etl.ipynb executed with cuDF (ci/run_notebook.py) -> etl.ipynb
+#
+# cuDF is not in the image: stage it first (python3 ../shared/device/rapids_stage.py pack,
+# then its part calls and `bash .stage/bin/install.sh`, on the same warm machine), and
+# begin the call with `source /tmp/rapids/env.sh;`.
 #
 # Inputs the machine lacks travel in ignored folders named in the call's `carry`; rebuild
 # them here with `bash ci/prepare_carry.sh` (~37 MiB in all; a call carries at most 64 MiB):
@@ -46,9 +54,15 @@ BENCH_DIR=${BENCH_DIR:-/tmp/swdask-bench}
 CARRY=${CARRY:-.devcarry}
 mkdir -p "$OUT" "$BENCH_DIR"
 export PYTHONUNBUFFERED=1 NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/numba-cache}
-export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+# cuDF and its pinned numpy/pandas (staged into /tmp/rapids, `source /tmp/rapids/env.sh`)
+# come before the carried wheels, which pin the same Dask
+if [ -d /tmp/rapids ]; then
+  export PYTHONPATH=$PWD:/tmp/rapids:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+else
+  export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 
-STEPS=(setup tests w1 w1long w2 profile)
+STEPS=(setup tests w1 w1long w2 profile daskcudf notebook)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -109,6 +123,36 @@ step_profile() {  # only with PROFILE=1: Nsight Compute on one W1 forward launch
     python3 benchmarks/profile_w1_gpu.py --db "$BENCH_DIR/sp500k.fa" \
     --queries "$CARRY/cudasw_queries.fasta" --length "${PROFILE_LENGTH:-1000}" \
     --mode "${PROFILE_MODE:-end}" 2>&1 | tee "$OUT/ncu-w1.txt"
+}
+
+step_daskcudf() {  # issue 4: W1 through dask_cudf vs kernel-only, 1..N GPUs, capped memory
+  [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
+  OUT="$OUT" COMMIT="$COMMIT" BENCH_DIR="$BENCH_DIR" CARRY="$CARRY" \
+    timeout "${DASKCUDF_TIMEOUT:-420}" bash ci/steps/daskcudf.sh 2>&1 | tee "$OUT/daskcudf.log"
+}
+
+step_notebook() {
+  # examples/etl.ipynb executed with cuDF partitions on a LocalCUDACluster (ci/run_notebook.py)
+  # -> $OUT/etl.ipynb (outputs included: copy it over examples/etl.ipynb to commit them),
+  # etl-hits.parquet, etl-score_distribution.png, notebook.log. The kernel inherits
+  # PYTHONPATH: this checkout, /tmp/site (nbclient, ipykernel: the setup step) and /tmp/rapids
+  # (cuDF, dask-cuda: `source /tmp/rapids/env.sh` before this script). NOTEBOOK_BACKEND=pandas
+  # runs it on the CPU instead.
+  local backend=${NOTEBOOK_BACKEND:-cudf} workdir="$BENCH_DIR/etl"
+  if [ "$backend" = cudf ] && ! python3 -c "import cudf, dask_cudf, dask_cuda" 2>/dev/null; then
+    echo "no cuDF/dask-cuda here: stage them (../shared/device/rapids_stage.py) and" \
+      "source /tmp/rapids/env.sh before this script" | tee "$OUT/notebook.log"
+    return 1
+  fi
+  rm -rf "$workdir"
+  SWDASK_BACKEND=$backend timeout "${NOTEBOOK_TIMEOUT:-300}" python3 ci/run_notebook.py \
+    examples/etl.ipynb --out "$OUT/etl.ipynb" --workdir "$workdir" \
+    --cell-timeout "${NOTEBOOK_CELL_TIMEOUT:-240}" 2>&1 | tee "$OUT/notebook.log"
+  local rc=$?
+  for product in hits.parquet score_distribution.png; do
+    [ -f "$workdir/$product" ] && cp "$workdir/$product" "$OUT/etl-$product"
+  done
+  return $rc
 }
 
 status=0

@@ -2,8 +2,10 @@
 # Rebuild, on the development machine, the ignored folders a GPU device call carries
 # (ci/gpu_run.sh's header gives the call itself):
 #
-#   .whl/       wheels the GPU image lacks, for CPython 3.12 on x86-64 Linux, pinned below;
-#               installed there into /tmp/site by gpu_run.sh's setup step (--no-deps).
+#   .whl/       wheels the GPU image lacks, for CPython 3.12 on x86-64 Linux, pinned below
+#               (dependencies listed by hand: one version each, found with a resolving
+#               `pip download` for that platform); installed there into /tmp/site by
+#               gpu_run.sh's setup step (--no-deps).
 #   .devcarry/  make_protein_db.py and cudasw_queries.fasta (../shared), DB.fasta.gz (Debian
 #               package mmseqs2-examples), w2/make_dna_pairs.py (../shared/bench) and w2/ref/:
 #               the CPU engine's results for W2's checked rows (bench_w2_gpu.py reference;
@@ -15,7 +17,7 @@
 #
 # Durations on this 2-core machine: wheels and copies a few seconds (measured); the W2 data
 # a few minutes and the references tens of minutes (benchmarks/NOTES-w2.md: W2-protein-10000
-# alone took 1,124 s, the 100k pair 111 s). Sizes: .whl ~21 MiB, .devcarry ~10 MiB with ref;
+# alone took 1,124 s, the 100k pair 111 s). Sizes: .whl ~25 MiB, .devcarry ~10 MiB with ref;
 # a device call carries at most 64 MiB in all (checked at the end).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +27,7 @@ MMSEQS_DB=${MMSEQS_DB:-/usr/share/doc/mmseqs2/example-data/DB.fasta.gz}
 W2_DATA=${W2_DATA:-/tmp/w2data-carry}
 PYTHON=${PYTHON:-python3}
 
-# The GPU image has CuPy, NumPy, pandas, pyarrow, numba, pytest; these complete it.
+# The GPU image has CuPy, NumPy, pandas, pyarrow, numba, pytest, matplotlib; these complete it.
 WHEELS=(
   biopython==1.88
   parasail==1.3.4
@@ -36,6 +38,38 @@ WHEELS=(
   tblib==3.2.2
   tornado==6.6.1
   zict==3.0.0
+  # the Dask dashboard (swdask.cluster prints its link; the image has its other needs)
+  bokeh==3.10.2
+  xyzservices==2026.9.1
+  # ci/run_notebook.py (nbclient + ipykernel), less what the image has (attrs, packaging,
+  # psutil, pygments, python-dateutil, typing-extensions) and what the kernel only imports when
+  # present: debugpy (the debugger; 5.4 MB) and jedi + parso (IPython's completer; 5 MB)
+  nbclient==0.11.0
+  nbformat==5.11.1
+  fastjsonschema==2.22.3
+  jsonschema==4.26.0
+  jsonschema-specifications==2025.9.1
+  referencing==0.37.0
+  rpds-py==2026.9.1
+  jupyter-client==8.10.0
+  jupyter-core==5.9.1
+  platformdirs==4.14.7
+  traitlets==5.16.1
+  pyzmq==27.3.0
+  ipykernel==7.4.0
+  comm==0.2.3
+  ipython==9.18.1
+  ipython-pygments-lexers==1.1.1
+  matplotlib-inline==0.2.2
+  nest-asyncio2==1.7.4
+  prompt-toolkit==3.0.53
+  wcwidth==0.9.4
+  pexpect==4.9.0
+  ptyprocess==0.7.0
+  stack-data==0.6.3
+  executing==2.3.0
+  asttokens==3.0.2
+  pure-eval==0.2.4
 )
 
 [ -f "$MMSEQS_DB" ] || { echo "missing $MMSEQS_DB (apt-get install mmseqs2-examples)"; exit 1; }

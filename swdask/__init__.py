@@ -8,6 +8,7 @@ Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFr
     pairs = frame.sw.align_pairs(query="read", target="contig")
     ddf = swdask.read_fasta("db.fasta.gz")                   # Dask: id, description, sequence
     with swdask.cluster() as client:                         # local cluster, or scheduler=ADDRESS
+        ddf = swdask.persist_balanced(ddf, client)           # equal residues on every worker
         hits = ddf.sw.align(query).compute()
         swdask.task_totals(client)                           # cells and seconds of sw-align tasks
 
@@ -27,8 +28,10 @@ from ._sequences import SequenceError
 from . import _accessor  # noqa: F401  (registers the pandas accessor)
 from . import _dask  # noqa: F401  (registers the Dask accessor)
 from ._fasta import FastaError, read_fasta
+from ._balance import balance_by_residues
 from ._cluster import cluster
 from ._metrics import task_totals
+from ._placement import persist_balanced
 
 
 def register_cudf() -> None:
@@ -44,9 +47,11 @@ if "cudf" in _sys.modules:  # only when the user already imported cuDF: never im
 __all__ = [
     "align",
     "align_pairs",
+    "balance_by_residues",
     "cluster",
     "FastaError",
     "make_scoring",
+    "persist_balanced",
     "read_fasta",
     "register_cudf",
     "Scoring",

@@ -2,13 +2,23 @@
 
 The query is encoded (and its profile built) once on the client and enters the graph as a
 single ``dask.delayed`` node that every partition task depends on, so it travels to each
-worker once rather than once per partition. ``meta`` comes from running the pandas path on
-the collection's empty ``_meta``, which also validates every argument before any task runs.
+worker once rather than once per partition. ``meta`` comes from running the partition
+function on the collection's empty ``_meta``, which also validates every argument before any
+task runs.
+
+One accessor serves every partition backend: what a partition runs is chosen by the
+partition's type through Dask's own :class:`dask.utils.Dispatch` (as Dask chooses
+``make_meta`` and friends), with the pandas implementation registered here and the cuDF one
+registered lazily, the first time a cuDF partition is seen (so cuDF is never imported for a
+pandas job). A Dask frame backed by cuDF (``dask_cudf``, ``read_fasta(backend="cudf")``,
+``to_backend("cudf")``) thus aligns on the GPU, its results cuDF columns on the workers.
 """
 from __future__ import annotations
 
 import dask
+import pandas as pd
 from dask.dataframe.extensions import register_dataframe_accessor, register_series_accessor
+from dask.utils import Dispatch
 
 from . import _api
 from ._accessor import check_columns, join_results, output_names
@@ -32,23 +42,53 @@ def _split_options(query, options):
     return scoring, prepared, options
 
 
+#: One query against a partition's column: ``(series, prepared, options) -> frame``.
+align_partition = Dispatch("swdask_align_partition")
+#: Row-wise pairs of two columns of a partition: ``(queries, targets, scoring, options)``.
+align_pairs_partition = Dispatch("swdask_align_pairs_partition")
+
+
+@align_partition.register(pd.Series)
+def _align_pandas(series, prepared, options):
+    return _api.align_prepared(prepared, series, **options)
+
+
+@align_pairs_partition.register(pd.Series)
+def _align_pairs_pandas(queries, targets, scoring, options):
+    return _api.align_pairs_scored(queries, targets, scoring, **options)
+
+
+@align_partition.register_lazy("cudf")
+@align_pairs_partition.register_lazy("cudf")
+def _register_cudf():
+    import cudf
+
+    from . import _cudf
+
+    align_partition.register(cudf.Series, lambda series, prepared, options:
+                             _cudf.align_prepared_series(series, prepared, **options))
+    align_pairs_partition.register(cudf.Series, lambda queries, targets, scoring, options:
+                                   _cudf.align_pairs_scored(queries, targets, scoring,
+                                                            **options))
+
+
 # Each partition function reports the cells it computed (a fine performance metric on a
 # distributed worker, nothing elsewhere: see _metrics), after the alignment succeeded.
 
 def _series_partition(series, prepared, options):
-    results = _api.align_prepared(prepared, series, **options)
+    results = align_partition(series, prepared, options)
     report_cells(one_to_many_cells(len(prepared), series))
     return results
 
 
 def _frame_partition(frame, prepared, column, names, options):
-    results = _api.align_prepared(prepared, frame[column], **options)
+    results = align_partition(frame[column], prepared, options)
     report_cells(one_to_many_cells(len(prepared), frame[column]))
     return join_results(frame, results, names)
 
 
 def _pairs_partition(frame, scoring, query, target, names, options):
-    results = _api.align_pairs_scored(frame[query], frame[target], scoring, **options)
+    results = align_pairs_partition(frame[query], frame[target], scoring, options)
     report_cells(pair_cells(frame[query], frame[target]))
     return join_results(frame, results, names)
 

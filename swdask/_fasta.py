@@ -26,6 +26,10 @@ against 25 ms here, measured on the 2-core dev machine) and at
 ``dask.bytes.read_bytes(delimiter=b"\\n>")`` (its blocks start *after* the delimiter, so the
 ``>`` is cut off, and it cannot tell a partition its line or record number); neither fits.
 fsspec (already a Dask dependency) opens files, expands globs and decompresses.
+
+Partitions are always parsed into pandas (on the CPU); ``backend="cudf"`` then moves them to
+the GPU with Dask's own ``to_backend("cudf")``. cuDF is imported only then, never by
+``import swdask``.
 """
 from __future__ import annotations
 
@@ -399,6 +403,47 @@ def parse_blocksize(blocksize) -> int | None:
     return value
 
 
+#: The values ``read_fasta(backend=...)`` accepts (``None``: Dask's configuration).
+BACKENDS = ("pandas", "cudf")
+
+_CUDF_MISSING = (
+    "read_fasta(backend='cudf') needs cuDF and dask-cudf (and an NVIDIA GPU); install them "
+    "with `pip install cudf-cu12 dask-cudf-cu12` (CUDA 12) or `conda install -c rapidsai "
+    "-c conda-forge -c nvidia cudf dask-cudf`, or use backend='pandas', which needs no GPU"
+)
+
+
+def resolve_backend(backend) -> str:
+    """``"pandas"`` or ``"cudf"`` for ``read_fasta(backend=...)``; ``None`` reads Dask's
+    ``dataframe.backend`` setting. Raises ValueError for anything else."""
+    if backend is None:
+        import dask
+
+        configured = dask.config.get("dataframe.backend", "pandas")
+        if configured not in BACKENDS:
+            raise ValueError(
+                f"read_fasta(backend=None) follows Dask's 'dataframe.backend' setting, which is "
+                f"{configured!r}; read_fasta supports 'pandas' or 'cudf': pass backend= "
+                "explicitly or change the setting"
+            )
+        return configured
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be 'pandas', 'cudf' or None (Dask's 'dataframe.backend' "
+                         f"setting), got {backend!r}")
+    return backend
+
+
+def _require_cudf() -> None:
+    """Import cuDF and dask-cudf (which registers the 'cudf' Dask backend) or say what to do."""
+    try:
+        import cudf  # noqa: F401
+        import dask_cudf  # noqa: F401
+    # Not only ImportError: cuDF installed on a machine without a usable GPU or driver fails
+    # at import with CUDA errors of several types; the advice is the same.
+    except Exception as exc:  # noqa: BLE001
+        raise ImportError(f"{_CUDF_MISSING} ({type(exc).__name__}: {exc})") from exc
+
+
 def read_fasta(path, blocksize="64MB", *, compression="infer", backend="pandas",
                storage_options=None):
     """Read FASTA file(s) as a Dask DataFrame with string columns ``id``, ``description``,
@@ -410,9 +455,15 @@ def read_fasta(path, blocksize="64MB", *, compression="infer", backend="pandas",
         blocksize: target bytes per partition of a plain file (``"64MB"``, an int, or ``None``
             for one partition per file). Compressed files are always one partition each.
         compression: ``"infer"`` (from the suffix: .gz, .bz2, .xz, ...), ``None`` or a name.
-        backend: ``"pandas"``: partitions are pandas DataFrames whose columns are
-            pyarrow-backed strings (``string[pyarrow]``, Dask's own string dtype). cuDF is
-            planned and not available yet.
+        backend: ``"pandas"`` (the default): partitions are pandas DataFrames whose columns
+            are pyarrow-backed strings (``string[pyarrow]``, Dask's own string dtype).
+            ``"cudf"``: the same partitions moved to the GPU as ``cudf.DataFrame`` by Dask's
+            own ``to_backend("cudf")`` (registered by dask-cudf; needs cuDF, dask-cudf and an
+            NVIDIA GPU, else ImportError saying what to install). Each file is still parsed
+            on the CPU and then copied to the GPU; the index, divisions, columns and row order
+            are those of ``"pandas"``. ``None``: Dask's ``dataframe.backend`` setting
+            (``dask.config.set({"dataframe.backend": "cudf"})`` or
+            ``DASK_DATAFRAME__BACKEND=cudf``; ``"pandas"`` by default).
         storage_options: passed to fsspec for remote file systems.
 
     Each record becomes one row: ``id`` is the first word of the header line, ``description``
@@ -421,16 +472,28 @@ def read_fasta(path, blocksize="64MB", *, compression="infer", backend="pandas",
     number across all files, in order, so ``divisions`` are known. \\r\\n line endings are
     accepted. Records with an empty sequence give ``""``.
 
+    Parquet: ``ddf.to_parquet(folder)`` writes the index (the record number) with the columns;
+    ``dd.read_parquet(folder, calculate_divisions=True)`` gives the same frame back with its
+    divisions known (without ``calculate_divisions=True`` the rows, index and string dtypes
+    still come back but the divisions are unknown, which :func:`swdask.balance_by_residues`
+    and index-aligned joins need).
+
     The files are scanned once when this is called, to place partitions and count records;
     a malformed file (sequence before the first header, a header without an id, binary or
     control bytes, invalid UTF-8 in a header, non-ASCII sequence bytes) raises
     :class:`FastaError` naming the file and the line, here or when the partition is computed.
     """
-    if backend != "pandas":
-        raise ValueError(
-            f"backend={backend!r} is not supported yet; read_fasta has backend='pandas' only "
-            "(cuDF partitions are planned)"
-        )
+    backend = resolve_backend(backend)
+    if backend == "cudf":  # before the scan: a missing GPU stack is found at once
+        _require_cudf()
+    frame = _read_fasta_pandas(path, blocksize, compression, storage_options)
+    # Dask's own mechanism (dask-cudf's backend entry point): an elementwise cudf.from_pandas
+    # per partition, which keeps divisions, index and order.
+    return frame.to_backend("cudf") if backend == "cudf" else frame
+
+
+def _read_fasta_pandas(path, blocksize, compression, storage_options):
+    """:func:`read_fasta` with pandas partitions (every backend starts from these)."""
     import dask.dataframe as dd
     from fsspec.compression import compr
     from fsspec.utils import infer_compression

@@ -55,20 +55,37 @@ def _partition_meta() -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+def device_top_of(frame, top: int) -> pd.DataFrame:
+    """:func:`top_of` for a cuDF partition: the ranking runs on the GPU (sort on score, then
+    record number), and only the ``top`` rows come to host memory, as pandas."""
+    hits = frame[frame["score"] > 0][["id", "description", "score", *_POSITIONS]]
+    record = "__record__"
+    ranked = hits.reset_index(names=record).sort_values(by=["score", record],
+                                                         ascending=[False, True]).head(top)
+    host = ranked.set_index(record).to_pandas()
+    host.index.name = frame.index.name
+    strings = pd.StringDtype("pyarrow")
+    return top_of(host.astype({"id": strings, "description": strings,
+                               **{c: "Int64" for c in ("score", *_POSITIONS)}}), top)
+
+
 def lazy_top_hits(queries: pd.DataFrame, database, top: int, **align_options) -> list:
     """One lazy Dask frame per query: each partition's ``top`` best hits (not yet merged).
 
     ``queries`` has columns id and sequence; ``database`` is a Dask frame from
-    :func:`swdask.read_fasta`. ``align_options`` go to ``database.sw.align``.
+    :func:`swdask.read_fasta`, with pandas or cuDF partitions (ranked on the GPU, then only
+    the hits come to the host). ``align_options`` go to ``database.sw.align``.
     """
     meta = _partition_meta()
+    on_gpu = not isinstance(database._meta, pd.DataFrame)
     lazy = []
     for query_id, sequence in zip(queries["id"], queries["sequence"]):
         try:
             aligned = database.sw.align(sequence, column="sequence", **align_options)
         except (ScoringError, SequenceError) as exc:
             raise type(exc)(f"query {query_id!r}: {exc}") from None
-        lazy.append(aligned.map_partitions(top_of, top, meta=meta, token="sw-top-hits"))
+        lazy.append(aligned.map_partitions(device_top_of if on_gpu else top_of, top,
+                                           meta=meta, token="sw-top-hits"))
     return lazy
 
 
@@ -172,16 +189,22 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     expand_paths(database_path)  # a missing file fails here, before a cluster starts
     if blocksize != "auto":
         parse_blocksize(blocksize)
-    align_options = dict(scoring_options, positions=True, backend=backend)
+    if backend not in ("auto", "cpu", "gpu", "cudf"):
+        raise ValueError(f"backend must be 'auto', 'cpu', 'gpu' or 'cudf', got {backend!r}")
+    # "cudf": the database partitions live on the GPUs as cuDF frames (read_fasta's cuDF
+    # backend) and the engine reads them there
+    engine = "gpu" if backend == "cudf" else backend
+    align_options = dict(scoring_options, positions=True, backend=engine)
     kwargs = {} if report is None else {"report": report}
     # a GPU cluster only when the GPU engine is asked for: the pandas partitions of this job
     # are aligned on the CPU otherwise, where a LocalCluster uses every core
-    gpu = "auto" if backend == "gpu" else False
+    gpu = {"gpu": "auto", "cudf": True}.get(backend, False)
     with cluster(scheduler, n_workers, gpu=gpu, **kwargs) as client:
         if blocksize == "auto":
             n_threads = sum(client.nthreads().values())
             blocksize = auto_blocksize(database_path, max(1, n_threads), len(queries))
-        database = read_fasta(database_path, blocksize=blocksize)
+        database = read_fasta(database_path, blocksize=blocksize,
+                              backend="cudf" if backend == "cudf" else "pandas")
         futures = client.compute(lazy_top_hits(queries, database, top, **align_options))
         if progress:
             show_progress(futures)

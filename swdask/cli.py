@@ -73,8 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--blocksize", default="auto",
                      help="database bytes per partition, e.g. 64MB (default auto: enough "
                           "partitions to keep every worker busy, 1 to 64 MiB)")
-    run.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
-                     help="alignment engine (default auto: CPU for these partitions)")
+    run.add_argument("--backend", choices=("auto", "cpu", "gpu", "cudf"), default="auto",
+                     help="alignment engine (default auto: CPU for these partitions); gpu: "
+                          "CUDA kernels on pandas partitions; cudf: the database as cuDF "
+                          "partitions in GPU memory on a LocalCUDACluster (needs cuDF, "
+                          "dask-cudf and dask-cuda)")
     run.add_argument("--no-progress", action="store_true",
                      help="no progress bar on standard error")
     return parser

@@ -91,11 +91,16 @@ def test_sliced_series_reads_the_column_offset(start):
     host = pd.Series(values)
     series = cudf.Series(values)
     sliced = series.iloc[start:150]
-    chars, offsets, valid = _cudf.device_layout(sliced)
+    chars, offsets, valid, _ = _cudf.device_layout(sliced)
     # the device view starts at the slice's first row: the same bytes pandas/Arrow hold
     expected = "".join(v for v in values[start:150] if v)
     assert bytes(cupy.asnumpy(chars)).decode() == expected
     assert valid.tolist() == [v is not None for v in values[start:150]]
+    # the offsets (device, from 0) delimit each row of the slice
+    host_offsets = cupy.asnumpy(offsets)
+    assert host_offsets[0] == 0 and host_offsets[-1] == len(expected.encode())
+    assert (host_offsets[1:] - host_offsets[:-1]).tolist() == [
+        len(v) if v else 0 for v in values[start:150]]
     assert_same(sliced.sw.align(QUERY, positions="end"),
                 host.iloc[start:150].sw.align(QUERY, positions="end", backend="cpu"))
 

@@ -8,8 +8,11 @@ from __future__ import annotations
 import bz2
 import gzip
 import io
+import subprocess
+import sys
 from pathlib import Path
 
+import dask
 import numpy as np
 import pandas as pd
 import pytest
@@ -318,8 +321,10 @@ def test_file_changed_after_planning(tmp_path):
 
 def test_bad_arguments(tmp_path):
     path = write(tmp_path / "t.fasta", ">a\nAC\n")
-    with pytest.raises(ValueError, match="backend='cudf' is not supported yet"):
-        swdask.read_fasta(path, backend="cudf")
+    with pytest.raises(ValueError, match=r"backend must be 'pandas', 'cudf' or None.*'polars'"):
+        swdask.read_fasta(path, backend="polars")
+    with pytest.raises(ValueError, match="backend must be"):
+        swdask.read_fasta(path, backend="CUDF")
     with pytest.raises(ValueError, match="blocksize"):
         swdask.read_fasta(path, blocksize="lots")
     with pytest.raises(ValueError, match="blocksize"):
@@ -330,3 +335,74 @@ def test_bad_arguments(tmp_path):
         swdask.read_fasta(42)
     with pytest.raises(IsADirectoryError, match="glob"):
         swdask.read_fasta(tmp_path)
+
+
+# ------------------------------------------------------------------ backends
+
+
+def _has_dask_cudf() -> bool:
+    try:
+        import dask_cudf  # noqa: F401
+    except Exception:  # noqa: BLE001 - absent, or present without a usable GPU
+        return False
+    return True
+
+
+def test_backend_none_follows_dask_configuration():
+    default = swdask.read_fasta(DB, blocksize=20_000, backend=None)
+    explicit = swdask.read_fasta(DB, blocksize=20_000)
+    assert isinstance(default.partitions[0].compute(scheduler="sync"), pd.DataFrame)
+    assert default.divisions == explicit.divisions
+    pd.testing.assert_frame_equal(compute(default), compute(explicit))
+    with dask.config.set({"dataframe.backend": "polars"}):
+        with pytest.raises(ValueError, match=r"'dataframe.backend' setting.*'polars'"):
+            swdask.read_fasta(DB, backend=None)
+
+
+@pytest.mark.skipif(_has_dask_cudf(), reason="cuDF is installed: the GPU tests cover it")
+def test_cudf_backend_without_cudf_says_what_to_install(tmp_path):
+    missing = tmp_path / "not_even_there.fasta"  # refused before any file is opened
+    with pytest.raises(ImportError) as info:
+        swdask.read_fasta(missing, backend="cudf")
+    text = str(info.value)
+    assert "backend='cudf'" in text
+    assert "pip install cudf-cu12 dask-cudf-cu12" in text
+    assert "backend='pandas'" in text and "no GPU" in text
+    with dask.config.set({"dataframe.backend": "cudf"}):
+        with pytest.raises(ImportError, match="pip install cudf-cu12"):
+            swdask.read_fasta(DB, backend=None)
+
+
+def test_import_swdask_imports_no_cudf():
+    # (CuPy is left out: Dask itself may import it where it is installed)
+    code = ("import sys, swdask; swdask.read_fasta; "
+            "loaded = {'cudf', 'dask_cudf'} & set(sys.modules); assert not loaded, loaded")
+    subprocess.run([sys.executable, "-c", code], check=True,
+                   cwd=Path(__file__).parent.parent)
+
+
+@pytest.mark.gpu
+def test_cudf_backend_matches_pandas():
+    pytest.importorskip("dask_cudf")
+    cudf = pytest.importorskip("cudf")
+    pandas_ddf = swdask.read_fasta(DB, blocksize=7000)
+    expected = compute(pandas_ddf)
+    for ddf in (swdask.read_fasta(DB, blocksize=7000, backend="cudf"),
+                _configured_cudf(lambda: swdask.read_fasta(DB, blocksize=7000, backend=None))):
+        assert isinstance(ddf._meta, cudf.DataFrame)
+        assert ddf.divisions == pandas_ddf.divisions
+        assert ddf.npartitions == pandas_ddf.npartitions
+        assert list(ddf.columns) == ["id", "description", "sequence"]
+        part = ddf.partitions[2].compute()
+        assert isinstance(part, cudf.DataFrame)
+        assert part.index.to_pandas().tolist() == \
+            compute(pandas_ddf.partitions[2]).index.tolist()
+        frame = ddf.compute().to_pandas()
+        assert frame.index.tolist() == expected.index.tolist()
+        for column in expected.columns:
+            assert frame[column].tolist() == expected[column].tolist(), column
+
+
+def _configured_cudf(make):
+    with dask.config.set({"dataframe.backend": "cudf"}):
+        return make()

@@ -288,3 +288,14 @@ def test_long_rows_beyond_the_intra_kernel_range_stay_exact(monkeypatch):
     monkeypatch.setattr(_pairs, "align_long_rows", refuse)
     want = compare(query, targets, scoring)
     assert want.score.max() >= _pairs.SCORE_LIMIT
+
+
+@pytest.mark.parametrize("buckets", ["4:300,8", "2:120,4:400,8"])
+def test_length_buckets_run_side_by_side_exactly(monkeypatch, buckets):
+    # each bucket is its own launch on its own stream, all at once (inter_task._run_forward)
+    monkeypatch.setenv("SWDASK_GPU_BUCKETS", buckets)
+    db = read_fasta(DATA / "proteins_db.fasta")
+    queries = read_fasta(DATA / "proteins_query.fasta")
+    scoring = make_scoring("BLOSUM62")
+    for query in (queries[0], queries[-1]):
+        compare(query, db, scoring, modes=("end", "full"))

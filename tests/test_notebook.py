@@ -1,5 +1,7 @@
-"""examples/etl.ipynb runs top to bottom on the CPU (nbclient, a fresh kernel, a temporary
-working directory holding a copy of examples/data) and its products are right.
+"""examples/etl.ipynb runs top to bottom (through ci/run_notebook.py: nbclient, a fresh kernel,
+a temporary working directory holding a copy of examples/data) and its products are right: on
+the CPU with SWDASK_BACKEND=pandas, and with SWDASK_BACKEND=cudf where cuDF, dask-cudf,
+dask-cuda and a GPU are present (marked gpu).
 
 The hits it writes are checked against a computation that does not use swdask's ranking or
 header parsing: parasail scores of every database protein (ranked by score, ties by database
@@ -8,9 +10,8 @@ here word by word from the FASTA headers.
 """
 from __future__ import annotations
 
-import os
+import importlib.util
 import re
-import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -54,22 +55,46 @@ def _uniprot_fields(description: str) -> dict:
     return {"protein": " ".join(words[:os_at]), "organism": " ".join(organism), "gene": gene}
 
 
-@pytest.fixture(scope="module")
-def executed(tmp_path_factory):
-    """The notebook after a run in a temporary directory, and that directory."""
+def _run_notebook_script():
+    """ci/run_notebook.py as a module (ci/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("run_notebook", ROOT / "ci" / "run_notebook.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _skip_without_gpu_dataframes():
+    for name in ("cudf", "dask_cudf", "dask_cuda"):
+        pytest.importorskip(name)
+    from swdask._cluster import gpu_count
+
+    if gpu_count() == 0:
+        pytest.skip("dask_cuda sees no GPU")
+
+
+@pytest.fixture(scope="module", params=["pandas", pytest.param("cudf", marks=pytest.mark.gpu)])
+def executed(request, tmp_path_factory, monkeypatch_module):
+    """The backend, the notebook after a run in a temporary directory, and that directory."""
+    backend = request.param
     nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     pytest.importorskip("matplotlib")
-    workdir = tmp_path_factory.mktemp("etl")
-    shutil.copytree(EXAMPLE_DATA, workdir / "data")
-    notebook = nbformat.read(NOTEBOOK, as_version=4)
-    # the kernel is a fresh process: let it import this checkout's swdask
-    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
-    client = nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(workdir)}})
-    client.execute(env=dict(os.environ, PYTHONPATH=path))
-    return notebook, workdir
+    if backend == "cudf":
+        _skip_without_gpu_dataframes()
+    workdir = tmp_path_factory.mktemp(f"etl-{backend}")
+    out = workdir / "executed.ipynb"
+    monkeypatch_module.setenv("SWDASK_BACKEND", backend)
+    status = _run_notebook_script().main([str(NOTEBOOK), "--out", str(out), "--workdir",
+                                          str(workdir), "--data", str(EXAMPLE_DATA)])
+    assert status == 0, "a cell failed (its source and error are printed above)"
+    return backend, nbformat.read(out, as_version=4), workdir
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
 
 
 def _outputs(notebook, kind: str) -> list:
@@ -86,7 +111,7 @@ def _outputs(notebook, kind: str) -> list:
 
 
 def test_hits_parquet_equals_an_independent_ranking(executed):
-    _, workdir = executed
+    _, _, workdir = executed
     hits = pd.read_parquet(workdir / "hits.parquet")
     database = _records(EXAMPLE_DATA / "db.fasta")
     first_query = _records(EXAMPLE_DATA / "queries.fasta")[0]
@@ -117,15 +142,49 @@ def test_hits_parquet_equals_an_independent_ranking(executed):
 
 
 def test_plot_progress_dashboard_and_cells(executed):
-    notebook, workdir = executed
+    backend, notebook, workdir = executed
     plot = workdir / "score_distribution.png"
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert _outputs(notebook, "image/png"), "the plot is not shown inline"
     text = "".join(_outputs(notebook, "text"))
-    assert re.search(r"dashboard: http://\S+", text), "no dashboard link printed"
+    assert f"backend: {backend}\n" in text
+    cluster = "LocalCUDACluster" if backend == "cudf" else "LocalCluster"
+    assert f"started a {cluster} of " in text
+    if backend == "pandas" or importlib.util.find_spec("bokeh") is not None:
+        assert re.search(r"dashboard: http://\S+", text), "no dashboard link printed"
+    else:  # the GPU machine carries no bokeh: the notebook says so instead of a dead link
+        assert "no dashboard (it needs bokeh" in text
+    frames = "cudf" if backend == "cudf" else "pandas"
+    assert f"partitions of {frames} DataFrames" in text
     widgets = _outputs(notebook, "application/vnd.jupyter.widget-view+json")
     assert widgets or "100% Completed" in text, "no progress bar"
     # the cells metric the sw-align tasks reported: |query| x every database residue
     query = _records(EXAMPLE_DATA / "queries.fasta")[0]["sequence"]
     residues = sum(len(record["sequence"]) for record in _records(EXAMPLE_DATA / "db.fasta"))
     assert f"sw-align: {len(query) * residues:,} cells in " in text
+
+
+def test_run_notebook_reports_the_failing_cell(tmp_path, capsys):
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import os\nprint(os.environ['SWDASK_BACKEND'], os.getcwd())"),
+        nbformat.v4.new_code_cell("raise ValueError('cell two fails')"),
+        nbformat.v4.new_code_cell("print('never runs')"),
+    ])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    source, out, workdir = tmp_path / "fails.ipynb", tmp_path / "out" / "ran.ipynb", tmp_path / "wd"
+    nbformat.write(notebook, source)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SWDASK_BACKEND", "some-backend")
+        status = _run_notebook_script().main([str(source), "--out", str(out), "--workdir",
+                                              str(workdir), "--data", "none"])
+    assert status == 1
+    assert "raise ValueError('cell two fails')" in capsys.readouterr().err
+    ran = nbformat.read(out, as_version=4)  # written up to the failure
+    first = "".join(o.get("text", "") for o in ran.cells[0].outputs)
+    assert first.split() == ["some-backend", str(workdir)]
+    assert any(o.get("ename") == "ValueError" for o in ran.cells[1].outputs)
+    assert not ran.cells[2].outputs

@@ -23,6 +23,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -46,6 +47,23 @@ def _cupy_function(device_id: int, source_name: str, name: str):
         module = cupy.RawModule(code=_kernels.source(source_name), options=("-std=c++17",),
                                 name_expressions=(name,))
         return module.get_function(name)
+
+
+_STREAMS = threading.local()
+
+
+def _side_streams(device_id: int, count: int):
+    """Non-blocking streams for concurrent launches, kept per thread and device (a Dask
+    worker's threads each get their own)."""
+    import cupy
+
+    cache = getattr(_STREAMS, "by_device", None)
+    if cache is None:
+        cache = _STREAMS.by_device = {}
+    streams = cache.setdefault(device_id, [])
+    while len(streams) < count:
+        streams.append(cupy.cuda.Stream(non_blocking=True))
+    return streams[:count]
 
 
 class CupyBackend:
@@ -76,22 +94,113 @@ class CupyBackend:
     def function(self, source_name: str, name: str):
         return _cupy_function(self.xp.cuda.Device().id, source_name, name)
 
-    def launch(self, function, grid: int, block: int, args, shared_mem: int = 0):
+    def launch(self, function, grid: int, block: int, args, shared_mem: int = 0,
+               stream=None):
         if grid <= 0:
             return
         if shared_mem > 48 * 1024:
             function.max_dynamic_shared_size_bytes = shared_mem
-        function((int(grid),), (int(block),), tuple(args), shared_mem=int(shared_mem))
+        function((int(grid),), (int(block),), tuple(args), shared_mem=int(shared_mem),
+                 stream=stream)
+
+    @contextmanager
+    def concurrent(self, count: int):
+        """``count`` streams (``[None]`` for one: the current stream) that start after the
+        work queued so far on the current stream and that it waits for on exit. The
+        arrays the launches read must outlive the block (the caller holds them)."""
+        if count <= 1:
+            yield [None] * count
+            return
+        cupy = self.xp
+        current = cupy.cuda.get_current_stream()
+        ready = current.record()
+        streams = _side_streams(cupy.cuda.Device().id, count)
+        for stream in streams:
+            stream.wait_event(ready)
+        try:
+            yield streams
+        finally:
+            for stream in streams:
+                current.wait_event(stream.record())
 
     def free_bytes(self) -> int:
+        """Bytes swdask may still allocate: the device's free memory plus CuPy's pooled
+        free blocks, lowered to the headroom of an RMM ``LimitingResourceAdaptor`` when one is
+        the current resource (a capped worker) and to ``SWDASK_GPU_MEMORY_BYTES`` when set."""
         free, _total = self.xp.cuda.runtime.memGetInfo()
-        return int(free) + int(self.xp.get_default_memory_pool().free_bytes())
+        free = int(free) + int(self.xp.get_default_memory_pool().free_bytes())
+        for cap in (_rmm_headroom(), _env_memory_cap()):
+            if cap is not None:
+                free = min(free, cap)
+        return max(free, 0)
+
+    def total_bytes(self) -> int:
+        """The device's memory, or the RMM limit / ``SWDASK_GPU_MEMORY_BYTES`` when lower."""
+        total = int(self.xp.cuda.runtime.memGetInfo()[1])
+        for cap in (_rmm_limit(), _env_memory_cap()):
+            if cap is not None:
+                total = min(total, cap)
+        return total
+
+    def release_cached_memory(self) -> None:
+        """Give CuPy's pooled free blocks back (after an allocation failed)."""
+        self.xp.get_default_memory_pool().free_all_blocks()
 
     def to_host(self, array) -> np.ndarray:
         return self.xp.asnumpy(array)
 
     def synchronize(self):
         self.xp.cuda.Device().synchronize()
+
+
+def _env_memory_cap() -> int | None:
+    """``SWDASK_GPU_MEMORY_BYTES``: the most device memory swdask plans to use (e.g. to leave
+    room for other work on a shared GPU)."""
+    value = os.environ.get("SWDASK_GPU_MEMORY_BYTES", "").strip()
+    return int(float(value)) if value else None
+
+
+def _rmm_limiter():
+    """The RMM ``LimitingResourceAdaptor`` in the current device resource's chain, if any.
+    RMM is looked up only when something (cuDF, dask-cuda) imported it already."""
+    import sys
+
+    rmm = sys.modules.get("rmm")
+    if rmm is None:
+        return None
+    try:
+        resource = rmm.mr.get_current_device_resource()
+        for _ in range(16):  # adaptors wrap adaptors; the chain is short
+            if isinstance(resource, rmm.mr.LimitingResourceAdaptor):
+                return resource
+            if not hasattr(resource, "get_upstream"):
+                return None
+            resource = resource.get_upstream()
+    except Exception:  # pragma: no cover - an RMM without these attributes: no cap known
+        return None
+    return None
+
+
+def _rmm_limit() -> int | None:
+    limiter = _rmm_limiter()
+    return None if limiter is None else int(limiter.get_allocation_limit())
+
+
+def _rmm_headroom() -> int | None:
+    limiter = _rmm_limiter()
+    if limiter is None:
+        return None
+    return int(limiter.get_allocation_limit()) - int(limiter.get_allocated_bytes())
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether ``error`` is a failed device allocation (CuPy's ``OutOfMemoryError`` and RMM's
+    are ``MemoryError``s; some RMM paths raise ``RuntimeError: ... out_of_memory``)."""
+    if isinstance(error, MemoryError):
+        return True
+    text = str(error).lower()
+    return isinstance(error, RuntimeError) and ("out_of_memory" in text
+                                                or "out of memory" in text)
 
 
 # ---------------------------------------------------------------------------------- emulation
@@ -153,7 +262,13 @@ class EmulationBackend:
     def function(self, source_name: str, name: str):
         return _emulation_library(source_name, name)
 
-    def launch(self, function, grid: int, block: int, args, shared_mem: int = 0):
+    @contextmanager
+    def concurrent(self, count: int):
+        """One stream of work on the CPU: the launches run in order."""
+        yield [None] * count
+
+    def launch(self, function, grid: int, block: int, args, shared_mem: int = 0,
+               stream=None):
         if grid <= 0:
             return
         keep = []
@@ -173,6 +288,12 @@ class EmulationBackend:
 
     def free_bytes(self) -> int:
         return self._free
+
+    def total_bytes(self) -> int:
+        return self._free
+
+    def release_cached_memory(self) -> None:
+        pass
 
     def to_host(self, array) -> np.ndarray:
         return np.asarray(array)

@@ -34,24 +34,25 @@ def _lookup_kernel():
                                   "code = table[byte]", "swdask_encode_lookup")
 
 
-def _drop_null_bytes(cupy, data, offsets: np.ndarray, valid: np.ndarray):
-    """Remove the bytes behind null slots (Arrow allows them) from the device ``data``;
-    returns the compacted data and offsets (host). Nulls usually cover no bytes: then
-    nothing moves."""
-    lengths = np.diff(offsets)
+def _drop_null_bytes(cupy, data, offsets, valid):
+    """Remove the bytes behind null slots (Arrow allows them) from ``data``; all on the
+    device (``offsets`` int64 ``n + 1`` from 0, ``valid`` bool ``n``, CuPy arrays). Returns
+    the compacted data and offsets. Nulls usually cover no bytes: then nothing moves."""
+    lengths = offsets[1:] - offsets[:-1]
     covered = ~valid & (lengths > 0)
-    if not covered.any():
+    if not bool(covered.any()):
         return data, offsets
     # +1 where a covered range starts, -1 where it ends: the running sum is 1 inside one.
     # Ranges do not overlap and are non-empty, so starts (and ends) are distinct indices.
     mark = cupy.zeros(int(offsets[-1]) + 1, dtype=cupy.int8)
-    mark[cupy.asarray(offsets[:-1][covered])] += 1
-    mark[cupy.asarray(offsets[1:][covered])] -= 1
+    mark[offsets[:-1][covered]] += 1
+    mark[offsets[1:][covered]] -= 1
     inside = cupy.cumsum(mark[:-1], dtype=cupy.int8)
     data = data[inside == 0]
-    kept = np.where(valid, lengths, 0)
-    offsets = np.concatenate([[0], np.cumsum(kept)]).astype(np.int64)
-    return data, offsets
+    kept = cupy.where(valid, lengths, 0)
+    compacted = cupy.zeros(offsets.shape[0], dtype=cupy.int64)
+    cupy.cumsum(kept, out=compacted[1:])
+    return data, compacted
 
 
 def encode_on_device(values, scoring: Scoring, labels=None, what: str = "row") -> EncodedSequences:
@@ -88,7 +89,8 @@ def encode_device_layout(data, offsets, valid: np.ndarray, scoring: Scoring,
     ``data``: the column's text bytes (a CuPy ``uint8`` array, or anything with the CUDA
     array interface, read in place), from the first row's first byte; ``offsets``: ``int64``
     ``n + 1``, from 0 (host or device; rows ``k`` is ``data[offsets[k]:offsets[k + 1]]``);
-    ``valid``: ``bool[n]`` on the host. ``raise_bad()`` is called when a byte is not a
+    ``valid``: ``bool[n]`` (host or device; returned as given). Nothing comes to the host
+    but a few scalars (whether any null covers bytes, whether any byte is unknown). ``raise_bad()`` is called when a byte is not a
     residue; it must raise the error naming the row (the callers encode on the CPU for that,
     only to build the message). Shared by :func:`encode_on_device` (Arrow columns uploaded
     once) and ``swdask._cudf`` (a cuDF column's own device buffers).
@@ -96,9 +98,9 @@ def encode_device_layout(data, offsets, valid: np.ndarray, scoring: Scoring,
     import cupy
 
     data = cupy.asarray(data, dtype=cupy.uint8)
-    offsets = (offsets if isinstance(offsets, np.ndarray) else cupy.asnumpy(offsets))
-    offsets = np.asarray(offsets, dtype=np.int64)
-    data, offsets = _drop_null_bytes(cupy, data, offsets, valid)
+    device_offsets = cupy.asarray(offsets, dtype=cupy.int64)
+    data, device_offsets = _drop_null_bytes(cupy, data, device_offsets,
+                                            cupy.asarray(valid, dtype=bool))
     if data.size:
         codes = _lookup_kernel()(data, cupy.asarray(scoring.lookup))
         if bool((codes == UNKNOWN_CODE).any()):
@@ -108,5 +110,4 @@ def encode_device_layout(data, offsets, valid: np.ndarray, scoring: Scoring,
                 "found none; please report it with the input")
     else:
         codes = cupy.zeros(0, dtype=cupy.uint8)
-    return EncodedSequences(codes, cupy.asarray(np.ascontiguousarray(offsets, dtype=np.int64)),
-                            valid)
+    return EncodedSequences(codes, cupy.ascontiguousarray(device_offsets), valid)

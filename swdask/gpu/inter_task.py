@@ -132,14 +132,19 @@ def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[
 
 #: Length buckets of the 16-bit forward kernel: (G, pair length below which it applies),
 #: shortest first, the last one without a bound. Each bucket is its own launch over its
-#: contiguous range of the length-sorted pairs, with R chosen for its G (:func:`rows_for`).
-#: One bucket (G = 4 for every length) is the fastest measured on an H200 (W1, kernel-only,
-#: scores + ends; table in benchmarks/NOTES-gpu.md, "Length buckets"): 2.435 s against
-#: 2.458 s for G = 2 below 256 letters, 2.523 s for G = 8 everywhere, 2.757 s for G = 8
-#: from 1,024 letters and 2.544 s for the per-range best G; the launches run one after
-#: another, and each ends in a tail where the single launch fills the GPU with shorter
-#: pairs around the longest (the buckets were exact on every row all the same).
-LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((4, None),)
+#: contiguous range of the length-sorted pairs, with R chosen for its G (:func:`rows_for`),
+#: and the launches run side by side on their own streams (:func:`_run_forward`).
+#:
+#: Why two: a launch lasts at least as long as its longest pair takes on one thread group,
+#: however few rows it has, and a Dask partition is one launch. With one G = 4 launch, W1 on
+#: half of sp500k (a 2-GPU job's partition) ran at 2,828 GCUPS and on a quarter at 1,479,
+#: against 3,870 on the whole; with pairs of 3,000+ letters on G = 8 beside the rest, 3,781
+#: and 2,627, and 3,867 on the whole (H200, kernel-only, scores + ends, all 20 queries, every
+#: row equal; benchmarks/results/W1-partition-tail-nvidia-h200-2026-11-22.json,
+#: bench_partition_tail_gpu.py). G = 8 from 1,000 letters did 3,838 / 3,776 / 2,773.
+#: Earlier, with the buckets launched one after another, every split was slower than one
+#: launch on the whole database (benchmarks/NOTES-gpu.md, "Length buckets").
+LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((4, 3000), (8, None))
 
 
 def length_buckets() -> tuple[tuple[int, int | None], ...]:
@@ -170,11 +175,11 @@ def forward_plan(layout, m: int, compute_capability: int = 90, buckets=None,
     if shape is not None:
         return [(0, num_pairs, shape[0], shape[1])] if num_pairs else []
     buckets = buckets or length_buckets()
-    # pair_len is non-increasing: pairs of at least L letters are the first count(>= L)
-    descending = -np.asarray(layout.pair_len_host, dtype=np.int64)
     plan, end = [], num_pairs
     for group, below in buckets:  # shortest first: each takes the tail still unassigned
-        start = 0 if below is None else int(np.searchsorted(descending, -below, side="right"))
+        # pair_len is non-increasing: pairs of at least L letters are the first count(>= L)
+        # (counted where pair_len lives: one scalar comes back, not the lengths)
+        start = 0 if below is None or not num_pairs else int((layout.pair_len >= below).sum())
         start = min(start, end)
         if start < end:
             plan.append((start, end, group, rows_for(m, group, compute_capability)))
@@ -210,11 +215,21 @@ class _PairLayout:
     pair_start: object     # int64[num_pairs]: first column of the pair in pair_codes
     pair_codes: object     # uint16[columns]: both lanes' codes per column
     columns: int
-    pair_len_host: object = None  # pair_len on the host (NumPy), to cut the length buckets
+    _pair_len_host: object = None
 
     @property
     def num_pairs(self) -> int:
         return int(self.pair_len.shape[0])
+
+    @property
+    def pair_len_host(self) -> np.ndarray:
+        """``pair_len`` on the host, to cut the length buckets (copied once, when needed:
+        the default single bucket never needs it)."""
+        if self._pair_len_host is None:
+            pair_len = self.pair_len
+            self._pair_len_host = (pair_len if isinstance(pair_len, np.ndarray)
+                                   else pair_len.get())
+        return self._pair_len_host
 
 
 @dataclass
@@ -266,8 +281,7 @@ def _pair_layout(backend, residues, offsets, lengths, rows, lanes: int, pad_code
         backend.launch(function, min(num_pairs, 1 << 16), min(backend.block_threads, 128),
                        [residues, offsets, slot_rows, np.int32(lanes), pair_start, pair_len,
                         np.int32(num_pairs), np.int32(pad_code), pair_codes])
-    return _PairLayout(lanes, slot_rows, pair_len, pair_start, pair_codes, columns,
-                       backend.to_host(pair_len))
+    return _PairLayout(lanes, slot_rows, pair_len, pair_start, pair_codes, columns)
 
 
 def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
@@ -333,10 +347,11 @@ def _run_forward(backend, layout: _PairLayout, profile, pad_score, m, alpha1, sc
     out_end_i = xp.empty(max(slots, 1), dtype=xp.int32)
     out_end_j = xp.empty(max(slots, 1), dtype=xp.int32)
     block = backend.block_threads
+    launches = []
     for first, end, group, rows in plan:
         # each launch sees its pairs as 0..count-1: the per-pair arrays and the outputs are
         # passed from its first pair on (contiguous views); pair_start stays absolute, so
-        # pair_codes and the boundary are shared
+        # pair_codes and the boundary are shared (each launch touches only its own pairs)
         name = _kernels.forward_name(lanes, group, rows, track_end)
         function = backend.function("inter_task.cu", name)
         groups_per_block = block // group
@@ -345,14 +360,19 @@ def _run_forward(backend, layout: _PairLayout, profile, pad_score, m, alpha1, sc
         # pairs are longest first, so a block's longest pair is its first
         block_len = xp.ascontiguousarray(layout.pair_len[first:end:groups_per_block])
         shared = alpha1 * group * tile_stride(lanes, rows) * (2 if lanes == 2 else 4)
-        backend.launch(function, grid, block,
-                       [profile, np.int32(m), np.int32(alpha1), np.int32(pad_score),
-                        layout.pair_codes, layout.pair_start[first:end],
-                        layout.pair_len[first:end], block_len, np.int32(count), boundary,
-                        np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
-                        out_score[first * lanes:], out_end_i[first * lanes:],
-                        out_end_j[first * lanes:]],
-                       shared_mem=shared)
+        launches.append((function, grid, shared,
+                         [profile, np.int32(m), np.int32(alpha1), np.int32(pad_score),
+                          layout.pair_codes, layout.pair_start[first:end],
+                          layout.pair_len[first:end], block_len, np.int32(count), boundary,
+                          np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
+                          out_score[first * lanes:], out_end_i[first * lanes:],
+                          out_end_j[first * lanes:]]))
+    # Several buckets run side by side, one stream each: the bucket of the longest targets
+    # (more threads per pair, so each of its pairs finishes sooner) fills the SMs the other
+    # launch leaves idle instead of running before or after it.
+    with backend.concurrent(len(launches)) as streams:
+        for (function, grid, shared, args), stream in zip(launches, streams):
+            backend.launch(function, grid, block, args, shared_mem=shared, stream=stream)
     return out_score[:slots], out_end_i[:slots], out_end_j[:slots]
 
 

@@ -1,0 +1,54 @@
+"""``swdask.persist_balanced``: partitions persisted so that workers hold equal residues."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import dask
+import pytest
+
+import swdask
+from swdask._placement import plan_placement
+
+EXAMPLE_DB = Path(__file__).resolve().parents[1] / "examples" / "data" / "db.fasta"
+
+
+def test_plan_balances_within_one_partition():
+    residues = [90, 10, 10, 10, 50, 40, 30, 5, 5, 60]
+    workers = ["a", "b", "c"]
+    placement = plan_placement(residues, workers)
+    load = {w: sum(r for r, p in zip(residues, placement) if p == w) for w in workers}
+    assert sum(load.values()) == sum(residues)
+    assert max(load.values()) - min(load.values()) <= max(residues)
+    # the greedy plan is as good as this: no worker above the ideal plus one partition
+    assert max(load.values()) <= sum(residues) / 3 + max(residues)
+    assert plan_placement([], workers) == []
+    assert plan_placement([7, 7], ["only"]) == ["only", "only"]
+
+
+def _where_and_residues(part):
+    from distributed import get_worker
+
+    return get_worker().address, int(part["sequence"].str.len().sum())
+
+
+def test_workers_hold_equal_residues_and_results_are_unchanged():
+    query = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEK"
+    with swdask.cluster(gpu=False, n_workers=2, dashboard_address=":0",
+                        report=None) as client:
+        frame = swdask.read_fasta(EXAMPLE_DB, blocksize=40_000)
+        balanced = swdask.persist_balanced(frame, client)
+        assert balanced.npartitions == frame.npartitions
+        assert balanced.divisions == frame.divisions
+        found = dask.compute(*[dask.delayed(_where_and_residues)(part)
+                               for part in balanced.to_delayed()])
+        per_worker = {}
+        for worker, residues in found:
+            per_worker[worker] = per_worker.get(worker, 0) + residues
+        assert len(per_worker) == 2
+        largest = max(residues for _, residues in found)
+        assert max(per_worker.values()) - min(per_worker.values()) <= largest
+        got = balanced.sw.align(query, column="sequence").compute()
+        want = frame.compute().sw.align(query, column="sequence")
+        assert got.equals(want)
+        with pytest.raises(KeyError, match="column='seq'"):
+            swdask.persist_balanced(frame, client, column="seq")
