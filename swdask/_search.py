@@ -60,10 +60,9 @@ def device_top_of(frame, top: int) -> pd.DataFrame:
     record number), and only the ``top`` rows come to host memory, as pandas."""
     hits = frame[frame["score"] > 0][["id", "description", "score", *_POSITIONS]]
     record = "__record__"
-    ranked = hits.reset_index(names=record).sort_values(by=["score", record],
-                                                         ascending=[False, True]).head(top)
-    host = ranked.set_index(record).to_pandas()
-    host.index.name = frame.index.name
+    hits[record] = hits.index  # a column to sort on (cuDF's reset_index takes no names=)
+    ranked = hits.sort_values(by=["score", record], ascending=[False, True]).head(top)
+    host = ranked.drop(columns=[record]).to_pandas()
     strings = pd.StringDtype("pyarrow")
     return top_of(host.astype({"id": strings, "description": strings,
                                **{c: "Int64" for c in ("score", *_POSITIONS)}}), top)
