@@ -232,9 +232,10 @@ def test_bad_options_are_reported(tmp_path, capsys, extra, message):
 
 @pytest.mark.parametrize("extra", [
     ["--match", "2"], ["--dna", "--matrix", "BLOSUM62"], ["--top", "0"],
-    ["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"],
+    ["--workers", "2", "--scheduler", "tcp://127.0.0.1:1"], ["--backend", "tpu"],
 ])
 def test_usage_errors_exit_2(extra, capsys):
+    # argparse's usage errors (--backend lists auto, cpu, gpu, cudf)
     with pytest.raises(SystemExit) as info:
         main(["search", str(QUERIES), str(DB), *extra])
     assert info.value.code == 2
@@ -287,3 +288,10 @@ def test_cluster_helper_arguments():
         with pytest.raises(RuntimeError, match="dask_cuda"):
             with cluster(gpu=True):
                 pass
+
+
+def test_search_function_rejects_an_unknown_backend():
+    from swdask._search import search
+
+    with pytest.raises(ValueError, match="backend must be 'auto', 'cpu', 'gpu' or 'cudf'"):
+        search(QUERIES, DB, backend="tpu", progress=False)
