@@ -10,14 +10,11 @@ copied once to their worker with a task pinned there.
 """
 from __future__ import annotations
 
+from ._metrics import one_to_many_cells
+
 
 def _residues(part, column) -> int:
-    lengths = part[column].str.len()
-    total = lengths.sum()  # the partition library's own reduction: nulls skipped
-    try:
-        return int(total)
-    except (TypeError, ValueError):  # an empty or all-null partition sums to NA
-        return 0
+    return one_to_many_cells(1, part[column])  # residues = cells of a 1-letter query
 
 
 def _same(part):

@@ -49,6 +49,13 @@ def _cupy_function(device_id: int, source_name: str, name: str):
         return module.get_function(name)
 
 
+@lru_cache(maxsize=None)
+def _multiprocessor_count(device_id: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
+
+
 _STREAMS = threading.local()
 
 
@@ -86,6 +93,12 @@ class CupyBackend:
         if count == 0:  # pragma: no cover
             raise GpuUnavailableError("backend='gpu' found no CUDA GPU; use backend='cpu'")
         self.xp = cupy
+
+    @property
+    def multiprocessors(self) -> int:
+        """SMs of the current device (asked once per device: ``Device.attributes`` queries
+        every attribute, too slow for each search)."""
+        return _multiprocessor_count(self.xp.cuda.Device().id)
 
     @property
     def compute_capability(self) -> int:

@@ -93,11 +93,12 @@ def long_kernel(w: int, r: int, kind: int, reverse: bool):
     return _kernel("long_pair.cu", f"long_pair<{w}, {r}, {kind}, {_cpp_bool(reverse)}>")
 
 
-@lru_cache(maxsize=None)
 def _sm_count() -> int:
     import cupy as cp
 
-    return int(cp.cuda.Device().attributes["MultiProcessorCount"])
+    from ._backend import _multiprocessor_count
+
+    return _multiprocessor_count(cp.cuda.Device().id)  # per device, asked once
 
 
 # ------------------------------------------------------------------------------ scoring

@@ -88,8 +88,7 @@ def long_rows_cap(backend) -> int | None:
         return None if value < 0 else value
     if backend.name != "cuda":
         return None
-    cupy = backend.xp
-    return LONG_ROWS_PER_SM * int(cupy.cuda.Device().attributes["MultiProcessorCount"])
+    return LONG_ROWS_PER_SM * backend.multiprocessors
 
 
 def _round_up(value, multiple):
