@@ -46,7 +46,7 @@ CONFIGS = ["4", "8", "2:256,4", "4:1024,8", "2:256,4:1024,8", "1:128,2:384,4"]
 
 
 def _compile(names):
-    backend = inter_task.get_backend()
+    backend = inter_task.get_runtime()
     for name in names:
         backend.function("inter_task.cu", name)
     return len(names)
@@ -75,7 +75,7 @@ def main():
     q_names, q_seqs = read_fasta(args.queries)
     _, db = read_fasta(args.db)
     encoded = encode(pd.Series(db), scoring)
-    backend = inter_task.get_backend()
+    backend = inter_task.get_runtime()
     cc = backend.compute_capability
     targets = inter_task.prepare_targets(cupy.asarray(encoded.residues),
                                          cupy.asarray(encoded.offsets), encoded.valid,

@@ -67,7 +67,7 @@ def main():
     print(f"db: {len(db)} rows, {int(encoded.offsets[-1])} residues, {long_count} rows of >= "
           f"{_pairs.LONG_ROW_MIN_TARGET} letters "
           f"({lengths[lengths >= _pairs.LONG_ROW_MIN_TARGET].sum() / lengths.sum():.1%} of "
-          f"the residues); cap {inter_task.long_rows_cap(inter_task.get_backend())}", flush=True)
+          f"the residues); cap {inter_task.long_rows_cap(inter_task.get_runtime())}", flush=True)
     picks = sorted({int(np.argmin([abs(len(s) - L) for s in q_seqs])) for L in args.lengths},
                    key=lambda k: len(q_seqs[k]))
 

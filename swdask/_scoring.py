@@ -76,15 +76,21 @@ class Scoring:
     def unknown_code(self) -> int:
         return UNKNOWN_CODE if self.unknown is None else self.alphabet.index(self.unknown)
 
-    def encode(self, text: str) -> np.ndarray:
-        """Encode one sequence (a ``str``) to ``uint8`` codes, applying the unknown-residue rule."""
-        from ._sequences import encode_bytes
 
-        # utf-8, not ascii/replace: a non-ASCII character must raise, not become '?' -> X
-        return encode_bytes(text.encode("utf-8"), self, what="query")
 
-    def cache_key(self) -> tuple:
-        return (self.alphabet, self.matrix.tobytes(), self.gap_open, self.gap_extend, self.unknown)
+def substitution_table(matrix: np.ndarray, shape, *, pad: int, offset: int = 0,
+                       dtype=np.int64) -> np.ndarray:
+    """The one builder of every kernel's score table, CPU and GPU: an array of ``shape``
+    (rows, columns) whose top-left corner is ``matrix + offset`` and whose other entries
+    (padding codes, unused alphabet slots) are ``pad``. ``matrix[t, q]`` scores target letter
+    ``t`` against query letter ``q`` (pass ``matrix.T`` for a table indexed by query letter
+    first). Values are computed in int64, then cast to ``dtype``; the caller picks ``pad`` and
+    ``offset`` (e.g. ``+ gap_open``, as the GPU kernels read it) inside that type's range."""
+    matrix = np.asarray(matrix, dtype=np.int64)
+    table = np.full(shape, pad, dtype=np.int64)
+    rows, columns = matrix.shape
+    table[:rows, :columns] = matrix + offset
+    return table.astype(dtype)
 
 
 def _lookup_table(alphabet: str, unknown: str | None) -> np.ndarray:

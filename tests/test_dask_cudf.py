@@ -129,9 +129,9 @@ def test_memory_cap_far_below_the_column_still_exact(protein_db, protein_queries
     need = int(host.str.len().sum())
     restore = _capped(3 * need + (16 << 20))
     try:
-        from swdask.gpu._backend import get_backend
+        from swdask.gpu._runtime import get_runtime
 
-        assert get_backend().free_bytes() < 20 * need  # the cap is seen
+        assert get_runtime().free_bytes() < 20 * need  # the cap is seen
         got = series.sw.align(query)
     finally:
         restore()

@@ -262,7 +262,7 @@ def test_long_rows_go_to_the_intra_task_kernel(monkeypatch):
                                        for _ in range(100)]
     compare(dquery, dtargets, make_scoring(None, match=2, mismatch=-3, gap_open=5,
                                            gap_extend=2))
-    assert inter_task.long_row_threshold(inter_task.get_backend()) == 200
+    assert inter_task.long_row_threshold(inter_task.get_runtime()) == 200
     # more long rows than the cap: all of them stay in the inter-task search
     monkeypatch.setenv("SWDASK_GPU_LONG_ROWS_MAX", "5")
     calls.clear()

@@ -21,7 +21,7 @@ from swdask import _engine
 from swdask._api import prepare_query
 from swdask._scoring import make_scoring
 from swdask._sequences import encode
-from swdask.gpu import _backend, _kernels
+from swdask.gpu import _runtime, _kernels
 
 COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
 
@@ -40,7 +40,7 @@ def test_every_variant_compiles(arch, source_name):
     if shutil.which("nvcc") is None and not _have_cupy_nvrtc():
         pytest.skip("no CUDA compiler here (neither nvcc nor CuPy's NVRTC)")
     names = _kernels.all_variants(int(arch[3:]))[source_name]
-    report = _backend.compile_for_arch(arch, source_name, names)
+    report = _runtime.compile_for_arch(arch, source_name, names)
     if shutil.which("nvcc"):
         # ptxas reports one entry per kernel it built: all of them, for the asked target
         built = re.findall(r"Compiling entry function '(\w+)' for '(\w+)'", report)
@@ -55,7 +55,7 @@ def test_every_variant_compiles(arch, source_name):
 
 # ------------------------------------------------------------------------ emulated kernels
 
-needs_gxx = pytest.mark.skipif(_backend.host_compiler() is None,
+needs_gxx = pytest.mark.skipif(_runtime.host_compiler() is None,
                                reason="the host emulation needs g++")
 
 

@@ -17,11 +17,11 @@ from swdask import _engine
 from swdask._api import prepare_query
 from swdask._scoring import make_scoring
 from swdask._sequences import encode
-from swdask.gpu import _backend, _resident, inter_task
+from swdask.gpu import _runtime, _resident, inter_task
 
 COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
 
-pytestmark = pytest.mark.skipif(_backend.host_compiler() is None,
+pytestmark = pytest.mark.skipif(_runtime.host_compiler() is None,
                                 reason="the host emulation needs g++")
 
 

@@ -19,7 +19,7 @@ def align_many_gpu(query, targets, scoring, mode):
 
 def align_pairs_gpu(queries, targets, scoring, mode, **kwargs):
     """See :func:`swdask.gpu._pairs.align_pairs_gpu`."""
-    from ._backend import require_cuda
+    from ._runtime import require_cuda
 
     require_cuda()  # a clear error (what to install, or backend='cpu') where CuPy/GPU lack
     from ._pairs import align_pairs_gpu as run

@@ -17,7 +17,7 @@ import numpy as np
 
 from .._scoring import UNKNOWN_CODE, Scoring
 from .._sequences import EncodedSequences, arrow_layout, encode
-from ._backend import get_backend
+from ._runtime import get_runtime
 
 
 #: The largest share of the GPU's free memory a column's text may take to be encoded there
@@ -66,10 +66,10 @@ def encode_on_device(values, scoring: Scoring, labels=None, what: str = "row") -
     raises the CPU's :class:`~swdask._sequences.SequenceError` (it names the row): the
     column is then encoded again on the CPU, only to build that message.
 
-    Raises :class:`~swdask.gpu._backend.GpuUnavailableError` where CuPy or a GPU is missing.
+    Raises :class:`~swdask.gpu._runtime.GpuUnavailableError` where CuPy or a GPU is missing.
     Under the host emulation (``SWDASK_GPU_BACKEND=emulation``) it is the CPU ``encode``.
     """
-    backend = get_backend()  # GpuUnavailableError, saying what to do, without CuPy/GPU
+    backend = get_runtime()  # GpuUnavailableError, saying what to do, without CuPy/GPU
     if backend.name != "cuda":
         return encode(values, scoring, labels=labels, what=what)
     cupy = backend.xp

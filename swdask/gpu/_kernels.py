@@ -18,9 +18,10 @@ ROWS_PER_THREAD = (8, 12, 16, 20, 24, 28, 32)
 #: Without DPX (before sm_90) the 16-bit operations take several instructions and more
 #: registers: above this many rows per thread those kernels spill.
 ROWS_PER_THREAD_NO_DPX = 16
-#: Threads per pair (G) of the 16-bit forward kernels (one per length bucket, see
-#: inter_task.LENGTH_BUCKETS; 1 and 2 for short targets through SWDASK_GPU_BUCKETS).
-GROUP_SIZES = (1, 2, 4, 8)
+#: Threads per pair (G) of the 16-bit forward kernels, one per length bucket (the setting
+#: ``swdask.gpu.buckets``). G = 1 and 2 for short targets lost their measurement on W1
+#: (benchmarks/NOTES-gpu.md, "Length buckets") and were removed.
+GROUP_SIZES = (4, 8)
 #: Shapes (G, R) of the 32-bit forward kernels (16-bit overflow, wide scoring schemes).
 WIDE_SHAPES = ((4, 8), (4, 16), (8, 16))
 #: The reverse (start cell) kernel's fixed shape: 8 threads x 16 rows.
@@ -56,11 +57,11 @@ def source(name: str) -> str:
     return expand(name)
 
 
-def forward_name(lanes: int, group: int, rows: int, track_end: bool) -> str:
-    """Name expression of one forward kernel variant."""
+def forward_name(lanes: int, group: int, rows: int) -> str:
+    """Name expression of one forward kernel variant (it always tracks the end cell: the
+    scores-only variant lost its measurement, benchmarks/NOTES-gpu.md, v4)."""
     lane_type = "swdask::Lanes16" if lanes == 2 else "swdask::Lanes32"
-    return (f"swdask::sw_inter_forward<{lane_type}, {group}, {rows}, "
-            f"{'true' if track_end else 'false'}>")
+    return f"swdask::sw_inter_forward<{lane_type}, {group}, {rows}, true>"
 
 
 def reverse_name(group: int = REVERSE_SHAPE[0], rows: int = REVERSE_SHAPE[1]) -> str:
@@ -74,8 +75,6 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
     """Every kernel the engine can launch on such a GPU, by source file (the compile test's
     list)."""
     rows = rows_per_thread(compute_capability)
-    forward = [forward_name(2, group, r, track)
-               for group in GROUP_SIZES for r in rows for track in (True, False)]
-    forward += [forward_name(1, group, r, track)
-                for group, r in WIDE_SHAPES for track in (True, False)]
+    forward = [forward_name(2, group, r) for group in GROUP_SIZES for r in rows]
+    forward += [forward_name(1, group, r) for group, r in WIDE_SHAPES]
     return {"inter_task.cu": [PAIR_CODES_NAME] + forward, "reverse.cu": [reverse_name()]}

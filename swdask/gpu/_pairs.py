@@ -96,7 +96,7 @@ def long_kernel(w: int, r: int, kind: int, reverse: bool):
 def _sm_count() -> int:
     import cupy as cp
 
-    from ._backend import _multiprocessor_count
+    from ._runtime import _multiprocessor_count
 
     return _multiprocessor_count(cp.cuda.Device().id)  # per device, asked once
 

@@ -14,7 +14,7 @@ pipeline that aligns many queries against one resident database:
   least recently used first out; an entry dies with its column (a weak reference) or when the
   column's buffers change (the fingerprint).
 * **Memory is planned, then enforced.** A column whose search needs more than 40% of the
-  memory swdask may use (:meth:`~swdask.gpu._backend.CupyBackend.free_bytes`: free memory,
+  memory swdask may use (:meth:`~swdask.gpu._runtime.CudaRuntime.free_bytes`: free memory,
   an RMM limit, ``SWDASK_GPU_MEMORY_BYTES``) runs in contiguous row chunks that fit it.
 * **An allocation that fails anyway is retried**, after emptying the cache and CuPy's pool,
   with half the budget, down to one row per chunk. A capped worker thus completes rather
@@ -33,7 +33,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from . import inter_task
-from ._backend import get_backend, is_out_of_memory
+from ._runtime import get_runtime, is_out_of_memory
 
 #: Share of the usable device memory one search plans to take (the rest is the column
 #: itself, the caller's results, and other work on the GPU).
@@ -230,7 +230,7 @@ def align_resident(query, encoded, scoring, mode: str, *, owner=None,
     the cache holds the owner's layout, a callable ``encoded`` is not even called (the
     layout holds the codes).
     """
-    backend = get_backend()
+    backend = get_runtime()
     xp = backend.xp
     cached = None
     if owner is not None and len(query):

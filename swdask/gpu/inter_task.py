@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import _kernels
-from ._backend import get_backend
+from ._runtime import get_runtime
 
 # 16-bit lanes hold scores in [-32768, 32767]; costs and |substitutions| up to this keep
 # every intermediate value of the recurrences in range (see sw_common.cuh).
@@ -292,7 +292,7 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
     least ``long_row_min`` letters (default: :func:`long_row_threshold`; ``None``: none) are
     set apart for the intra-task kernel, unless there are more than :func:`long_rows_cap`.
     """
-    backend = backend or get_backend()
+    backend = backend or get_runtime()
     xp = backend.xp
     residues = xp.ascontiguousarray(xp.asarray(residues, dtype=xp.uint8))
     offsets = xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64))
@@ -567,7 +567,7 @@ def align_many_gpu(query, targets, scoring, mode: str):
     """
     from .._engine import _empty_outputs, _finish
 
-    backend = get_backend()
+    backend = get_runtime()
     xp = backend.xp
     n = len(targets)
     outputs = _empty_outputs(n)

@@ -1,16 +1,22 @@
-"""Where the CUDA kernels run: a CUDA GPU through CuPy, or the host emulation (tests).
+"""Where the CUDA kernels run (the *runtime*): a CUDA GPU through CuPy, or the host emulation.
 
-Both backends offer the same small interface: ``xp`` (the array module: CuPy or NumPy),
+Both runtimes offer the same small interface: ``xp`` (the array module: CuPy or NumPy),
 ``function(source, name)`` (a compiled kernel), ``launch(...)``, ``free_bytes()`` and
-``block_threads``. The engine is written against it once.
+``block_threads``. The GPU kernels' Python wrappers are written against it once.
 
-* :class:`CupyBackend` compiles each kernel variant with NVRTC through ``cupy.RawModule``
+* :class:`CudaRuntime` compiles each kernel variant with NVRTC through ``cupy.RawModule``
   (``-std=c++17``; CuPy picks the device's architecture), one module per (device, variant),
-  cached for the process (CuPy also caches the binaries on disk).
-* :class:`EmulationBackend` builds the same sources with g++ against ``host_emulation.h``
+  cached for the process (CuPy also caches the binaries on disk). Every kernel family is
+  compiled this one way, from :func:`swdask.gpu._kernels.source` (local headers inlined, so
+  the compile caches, keyed by the text, see every header change).
+* :class:`EmulationRuntime` builds the same sources with g++ against ``host_emulation.h``
   and runs them on the CPU, one fiber per CUDA thread. It exists so that the kernels' logic
-  can be tested where there is no GPU; it is slow. Select it with
-  ``SWDASK_GPU_BACKEND=emulation``.
+  can be tested where there is no GPU; it is slow. Select it with the setting
+  ``swdask.gpu.runtime: emulation`` (``dask.config.set``; see :mod:`swdask._settings`).
+
+("Runtime" here, to keep it apart from the two other choices swdask makes: the *backend*, CPU
+or GPU kernels, which users pick with ``backend=``, and the *frame library* of a column or
+partition, pandas or cuDF.)
 
 CuPy is imported only here, lazily: ``import swdask`` never needs it.
 """
@@ -34,6 +40,12 @@ from . import _kernels
 
 class GpuUnavailableError(RuntimeError):
     """backend="gpu" was asked for where CuPy or a CUDA GPU is missing."""
+
+
+def _settings():
+    from .. import _settings
+
+    return _settings
 
 
 # --------------------------------------------------------------------------------------- CuPy
@@ -73,7 +85,7 @@ def _side_streams(device_id: int, count: int):
     return streams[:count]
 
 
-class CupyBackend:
+class CudaRuntime:
     name = "cuda"
     block_threads = 256
 
@@ -139,7 +151,7 @@ class CupyBackend:
     def free_bytes(self) -> int:
         """Bytes swdask may still allocate: the device's free memory plus CuPy's pooled
         free blocks, lowered to the headroom of an RMM ``LimitingResourceAdaptor`` when one is
-        the current resource (a capped worker) and to ``SWDASK_GPU_MEMORY_BYTES`` when set."""
+        the current resource (a capped worker) and to the setting ``swdask.gpu.memory-bytes``."""
         free, _total = self.xp.cuda.runtime.memGetInfo()
         free = int(free) + int(self.xp.get_default_memory_pool().free_bytes())
         for cap in (_rmm_headroom(), _env_memory_cap()):
@@ -148,7 +160,7 @@ class CupyBackend:
         return max(free, 0)
 
     def total_bytes(self) -> int:
-        """The device's memory, or the RMM limit / ``SWDASK_GPU_MEMORY_BYTES`` when lower."""
+        """The device's memory, or the RMM limit / ``swdask.gpu.memory-bytes`` when lower."""
         total = int(self.xp.cuda.runtime.memGetInfo()[1])
         for cap in (_rmm_limit(), _env_memory_cap()):
             if cap is not None:
@@ -162,15 +174,11 @@ class CupyBackend:
     def to_host(self, array) -> np.ndarray:
         return self.xp.asnumpy(array)
 
-    def synchronize(self):
-        self.xp.cuda.Device().synchronize()
-
 
 def _env_memory_cap() -> int | None:
-    """``SWDASK_GPU_MEMORY_BYTES``: the most device memory swdask plans to use (e.g. to leave
+    """``swdask.gpu.memory-bytes``: the most device memory swdask plans to use (e.g. to leave
     room for other work on a shared GPU)."""
-    value = os.environ.get("SWDASK_GPU_MEMORY_BYTES", "").strip()
-    return int(float(value)) if value else None
+    return _settings().get_int("gpu.memory-bytes")
 
 
 def _rmm_limiter():
@@ -229,8 +237,8 @@ def host_compiler() -> str | None:
 
 
 def _emulation_cache_dir() -> Path:
-    path = Path(os.environ.get("SWDASK_EMULATION_CACHE",
-                               Path(tempfile.gettempdir()) / "swdask-emulation"))
+    path = Path(_settings().get("emulation.cache-dir")
+                or Path(tempfile.gettempdir()) / "swdask-emulation")
     path.mkdir(parents=True, exist_ok=True)
     return path
 
@@ -263,13 +271,13 @@ def _emulation_library(source_name: str, name: str):
     return lib
 
 
-class EmulationBackend:
+class EmulationRuntime:
     name = "emulation"
 
     def __init__(self, block_threads: int | None = None, free_bytes: int | None = None):
         self.xp = np
-        self.block_threads = block_threads or int(os.environ.get("SWDASK_EMULATION_BLOCK", 32))
-        self._free = free_bytes or int(os.environ.get("SWDASK_EMULATION_FREE_BYTES", 1 << 30))
+        self.block_threads = block_threads or _settings().get_int("emulation.block-threads")
+        self._free = free_bytes or _settings().get_int("emulation.free-bytes")
         self.compute_capability = 90  # the emulation has every instruction
 
     def function(self, source_name: str, name: str):
@@ -311,25 +319,26 @@ class EmulationBackend:
     def to_host(self, array) -> np.ndarray:
         return np.asarray(array)
 
-    def synchronize(self):
-        pass
 
-
-def get_backend():
-    """The backend ``backend="gpu"`` runs on: CuPy, unless ``SWDASK_GPU_BACKEND=emulation``."""
-    if os.environ.get("SWDASK_GPU_BACKEND", "").lower() == "emulation":
-        return EmulationBackend()
-    return _cupy_backend()
+def get_runtime():
+    """The runtime ``backend="gpu"`` runs on: CUDA through CuPy, or the host emulation when
+    the setting ``swdask.gpu.runtime`` is ``emulation``."""
+    name = str(_settings().get("gpu.runtime")).lower()
+    if name == "emulation":
+        return EmulationRuntime()
+    if name != "cuda":
+        raise ValueError(f"setting swdask.gpu.runtime must be 'cuda' or 'emulation', got {name!r}")
+    return _cuda_runtime()
 
 
 @lru_cache(maxsize=1)
-def _cupy_backend():
-    return CupyBackend()
+def _cuda_runtime():
+    return CudaRuntime()
 
 
 def require_cuda():
     """Raise :class:`GpuUnavailableError` (saying what to do) unless CuPy and a GPU exist."""
-    _cupy_backend()
+    _cuda_runtime()
 
 
 # ------------------------------------------------------------------------- compile for a target

@@ -1,0 +1,188 @@
+"""The result schema: what an alignment returns, in one place, for every backend.
+
+Everything above the kernels speaks this module's terms:
+
+* **Modes** (:data:`MODES`): what a call computes. ``"none"`` the score only, ``"end"`` the
+  score and the end positions, ``"full"`` start and end positions too (``"alignment"`` is the
+  name reserved for the traceback mode). :func:`position_mode` turns the API's
+  ``positions=`` argument (``True``, ``"end"``, ``False``, or a mode name) into a mode, and
+  :func:`result_columns` gives the columns a mode returns, in order.
+* **Kernel cells** (:func:`empty_cells`): what every kernel writes, by name: ``score`` and
+  the *inclusive* cells ``query_start``, ``query_end``, ``target_start``, ``target_end``
+  (``-1`` where the score is 0 or the position was not asked for).
+* **One finishing step** (:func:`finish`): kernel cells in, :class:`Alignments` out, in the
+  API's conventions: 0-based, end-exclusive ends, ``-1`` positions where the score is 0,
+  every column meaningless where ``valid`` is False (a null input).
+* **One result type** (:class:`Alignments`), written against the array module of its arrays
+  (NumPy on the CPU, CuPy on the GPU), so a GPU result stays on the GPU until a frame is
+  built from it: :meth:`Alignments.to_pandas` or :meth:`Alignments.to_cudf`.
+
+The tie rule every kernel follows, stated once (and implemented by :func:`best_cell` where
+Python picks among candidates): the end is the best-scoring cell with the smallest target
+index, then the smallest query index; the start is the one nearest that end (largest target
+start, then largest query start), found by scoring the reversed prefixes from the end cell.
+
+This module imports nothing of swdask above it (NumPy and, lazily, pandas or cuDF).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: The modes, from least to most work.
+MODES = ("none", "end", "full")
+#: Every result column, in order; positions are 0-based, ends exclusive.
+COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
+_COLUMNS_OF = {
+    "none": ("score",),
+    "end": ("score", "query_end", "target_end"),
+    "full": COLUMNS,
+}
+_POSITIONS = {True: "full", False: "none", "full": "full", "end": "end", "none": "none"}
+
+
+def position_mode(positions) -> str:
+    """The mode (``"full"``, ``"end"`` or ``"none"``) of the user's ``positions=`` argument:
+    ``True`` (start and end), ``"end"`` (ends only) or ``False`` (score only)."""
+    try:
+        return _POSITIONS[positions]
+    except (KeyError, TypeError):
+        raise ValueError(
+            f"positions must be True (start and end), 'end' (ends only) or False (score only), "
+            f"got {positions!r}"
+        ) from None
+
+
+def result_columns(mode: str) -> tuple[str, ...]:
+    """The columns a call in ``mode`` returns, in order (``mode`` as :func:`position_mode`
+    gives it; a ``positions=`` value is accepted too)."""
+    return _COLUMNS_OF[position_mode(mode)]
+
+
+def array_module(array):
+    """NumPy, or CuPy for a GPU array (anything with the CUDA array interface)."""
+    if hasattr(array, "__cuda_array_interface__"):
+        import cupy
+
+        return cupy
+    return np
+
+
+def on_device(array) -> bool:
+    """True for GPU arrays (CuPy, or anything with the CUDA array interface)."""
+    return hasattr(array, "__cuda_array_interface__")
+
+
+def empty_cells(n: int, xp=np, dtype=np.int64) -> dict:
+    """Kernel outputs for ``n`` rows, by name: ``score`` 0, every cell ``-1``."""
+    cells = {"score": xp.zeros(n, dtype=dtype)}
+    cells.update({name: xp.full(n, -1, dtype=dtype) for name in COLUMNS[1:]})
+    return cells
+
+
+def finish(cells: dict, valid, mode: str) -> "Alignments":
+    """Kernel cells (inclusive, ``-1`` for none; any integer type) to :class:`Alignments`:
+    scores of null rows and negative scores become 0, ends become end-exclusive, positions of
+    zero scores ``-1``; only ``mode``'s columns are kept. ``valid`` (bool) marks the non-null
+    rows. Works on NumPy and CuPy arrays alike (the result lives where the cells do)."""
+    xp = array_module(cells["score"])
+    valid = xp.asarray(valid, dtype=bool)
+    score = xp.where(valid, xp.maximum(cells["score"], 0), 0).astype(xp.int64)
+    has_hit = score > 0
+    columns = {"score": score}
+    for name in result_columns(mode)[1:]:
+        cell = cells[name].astype(xp.int64)
+        columns[name] = xp.where(has_hit, cell + 1 if name.endswith("_end") else cell, -1)
+    return Alignments(columns, valid, position_mode(mode))
+
+
+def best_cell(scores, query_cells, target_cells) -> tuple[int, int, int]:
+    """The tie rule over candidate end cells (e.g. one per GPU block): the best score, then
+    the smallest target cell, then the smallest query cell. ``(0, -1, -1)`` when no
+    candidate scores above 0."""
+    scores = np.asarray(scores)
+    top = int(scores.max()) if scores.size else 0
+    if top <= 0:
+        return 0, -1, -1
+    pick = np.flatnonzero(scores == top)
+    query_cells, target_cells = np.asarray(query_cells)[pick], np.asarray(target_cells)[pick]
+    k = np.lexsort((query_cells, target_cells))[0]
+    return top, int(query_cells[k]), int(target_cells[k])
+
+
+@dataclass
+class Alignments:
+    """Results for ``n`` rows: ``int64`` arrays by column name (NumPy or CuPy).
+
+    ``score`` is the local alignment score (0 when nothing scores above 0). The aligned
+    segments are ``query[query_start:query_end]`` and ``target[target_start:target_end]``
+    (0-based, end-exclusive); positions are ``-1`` where the score is 0. Only the columns of
+    ``mode`` are present (the others read as ``None``). Every column is meaningless where
+    ``valid`` is False (a null input); frames show nulls there.
+    """
+
+    columns: dict
+    valid: object
+    mode: str
+
+    def __len__(self) -> int:
+        return int(self.valid.shape[0])
+
+    def __getattr__(self, name):
+        if name in COLUMNS:  # score, query_start, ...: None when the mode has no such column
+            return self.__dict__["columns"].get(name)
+        raise AttributeError(name)
+
+    @property
+    def xp(self):
+        return array_module(self.columns["score"])
+
+    @property
+    def has_hit(self):
+        """Rows whose positions mean something: valid and scoring above 0."""
+        return self.valid & (self.columns["score"] > 0)
+
+    def to_host(self) -> "Alignments":
+        """The same results as NumPy arrays (a copy from the GPU; itself on the host)."""
+        if self.xp is np:
+            return self
+        import cupy
+
+        return Alignments({k: cupy.asnumpy(v) for k, v in self.columns.items()},
+                          cupy.asnumpy(self.valid), self.mode)
+
+    def to_pandas(self, index=None, names=None):
+        """A pandas DataFrame of nullable ``Int64`` columns (null for null inputs, and for the
+        positions of zero scores); ``names`` maps a column to its name in the frame."""
+        import pandas as pd
+
+        host = self.to_host()
+        valid = np.asarray(host.valid, dtype=bool)
+        data = {}
+        for name, values in host.columns.items():
+            mask = ~valid if name == "score" else ~valid | (values < 0)
+            data[(names or {}).get(name, name)] = pd.arrays.IntegerArray(
+                values.astype(np.int64, copy=False), mask)
+        return pd.DataFrame(data, index=index)
+
+    def to_cudf(self, index=None, names=None):
+        """A cuDF DataFrame of nullable int64 columns, built on the GPU (nulls as in
+        :meth:`to_pandas`)."""
+        import cudf
+
+        if self.xp is np:  # results computed on the host: up once, as one frame
+            frame = cudf.DataFrame(self.to_pandas(names=names).reset_index(drop=True))
+        else:
+            valid, has_hit = cudf.Series(self.valid), cudf.Series(self.has_hit)
+            frame = cudf.DataFrame({
+                (names or {}).get(name, name): cudf.Series(values).where(
+                    valid if name == "score" else has_hit)
+                for name, values in self.columns.items()})
+        if index is not None:
+            frame.index = index
+        return frame
+
+
+__all__ = ["Alignments", "COLUMNS", "MODES", "best_cell", "empty_cells", "finish",
+           "position_mode", "result_columns"]

@@ -1,0 +1,83 @@
+"""swdask's tuning settings, in one place, read through Dask's configuration (``dask.config``).
+
+Why Dask's: swdask runs inside Dask jobs, whose users already set worker options there (YAML
+files, ``dask.config.set``, ``DASK_*`` environment variables, forwarded to the workers a
+``LocalCluster`` starts), so swdask's knobs live in the same system under a ``swdask``
+namespace rather than in a configuration scheme of its own. The defaults ship in
+``swdask.yaml`` beside this module; README.md's "Settings" table documents every key.
+
+Environment variables work the Dask way: ``DASK_SWDASK__GPU__CHUNK_BYTES=1073741824`` sets
+``swdask.gpu.chunk-bytes`` (Dask reads them when it is imported; call
+``dask.config.refresh()`` after changing them in a running process). The ``SWDASK_*`` names of
+earlier releases (``SWDASK_GPU_CHUNK_BYTES`` and friends) are still honoured: they are read
+here, once, at import, and nowhere else in the package.
+
+This module is the bottom floor: it imports nothing of swdask.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dask.config
+import yaml
+
+_DEFAULTS_FILE = Path(__file__).with_name("swdask.yaml")
+
+#: Environment variables of earlier releases -> the setting each one sets.
+LEGACY_ENVIRONMENT = {
+    "SWDASK_GPU_BACKEND": "gpu.runtime",
+    "SWDASK_GPU_MEMORY_BYTES": "gpu.memory-bytes",
+    "SWDASK_GPU_CHUNK_BYTES": "gpu.chunk-bytes",
+    "SWDASK_GPU_CACHE_BYTES": "gpu.cache-bytes",
+    "SWDASK_GPU_LONG_ROW_MIN": "gpu.long-row-min",
+    "SWDASK_GPU_BUCKETS": "gpu.buckets",
+    "SWDASK_GPU_SHAPE": "gpu.shape",
+    "SWDASK_EMULATION_BLOCK": "emulation.block-threads",
+    "SWDASK_EMULATION_FREE_BYTES": "emulation.free-bytes",
+    "SWDASK_EMULATION_CACHE": "emulation.cache-dir",
+}
+
+
+def _nested(dotted: dict) -> dict:
+    """``{"swdask.gpu.chunk-bytes": v}`` as the nested mapping Dask's defaults take."""
+    out: dict = {}
+    for key, value in dotted.items():
+        node = out
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
+
+
+def _load_defaults() -> None:
+    with open(_DEFAULTS_FILE) as file:
+        dask.config.update_defaults(yaml.safe_load(file))
+    legacy = {}
+    for variable, key in LEGACY_ENVIRONMENT.items():
+        value = os.environ.get(variable, "").strip()
+        if value:
+            legacy[f"swdask.{key}"] = value if key == "gpu.buckets" else yaml.safe_load(value)
+    if legacy:
+        # as defaults: a value set the Dask way (DASK_SWDASK__..., YAML, dask.config.set) wins
+        dask.config.update_defaults(_nested(legacy))
+
+
+def get(key: str):
+    """The value of setting ``key`` (``"gpu.chunk-bytes"``: the part after ``swdask.``)."""
+    return dask.config.get(f"swdask.{key}")
+
+
+def get_int(key: str) -> int | None:
+    """A whole-number setting (``None`` when unset); ``"1e9"`` and ``1e9`` read as numbers."""
+    value = get(key)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        raise ValueError(f"setting swdask.{key} must be a whole number, got {value!r}") from None
+
+
+_load_defaults()
