@@ -21,7 +21,10 @@ registered when cuDF is imported before swdask; if cuDF is imported after, call
 ``swdask.register_cudf()`` once. swdask itself never imports cuDF otherwise.
 """
 import sys as _sys
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
 
+from . import _settings  # noqa: F401  (the swdask namespace of dask.config, with defaults)
 from ._api import align, align_pairs
 from ._scoring import Scoring, ScoringError, make_scoring
 from ._sequences import SequenceError
@@ -59,4 +62,7 @@ __all__ = [
     "SequenceError",
     "task_totals",
 ]
-__version__ = "0.1.0"
+try:
+    __version__ = _version("swdask")
+except _PackageNotFoundError:  # pragma: no cover - run from a source tree never installed
+    __version__ = "0+unknown"

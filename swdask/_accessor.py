@@ -1,13 +1,18 @@
-"""The ``.sw`` accessor on pandas Series and DataFrames.
+"""The ``.sw`` accessor on Series and DataFrames, one class each for pandas and cuDF.
 
-One accessor class per backend (pandas here, Dask in ``_dask.py``), each a thin layer over
-the functions in ``_api.py``; none of them inspects which backend it is on.
+pandas gets them here, at ``import swdask``; cuDF gets the same classes through
+``swdask.register_cudf()`` (``_cudf.register``). Each method is a thin layer over
+:mod:`swdask._api`, which reads the column where it lives (host or GPU) and builds the result
+frame in the column's own library. The Dask accessor (``_dask.py``) runs these same methods
+on each partition.
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from . import _api, _engine
+from . import _api
+from ._options import Options
+from ._sequences import prepare_query
 
 
 def check_columns(frame_columns, needed: dict[str, str]) -> None:
@@ -21,9 +26,9 @@ def check_columns(frame_columns, needed: dict[str, str]) -> None:
             )
 
 
-def output_names(frame_columns, positions, prefix: str) -> dict[str, str]:
+def output_names(frame_columns, options: Options, prefix: str) -> dict[str, str]:
     """Result column -> name in the output frame; refuses to overwrite existing columns."""
-    names = {c: f"{prefix}{c}" for c in _engine.result_columns(positions)}
+    names = {c: f"{prefix}{c}" for c in options.columns}
     clash = [n for n in names.values() if n in frame_columns]
     if clash:
         raise ValueError(
@@ -33,50 +38,71 @@ def output_names(frame_columns, positions, prefix: str) -> dict[str, str]:
     return names
 
 
-def join_results(frame, results, names):
+def join_results(frame, results):
+    """``frame`` with the columns of ``results`` (same index and library) added."""
     out = frame.copy(deep=False)
-    for column, name in names.items():
-        out[name] = results[column]
+    for name in results.columns:
+        out[name] = results[name]
     return out
 
 
-@pd.api.extensions.register_series_accessor("sw")
 class SeriesAccessor:
-    """``series.sw``: Smith-Waterman on a Series of sequence strings."""
+    """``series.sw``: Smith-Waterman on a Series (pandas or cuDF) of sequence strings."""
 
-    def __init__(self, series: pd.Series):
+    def __init__(self, series):
         self._series = series
 
-    def align(self, query: str, **options) -> pd.DataFrame:
-        """Align ``query`` against every row; a DataFrame with the Series' index.
+    @_api.takes_options
+    def align(self, query: str, *, options: Options):
+        """Align ``query`` against every row: a DataFrame (of the Series' library) with the
+        Series' index. The options are those of :func:`swdask.align`."""
+        return self.align_prepared(prepare_query(query, options.scoring), options)
 
-        Options are those of :func:`swdask.align`.
-        """
-        return _api.align(query, self._series, **options)
+    def align_prepared(self, query, options: Options):
+        """:meth:`align` for a query already encoded (what the Dask accessor runs per
+        partition)."""
+        return _api.align_prepared(query, self._series, options)
 
 
-@pd.api.extensions.register_dataframe_accessor("sw")
 class DataFrameAccessor:
-    """``frame.sw``: Smith-Waterman on sequence columns; results join back as new columns."""
+    """``frame.sw``: Smith-Waterman on sequence columns of a DataFrame (pandas or cuDF);
+    results join back as new columns."""
 
-    def __init__(self, frame: pd.DataFrame):
+    def __init__(self, frame):
         self._frame = frame
 
-    def align(self, query: str, column: str = "sequence", prefix: str = "", **options) -> pd.DataFrame:
-        """The frame with the result columns of aligning ``query`` against ``column`` added.
+    @_api.takes_options
+    def align(self, query: str, column: str = "sequence", prefix: str = "", *,
+              options: Options):
+        """The frame with the result columns of aligning ``query`` against ``column`` added
+        (each named with ``prefix`` before it). The options are those of
+        :func:`swdask.align`."""
+        return self.align_prepared(prepare_query(query, options.scoring), column, prefix,
+                                   options)
 
-        Options are those of :func:`swdask.align`; ``prefix`` is put before each new column name.
-        """
+    def align_prepared(self, query, column: str, prefix: str, options: Options):
+        """:meth:`align` for a query already encoded (what the Dask accessor runs per
+        partition)."""
         check_columns(self._frame.columns, {"column": column})
-        names = output_names(self._frame.columns, options.get("positions", True), prefix)
-        results = _api.align(query, self._frame[column], **options)
-        return join_results(self._frame, results, names)
+        names = output_names(self._frame.columns, options, prefix)
+        return join_results(self._frame, _api.align_prepared(query, self._frame[column],
+                                                              options, names))
 
-    def align_pairs(self, query: str = "query", target: str = "target", prefix: str = "",
-                    **options) -> pd.DataFrame:
+    @_api.takes_options
+    def align_pairs(self, query: str = "query", target: str = "target", prefix: str = "", *,
+                    options: Options):
         """The frame with the result columns of aligning each row's ``query`` column against
-        its ``target`` column added. Options are those of :func:`swdask.align_pairs`."""
+        its ``target`` column added. The options are those of :func:`swdask.align_pairs`."""
+        return self.align_pairs_with(query, target, prefix, options)
+
+    def align_pairs_with(self, query: str, target: str, prefix: str, options: Options):
+        """:meth:`align_pairs` with the options parsed (what the Dask accessor runs per
+        partition)."""
         check_columns(self._frame.columns, {"query": query, "target": target})
-        names = output_names(self._frame.columns, options.get("positions", True), prefix)
-        results = _api.align_pairs(self._frame[query], self._frame[target], **options)
-        return join_results(self._frame, results, names)
+        names = output_names(self._frame.columns, options, prefix)
+        return join_results(self._frame, _api.align_pairs_with(
+            self._frame[query], self._frame[target], options, names))
+
+
+pd.api.extensions.register_series_accessor("sw")(SeriesAccessor)
+pd.api.extensions.register_dataframe_accessor("sw")(DataFrameAccessor)

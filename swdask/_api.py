@@ -1,94 +1,54 @@
-"""The public functions on in-memory columns (pandas, lists, Arrow), shared by the accessors."""
+"""The public functions on in-memory columns (pandas, lists, Arrow, cuDF), shared by the accessors.
+
+Data flows one way: a column of strings is encoded (codes + offsets, where the backend wants
+them), the engine aligns it, and the :class:`~swdask._results.Alignments` become a frame of
+the column's own library (pandas, or cuDF built on the GPU) with the column's index. The
+*frame library* of a column (pandas or cuDF) is a separate choice from the *backend* (CPU or
+GPU kernels): a cuDF column aligns on the GPU by default, and on the CPU with
+``backend="cpu"`` (then its results go back up as cuDF columns).
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import cached_property
-
-import numpy as np
+import functools
+import inspect
 
 from . import _engine
-from ._scoring import Scoring, ScoringError, make_scoring
-from ._sequences import encode, encode_bytes
+from ._options import Options, document
+from ._sequences import PreparedQuery, prepare_query
 
-_BACKENDS = ("auto", "cpu", "gpu")
-
-SCORING_DOC = """
-        matrix: substitution matrix name (BLOSUM45/50/62/80/90, PAM30/70/250, any name Biopython
-            knows), the path of an NCBI-format matrix file, or ``None`` for DNA scored by
-            ``match``/``mismatch`` over ACGTN (N scores ``mismatch`` against all; U reads as T).
-        gap_open, gap_extend: non-negative integer costs, ``gap_extend <= gap_open``; a gap of
-            length k scores ``-(gap_open + (k - 1) * gap_extend)``.
-        match, mismatch: DNA scores, with ``matrix=None``.
-        on_unknown: ``"substitute"`` (a letter outside the alphabet reads as X for protein, N for
-            DNA) or ``"raise"``. Other characters (whitespace, digits, ``-``, ``.``, control and
-            non-ASCII characters) always raise.
-        positions: ``True`` for start and end positions, ``"end"`` for ends only, ``False`` for
-            the score only.
-        backend: ``"auto"`` (where the data lives), ``"cpu"`` or ``"gpu"``.
-"""
-
-RESULT_DOC = """
-    Returns:
-        A DataFrame of columns ``score``, ``query_start``, ``query_end``, ``target_start``, ``target_end``
-        (nullable integers). Positions are 0-based and end-exclusive: ``query[query_start:query_end]``
-        and ``target[target_start:target_end]`` are the aligned segments, whose global alignment
-        under the same scoring scores exactly ``score``. The end is the best-scoring cell with the
-        smallest target end, then the smallest query end; the start is the one closest to that end
-        (largest target start, then largest query start). Null sequences give nulls; empty ones
-        score 0; positions are null where the score is 0.
-"""
+#: The keyword parameters every alignment entry point takes (those of :meth:`Options.parse`).
+OPTION_PARAMETERS = tuple(
+    parameter.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+    for name, parameter in inspect.signature(Options.parse).parameters.items()
+    if name != "cls")
+_OPTION_NAMES = frozenset(p.name for p in OPTION_PARAMETERS)
 
 
-@dataclass(eq=False)
-class PreparedQuery:
-    """A query encoded once; its profiles are built once per process and reused per batch."""
+def takes_options(function):
+    """Give ``function(..., options)`` the public keyword parameters instead of ``options``.
 
-    codes: np.ndarray
-    scoring: Scoring
+    The wrapper's signature (what ``help()`` and ``inspect.signature`` show) lists the
+    function's own parameters followed by the scoring/positions/backend keywords; a call
+    parses those once into an :class:`~swdask._options.Options` and passes it as
+    ``options``. One definition of the keywords serves every accessor and function."""
+    signature = inspect.signature(function)
+    own = [p for p in signature.parameters.values() if p.name != "options"]
+    keyword_only = [p for p in own if p.kind == inspect.Parameter.KEYWORD_ONLY]
+    positional = [p for p in own if p.kind != inspect.Parameter.KEYWORD_ONLY]
 
-    @cached_property
-    def cpu_profile(self):
-        from ._cpu import query_profile
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        chosen = {name: kwargs.pop(name) for name in list(kwargs) if name in _OPTION_NAMES}
+        return function(*args, options=Options.parse(**chosen), **kwargs)
 
-        return query_profile(self.codes, self.scoring.matrix)
-
-    def __len__(self) -> int:
-        return len(self.codes)
-
-
-def prepare_query(query, scoring: Scoring) -> PreparedQuery:
-    if isinstance(query, PreparedQuery):
-        return query
-    if isinstance(query, bytes):
-        query = query.decode("ascii", errors="replace")
-    if not isinstance(query, str):
-        raise ScoringError(f"query must be a sequence string, got {type(query).__name__}")
-    if not query:
-        raise ScoringError("query is empty: pass a non-empty sequence string as query")
-    return PreparedQuery(encode_bytes(query.encode("utf-8"), scoring, what="query"), scoring)
+    wrapper.__signature__ = signature.replace(
+        parameters=[*positional, *keyword_only, *OPTION_PARAMETERS])
+    return wrapper
 
 
-def check_backend(backend: str) -> str:
-    """Validate ``backend=``; the engine resolves ``"auto"`` from where the data lives."""
-    if not isinstance(backend, str) or backend not in _BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(_BACKENDS)}, got {backend!r}")
-    return backend
-
-
-def _encoder(backend: str):
-    """The column encoder for ``backend``: on the GPU for ``"gpu"`` (the CPU lookup and the
-    upload of its codes cost more than the kernels there), else the CPU ``encode``."""
-    if backend == "gpu":
-        from .gpu import encode_on_device
-
-        return encode_on_device
-    return encode
-
-
-def document(func):
-    """Fill the shared ``{scoring}``/``{result}`` sections into a docstring."""
-    func.__doc__ = func.__doc__.format(scoring=SCORING_DOC.strip("\n"), result=RESULT_DOC.strip("\n"))
-    return func
+def is_cudf(column) -> bool:
+    """Whether ``column`` is a cuDF object (checked by type name: cuDF is never imported here)."""
+    return type(column).__module__.split(".")[0] == "cudf"
 
 
 def _index_of(values):
@@ -97,59 +57,80 @@ def _index_of(values):
     return None if callable(index) else index
 
 
+def align_prepared(query: PreparedQuery, targets, options: Options, names=None):
+    """``query`` against every row of ``targets``: a frame of the column's library with its
+    index (``names`` renames result columns). What every front end runs."""
+    index = _index_of(targets)
+    if is_cudf(targets):
+        if options.backend == "cpu":  # the CPU kernels on a host copy; results go back up
+            result = align_prepared(query, targets.to_pandas(), options, names)
+            from ._cudf import to_cudf
+
+            return to_cudf(result, index)
+        from ._cudf import device_targets
+
+        encoded, owner, fingerprint = device_targets(targets, query.scoring, "target row")
+        result = _engine.align_many(query, encoded, options.mode, backend="gpu", owner=owner,
+                                    fingerprint=fingerprint)
+        return result.to_cudf(index=index, names=names)
+    backend = _engine.get_backend(options.backend)
+    encoded = backend.encode(targets, query.scoring, labels=index, what="target row")
+    result = _engine.align_many(query, encoded, options.mode, backend=backend.name)
+    return result.to_pandas(index=index, names=names)
+
+
+def align_pairs_with(queries, targets, options: Options, names=None):
+    """Row ``r`` of ``queries`` against row ``r`` of ``targets``: a frame of the columns'
+    library with the index of ``targets`` (of ``queries`` if ``targets`` has none)."""
+    index = _index_of(targets) if _index_of(targets) is not None else _index_of(queries)
+    scoring = options.scoring
+    if is_cudf(targets):
+        from ._cudf import encode_series, to_cudf
+
+        if options.backend == "cpu":
+            result = align_pairs_with(queries.to_pandas(), targets.to_pandas(), options, names)
+            return to_cudf(result, index)
+        encoded = [encode_series(queries, scoring, "query row"),
+                   encode_series(targets, scoring, "target row")]
+        result = _engine.align_pairs(*encoded, scoring, options.mode, backend="gpu")
+        return result.to_cudf(index=index, names=names)
+    backend = _engine.get_backend(options.backend)
+    encoded_queries = backend.encode(queries, scoring, labels=index, what="query row")
+    encoded_targets = backend.encode(targets, scoring, labels=index, what="target row")
+    result = _engine.align_pairs(encoded_queries, encoded_targets, scoring, options.mode,
+                                 backend=backend.name)
+    return result.to_pandas(index=index, names=names)
+
+
 @document
-def align(query, targets, *, matrix="BLOSUM62", gap_open=11, gap_extend=1, match=None,
-          mismatch=None, on_unknown="substitute", positions=True, backend="auto"):
+@takes_options
+def align(query, targets, *, options: Options):
     """Align one query against every sequence of ``targets`` (Smith-Waterman, affine gaps).
 
     Args:
         query: the query sequence (``str``).
-        targets: a pandas Series, list, numpy or Arrow array of sequence strings (or nulls).
+        targets: a pandas or cuDF Series, list, numpy or Arrow array of sequence strings (or
+            nulls).
 {scoring}
 
 {result}
-        The result is a pandas DataFrame with the index of ``targets`` (a RangeIndex otherwise).
+        The result is a DataFrame (cuDF for a cuDF Series, else pandas) with the index of
+        ``targets`` (a RangeIndex otherwise).
     """
-    scoring = make_scoring(matrix, gap_open=gap_open, gap_extend=gap_extend, match=match,
-                           mismatch=mismatch, on_unknown=on_unknown)
-    return align_prepared(prepare_query(query, scoring), targets, positions=positions,
-                          backend=backend)
-
-
-def align_prepared(prepared: PreparedQuery, targets, *, positions=True, backend="auto"):
-    """:func:`align` for a query already encoded (the Dask path prepares it once)."""
-    index = _index_of(targets)
-    backend = check_backend(backend)
-    encoded = _encoder(backend)(targets, prepared.scoring, labels=index, what="target row")
-    result = _engine.align_many(prepared, encoded, prepared.scoring, positions=positions,
-                                backend=backend)
-    return result.to_frame(index=index, columns=_engine.result_columns(positions))
+    return align_prepared(prepare_query(query, options.scoring), targets, options)
 
 
 @document
-def align_pairs(queries, targets, *, matrix="BLOSUM62", gap_open=11, gap_extend=1, match=None,
-                mismatch=None, on_unknown="substitute", positions=True, backend="auto"):
+@takes_options
+def align_pairs(queries, targets, *, options: Options):
     """Align row by row: ``queries[r]`` against ``targets[r]`` (Smith-Waterman, affine gaps).
 
     Args:
-        queries, targets: equally long pandas Series, lists or Arrow arrays of sequences,
-            paired by position (not by index label); the result takes the index of
+        queries, targets: equally long pandas or cuDF Series, lists or Arrow arrays of
+            sequences, paired by position (not by index label); the result takes the index of
             ``targets`` (of ``queries`` if ``targets`` has none).
 {scoring}
 
 {result}
     """
-    scoring = make_scoring(matrix, gap_open=gap_open, gap_extend=gap_extend, match=match,
-                           mismatch=mismatch, on_unknown=on_unknown)
-    return align_pairs_scored(queries, targets, scoring, positions=positions, backend=backend)
-
-
-def align_pairs_scored(queries, targets, scoring: Scoring, *, positions=True, backend="auto"):
-    """:func:`align_pairs` with the scoring already built."""
-    index = _index_of(targets) if _index_of(targets) is not None else _index_of(queries)
-    backend = check_backend(backend)
-    encoded_queries = _encoder(backend)(queries, scoring, labels=index, what="query row")
-    encoded_targets = _encoder(backend)(targets, scoring, labels=index, what="target row")
-    result = _engine.align_pairs(encoded_queries, encoded_targets, scoring, positions=positions,
-                                 backend=backend)
-    return result.to_frame(index=index, columns=_engine.result_columns(positions))
+    return align_pairs_with(queries, targets, options)

@@ -47,6 +47,8 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ._results import MODES
+from ._scoring import substitution_table
 from ._simd import (LANES, add, add_where_positive, gather, load, load_codes, mask_eq, mask_gt,
                     maximum, permute, permute64, select, splat, store, sub_floor0)
 
@@ -62,10 +64,8 @@ _PAD_CODE = LANES - 1
 #: Largest gap cost or |substitution score| the int16 lanes take; beyond it, the scalar path.
 _LANE_COST_LIMIT = 16383
 
-#: ``positions`` modes of the kernels.
-MODE_NONE, MODE_END, MODE_FULL = 0, 1, 2
-_MODES = {"none": MODE_NONE, "end": MODE_END, "full": MODE_FULL, True: MODE_FULL,
-          False: MODE_END}
+#: The modes of :mod:`swdask._results` as the kernels take them (their index in ``MODES``).
+MODE_NONE, MODE_END, MODE_FULL = (MODES.index(mode) for mode in ("none", "end", "full"))
 
 
 # ============================================================================ scalar reference
@@ -230,8 +230,7 @@ def pair_table(matrix: np.ndarray) -> tuple[np.ndarray, int]:
         stride, dtype = 8, np.int16
     else:
         stride, dtype = LANES, np.int32
-    table = np.full((stride, stride), _PAD_SCORE, dtype=dtype)
-    table[:alphabet, :alphabet] = matrix.T
+    table = substitution_table(matrix.T, (stride, stride), pad=_PAD_SCORE, dtype=dtype)
     return table.reshape(-1), stride
 
 
@@ -241,9 +240,9 @@ def query_profile(query_codes: np.ndarray, matrix: np.ndarray) -> QueryProfile:
     scores = np.ascontiguousarray(matrix[:, codes].astype(np.int64))
     if not _matrix_fits_lanes(matrix):
         return QueryProfile(codes, scores, None)
-    alphabet = matrix.shape[0]
-    table = np.full((alphabet, LANES), _PAD_SCORE, dtype=np.int16)
-    table[:, :alphabet] = matrix.T  # row a: query residue a against every target residue
+    # row a: query residue a against every target residue
+    table = substitution_table(matrix.T, (matrix.shape[0], LANES), pad=_PAD_SCORE,
+                               dtype=np.int16)
     return QueryProfile(codes, scores, table.reshape(-1))
 
 
@@ -252,11 +251,10 @@ def _saturation_bound(matrix_max: int) -> int:
     return _LANE_MAX - max(int(matrix_max), 0)
 
 
-def _mode_of(positions) -> int:
-    try:
-        return _MODES[positions]
-    except (KeyError, TypeError):
-        raise ValueError(f"positions must be 'full', 'end' or 'none', got {positions!r}") from None
+def _mode_of(mode: str) -> int:
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return MODES.index(mode)
 
 
 def _check_starts(rows, query_start, target_start):
@@ -653,9 +651,9 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
             takes the scalar path).
         m: query length.
         residues, offsets: the targets, Arrow layout (``uint8`` codes, ``int64[n + 1]``).
-        order: rows to align (each of non-zero length); other rows are left untouched.
-        positions: ``"full"`` (start and end cells), ``"end"`` or ``"none"`` (score only);
-            ``True``/``False`` mean ``"full"``/``"end"``.
+        order: rows to align (each of non-zero length), in any order (this function orders
+            them for its kernels: longest first); other rows are left untouched.
+        positions: the mode, ``"full"`` (start and end cells), ``"end"`` or ``"none"``.
         score, query_start, query_end, target_start, target_end: ``int64[n]`` outputs,
             written at the rows of ``order``: the score and inclusive cells, -1 where the
             score is 0 or the position was not asked for.
@@ -668,14 +666,15 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
         scores, table = profile, None
     else:
         scores, table = profile.scores, profile.lane_table
+    # longest first: lanes of a batch end together, and parallel chunks finish together
+    lengths = offsets[rows + 1] - offsets[rows]
+    rows = rows[np.argsort(-lengths, kind="stable")]
     if table is None or not _gaps_fit_lanes(gap_open, gap_extend):
         _scalar_one_to_many(scores, m, residues, offsets, rows, gap_open, gap_extend,
                             mode == MODE_FULL, score, query_start, query_end, target_start,
                             target_end)
         _forget_ends(mode, rows, query_end, target_end)
         return
-    lengths = offsets[rows + 1] - offsets[rows]
-    rows = rows[np.argsort(-lengths, kind="stable")]
     saturated = np.zeros(score.shape[0], dtype=np.bool_)
     with nb.parallel_chunksize(1):  # batches differ in cost: hand them out one at a time
         _one_to_many_lanes(profile.codes, table, residues, offsets, rows, gap_open, gap_extend,
@@ -811,14 +810,18 @@ def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open,
     """Row-wise alignment: row ``r`` aligns query ``r`` against target ``r``.
 
     ``matrix`` is the scoring's substitution matrix (``matrix[target code, query code]``);
-    ``order`` lists the rows to align (both sequences non-empty); ``positions`` and the
-    outputs are as in :func:`one_to_many`.
+    ``order`` lists the rows to align (both sequences non-empty) in any order (ordered here:
+    by query length, then target length, longest first); ``positions`` and the outputs are
+    as in :func:`one_to_many`.
     """
     mode = _mode_of(positions)
     rows = np.ascontiguousarray(order, dtype=np.int64)
     if rows.size == 0:
         return
     matrix = np.asarray(matrix)
+    q_lengths = q_offsets[rows + 1] - q_offsets[rows]
+    t_lengths = t_offsets[rows + 1] - t_offsets[rows]
+    rows = rows[np.lexsort((-t_lengths, -q_lengths))]  # query length, then target length
     if not (_matrix_fits_lanes(matrix) and _gaps_fit_lanes(gap_open, gap_extend)):
         _scalar_pairs(matrix.astype(np.int64), q_residues, q_offsets, t_residues, t_offsets,
                       rows, gap_open, gap_extend, mode == MODE_FULL, score, query_start,
@@ -826,9 +829,6 @@ def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open,
         _forget_ends(mode, rows, query_end, target_end)
         return
     table, stride = pair_table(matrix)
-    q_lengths = q_offsets[rows + 1] - q_offsets[rows]
-    t_lengths = t_offsets[rows + 1] - t_offsets[rows]
-    rows = rows[np.lexsort((-t_lengths, -q_lengths))]  # query length, then target length
     saturated = np.zeros(score.shape[0], dtype=np.bool_)
     with nb.parallel_chunksize(1):
         _pairs_lanes(table, stride, q_residues, q_offsets, t_residues, t_offsets, rows,

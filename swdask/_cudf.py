@@ -1,39 +1,35 @@
-"""The ``.sw`` accessor on cuDF Series and DataFrames, reading cuDF's own device buffers.
+"""cuDF columns as the engine's input, read from cuDF's own device buffers.
 
-Same contract as the pandas accessor (``_accessor.py``): ``series.sw.align(query, ...)``,
-``frame.sw.align(query, column=..., prefix=...)``, ``frame.sw.align_pairs(query=, target=)``;
-the options are those of :func:`swdask.align`. Results are cuDF frames (nullable ``int64``
-columns on the GPU) with the input's index and order; nulls where the pandas path has them.
-
-The input is read in place: a cuDF string column is the Arrow layout on the GPU (a chars
-buffer plus ``n + 1`` offsets, a null mask, and a row offset when the column is a slice), so
-its chars, offsets and validity go to the kernels with no trip through host memory. ``align``
-keeps its results on the GPU too (``swdask.gpu._resident``) and builds the result columns
-there; the column's prepared layout is cached, so the next query against the same column
-skips it. ``align_pairs`` still assembles its results on the host (5 int64 columns, then up
-as cuDF columns).
+The ``.sw`` accessor on cuDF Series and DataFrames is the pandas one (``_accessor.py``),
+registered on cuDF by :func:`register`; this module only knows cuDF's column layout. A cuDF
+string column is the Arrow layout on the GPU (a chars buffer plus ``n + 1`` offsets, a null
+mask, and a row offset when the column is a slice), so its chars, offsets and validity go to
+the kernels with no trip through host memory (:func:`device_targets`,
+:func:`encode_series`); the GPU backend keeps the results there and the result columns are
+built on the GPU (:meth:`swdask._results.Alignments.to_cudf`). The column's prepared layout
+is cached by the backend (the column is the owner, :func:`device_layout`'s fingerprint the
+key), so the next query against the same column skips it.
 
 cuDF is imported only here, and this module only when cuDF is already imported at
-``import swdask`` time, or on :func:`register` (``swdask.register_cudf()``).
+``import swdask`` time, on :func:`register` (``swdask.register_cudf()``), or when a cuDF
+column reaches swdask.
 """
 from __future__ import annotations
 
-import dataclasses
-
-from . import _api, _engine
-from ._accessor import check_columns, join_results, output_names
-from ._scoring import make_scoring
 from ._sequences import encode
 
 _registered = False
 
 
 def register() -> None:
-    """Register ``.sw`` on ``cudf.Series`` and ``cudf.DataFrame`` (once; later calls do nothing)."""
+    """Register ``.sw`` on ``cudf.Series`` and ``cudf.DataFrame`` (once; later calls do
+    nothing): the same accessor classes as pandas' (``swdask._accessor``)."""
     global _registered
     if _registered:
         return
     import cudf
+
+    from ._accessor import DataFrameAccessor, SeriesAccessor
 
     cudf.api.extensions.register_series_accessor("sw")(SeriesAccessor)
     cudf.api.extensions.register_dataframe_accessor("sw")(DataFrameAccessor)
@@ -109,11 +105,11 @@ def device_layout(series):
 
 
 def encode_series(series, scoring, what: str):
-    """A cuDF Series encoded on the GPU from its own buffers: ``(EncodedSequences, fingerprint)``
-    with CuPy residues, offsets and validity (``fingerprint`` as in :func:`device_layout`,
-    ``None`` for a column that is not strings). A non-residue raises the CPU's error naming the row label (the column
-    comes to the host only then, to build that message); a non-string column goes through
-    the CPU encoder, which names the first row that is not a string (or reads all nulls)."""
+    """A cuDF Series encoded on the GPU from its own buffers: EncodedSequences with CuPy
+    residues, offsets and validity. A non-residue raises the CPU's error naming the row
+    label (the column comes to the host only then, to build that message); a non-string
+    column goes through the CPU encoder, which names the first row that is not a string (or
+    reads all nulls)."""
     import cupy
 
     from .gpu._encode import encode_device_layout
@@ -122,10 +118,10 @@ def encode_series(series, scoring, what: str):
     if layout is None:
         encoded = encode(series.to_pandas(), scoring, labels=series.index.to_pandas(), what=what)
         return type(encoded)(cupy.asarray(encoded.residues), cupy.asarray(encoded.offsets),
-                             cupy.asarray(encoded.valid)), None
-    chars, offsets, valid, fingerprint = layout
-    raise_bad = lambda: _raise_bad(series, scoring, what)  # noqa: E731
-    return encode_device_layout(chars, offsets, valid, scoring, raise_bad), fingerprint
+                             cupy.asarray(encoded.valid))
+    chars, offsets, valid, _fingerprint = layout
+    return encode_device_layout(chars, offsets, valid, scoring,
+                                lambda: _raise_bad(series, scoring, what))
 
 
 def _raise_bad(series, scoring, what: str):
@@ -134,129 +130,30 @@ def _raise_bad(series, scoring, what: str):
     encode(series.to_pandas(), scoring, labels=series.index.to_pandas(), what=what)
 
 
-def _scoring_and_rest(options):
-    names = ("matrix", "gap_open", "gap_extend", "match", "mismatch", "on_unknown")
-    scoring_options = {k: options.pop(k) for k in names if k in options}
-    positions = options.pop("positions", True)
-    backend = _api.check_backend(options.pop("backend", "auto"))
-    if options:
-        raise TypeError(f"unexpected option(s): {', '.join(sorted(options))}")
-    return make_scoring(**scoring_options), positions, backend
+def device_targets(series, scoring, what: str):
+    """A cuDF Series as the GPU backend's targets: ``(targets, owner, fingerprint)``.
+    ``targets`` is a callable that encodes the column's own device buffers on the GPU, so
+    the backend calls it only when it has no cached layout for ``owner`` (the column) with
+    this ``fingerprint``. A column that is not strings goes through the CPU encoder (which
+    names the first row that is not a string), uncached."""
+    from .gpu._encode import encode_device_layout
+
+    layout = device_layout(series)
+    if layout is None:
+        return encode_series(series, scoring, what), None, ()
+    chars, offsets, valid, fingerprint = layout
+
+    def encoded():  # only when the column's layout is not cached yet
+        return encode_device_layout(chars, offsets, valid, scoring,
+                                    lambda: _raise_bad(series, scoring, what))
+
+    return encoded, series._column, fingerprint
 
 
-def _to_cudf(frame, index):
+def to_cudf(frame, index):
+    """A pandas frame of results as a cuDF frame with ``index``."""
     import cudf
 
     out = cudf.DataFrame(frame.reset_index(drop=True))  # cuDF 26.10 has no from_pandas
     out.index = index
     return out
-
-
-def _device_frame(found, names, index):
-    """A cuDF frame of the device results (``swdask.gpu._resident.DeviceAlignments``):
-    nullable int64 columns, null for null rows (and positions of zero scores), built on the
-    GPU."""
-    import cudf
-
-    valid, has_hit = cudf.Series(found.valid), cudf.Series(found.has_hit)
-    out = cudf.DataFrame({name: cudf.Series(found.columns[name]).where(
-        valid if name == "score" else has_hit) for name in names})
-    out.index = index
-    return out
-
-
-def align_prepared_series(series, prepared, *, positions=True, backend="auto"):
-    """A prepared query (:class:`swdask._api.PreparedQuery`) against a cuDF Series of
-    sequences; a cuDF DataFrame with the Series' index (what the Dask accessor runs on each
-    cuDF partition). ``backend="cpu"`` aligns a host copy with the CPU engine;
-    ``"auto"``/``"gpu"`` reads the column in place and keeps the results on the GPU, caching
-    the column's prepared layout for the next query (``swdask.gpu._resident``)."""
-    backend = _api.check_backend(backend)
-    mode = _engine.position_mode(positions)
-    if backend == "cpu":
-        result = _api.align_prepared(prepared, series.to_pandas(), positions=positions,
-                                     backend="cpu")
-        return _to_cudf(result, series.index)
-    from .gpu._encode import encode_device_layout
-    from .gpu._resident import align_resident
-
-    scoring = prepared.scoring
-    layout = device_layout(series)
-    if layout is None:  # not a string column: the CPU encoder names the bad row, or reads it
-        encoded, _ = encode_series(series, scoring, "target row")
-        found = align_resident(prepared, encoded, scoring, mode)
-    else:
-        chars, offsets, valid, fingerprint = layout
-
-        def encoded():  # only when the column's layout is not cached yet
-            return encode_device_layout(chars, offsets, valid, scoring,
-                                        lambda: _raise_bad(series, scoring, "target row"))
-
-        found = align_resident(prepared, encoded, scoring, mode, owner=series._column,
-                               fingerprint=fingerprint)
-    return _device_frame(found, _engine.result_columns(positions), series.index)
-
-
-def align_series(query, series, **options):
-    """:func:`swdask.align` on a cuDF Series: a cuDF DataFrame with the Series' index."""
-    scoring, positions, backend = _scoring_and_rest(dict(options))
-    return align_prepared_series(series, _api.prepare_query(query, scoring),
-                                 positions=positions, backend=backend)
-
-
-def align_pairs_scored(queries, targets, scoring, *, positions=True, backend="auto"):
-    """Row-wise pairs of two cuDF Series of one frame (paired by position) under a
-    :class:`~swdask.Scoring`; a cuDF DataFrame with ``targets``' index."""
-    backend = _api.check_backend(backend)
-    if backend == "cpu":
-        result = _api.align_pairs_scored(queries.to_pandas(), targets.to_pandas(), scoring,
-                                         positions=positions, backend="cpu")
-    else:
-        # the pairs engine assembles its results on the host (validity there too)
-        encoded = [dataclasses.replace(e, valid=e.valid.get()) for e, _ in
-                   (encode_series(queries, scoring, "query row"),
-                    encode_series(targets, scoring, "target row"))]
-        result = _engine.align_pairs(*encoded, scoring, positions=positions, backend="gpu")
-        result = result.to_frame(columns=_engine.result_columns(positions))
-    return _to_cudf(result, targets.index)
-
-
-def align_pairs_series(queries, targets, **options):
-    """:func:`swdask.align_pairs` on two cuDF Series of one frame (paired by position)."""
-    scoring, positions, backend = _scoring_and_rest(dict(options))
-    return align_pairs_scored(queries, targets, scoring, positions=positions, backend=backend)
-
-
-class SeriesAccessor:
-    """``series.sw`` on a cuDF Series of sequence strings."""
-
-    def __init__(self, series):
-        self._series = series
-
-    def align(self, query: str, **options):
-        """Align ``query`` against every row; a cuDF DataFrame with the Series' index.
-        Options are those of :func:`swdask.align`."""
-        return align_series(query, self._series, **options)
-
-
-class DataFrameAccessor:
-    """``frame.sw`` on a cuDF DataFrame; results join back as new (GPU) columns."""
-
-    def __init__(self, frame):
-        self._frame = frame
-
-    def align(self, query: str, column: str = "sequence", prefix: str = "", **options):
-        """The frame with the result columns of aligning ``query`` against ``column`` added."""
-        check_columns(self._frame.columns, {"column": column})
-        names = output_names(self._frame.columns, options.get("positions", True), prefix)
-        results = align_series(query, self._frame[column], **options)
-        return join_results(self._frame, results, names)
-
-    def align_pairs(self, query: str = "query", target: str = "target", prefix: str = "",
-                    **options):
-        """The frame with the result columns of aligning each row's ``query`` column against
-        its ``target`` column added."""
-        check_columns(self._frame.columns, {"query": query, "target": target})
-        names = output_names(self._frame.columns, options.get("positions", True), prefix)
-        results = align_pairs_series(self._frame[query], self._frame[target], **options)
-        return join_results(self._frame, results, names)

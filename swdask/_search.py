@@ -22,8 +22,9 @@ import numpy as np
 import pandas as pd
 
 from ._fasta import expand_paths, parse_blocksize
-from ._scoring import ScoringError, make_scoring
-from ._sequences import SequenceError
+from ._options import Options
+from ._scoring import ScoringError
+from ._sequences import SequenceError, prepare_query
 
 #: Columns of the hits table, in order. Positions are 0-based and end-exclusive:
 #: query[query_start:query_end] and target[target_start:target_end] are the aligned segments.
@@ -167,7 +168,6 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     match, mismatch, on_unknown). Scoring, queries and options are checked before any cluster
     starts, so a mistake costs no start-up time.
     """
-    from ._api import prepare_query
     from ._cluster import cluster, show_progress
     from ._fasta import read_fasta
 
@@ -176,7 +176,7 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     unknown = set(scoring_options) - set(_SCORING_KEYS)
     if unknown:
         raise TypeError(f"unexpected option(s): {', '.join(sorted(unknown))}")
-    scoring = make_scoring(**scoring_options)  # raises now, naming the parameter
+    scoring = Options.parse(**scoring_options).scoring  # raises now, naming the parameter
     queries = read_fasta(queries_path, blocksize=None).compute(scheduler="sync")
     if queries.empty:
         raise ValueError(f"{queries_path}: no query records (the file holds no '>' header)")

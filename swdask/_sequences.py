@@ -5,12 +5,12 @@ plus ``n + 1`` offsets; we keep that layout so the engine never loops over Pytho
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
 
-from ._scoring import UNKNOWN_CODE, Scoring
+from ._scoring import UNKNOWN_CODE, Scoring, ScoringError
 
 
 class SequenceError(ValueError):
@@ -142,6 +142,50 @@ def encode_bytes(data: bytes, scoring: Scoring, what: str = "query") -> np.ndarr
     if raw.size and (codes == UNKNOWN_CODE).any():
         raise _bad_residue_error(raw, codes, np.array([0, raw.size]), None, what, scoring)
     return codes
+
+
+def encode_text(text, scoring: Scoring, what: str = "query") -> np.ndarray:
+    """Encode one sequence (``str``, or ``bytes`` read as ASCII) to ``uint8`` codes, applying
+    the unknown-residue rule; raises :class:`SequenceError` naming ``what``."""
+    if isinstance(text, bytes):
+        text = text.decode("ascii", errors="replace")
+    # utf-8, not ascii/replace: a non-ASCII character must raise, not become '?' -> X
+    return encode_bytes(text.encode("utf-8"), scoring, what=what)
+
+
+@dataclass(eq=False)
+class PreparedQuery:
+    """A query encoded once under its scoring. The kernels' per-query tables (a CPU profile,
+    ...) are built once per process by the backend that needs them and kept in
+    ``profiles`` (:meth:`profile`), so a query shipped to Dask workers carries what the
+    client built."""
+
+    codes: np.ndarray
+    scoring: Scoring
+    profiles: dict = field(default_factory=dict, repr=False)
+
+    def profile(self, kind: str, build):
+        """The table ``kind``, built by ``build(self)`` the first time it is asked for."""
+        table = self.profiles.get(kind)
+        if table is None:
+            table = self.profiles[kind] = build(self)
+        return table
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
+def prepare_query(query, scoring: Scoring, what: str = "query") -> PreparedQuery:
+    """Encode ``query`` (a sequence string) under ``scoring``; a :class:`PreparedQuery` is
+    returned as it is. Raises :class:`SequenceError` (a bad letter) or
+    :class:`~swdask.ScoringError` (not a string, or empty: a bad argument)."""
+    if isinstance(query, PreparedQuery):
+        return query
+    if not isinstance(query, (str, bytes)):
+        raise ScoringError(f"{what} must be a sequence string, got {type(query).__name__}")
+    if not query:
+        raise ScoringError(f"{what} is empty: pass a non-empty sequence string")
+    return PreparedQuery(encode_text(query, scoring, what=what), scoring)
 
 
 def arrow_layout(values, labels=None, what: str = "row"):

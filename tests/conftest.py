@@ -319,3 +319,21 @@ def _warm_numba():
     swdask.align("MK", ["MKV"])
     swdask.align_pairs(["MK"], ["MKV"])
     yield
+
+
+@pytest.fixture
+def setting(monkeypatch):
+    """``setting("gpu.chunk-bytes", 4000)``: set one of swdask's settings (``swdask.<key>`` in
+    ``dask.config``) for this test only."""
+    import dask.config
+
+    def set_one(key: str, value) -> None:
+        node = dask.config.config["swdask"]
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node[part]
+        if leaf not in node:
+            raise KeyError(f"swdask.{key} is not a setting")
+        monkeypatch.setitem(node, leaf, value)
+
+    return set_one

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from swdask import _cpu, _simd
 from swdask._scoring import make_scoring
-from swdask._sequences import encode
+from swdask._sequences import encode, encode_text
 
 from .conftest import (Scheme, biopython_score, brute_force, global_score, mutate,
                        parasail_score, read_fasta, DATA)
@@ -53,7 +53,7 @@ def one_to_many(query: str, targets: list[str], scheme: Scheme, positions="full"
     """``int64[5, n]``: the kernel's outputs for every target."""
     scoring = scoring_of(scheme)
     encoded = encode(targets, scoring, labels=None, what="target row")
-    codes = scoring.encode(query)
+    codes = encode_text(query, scoring)
     profile = _cpu.query_profile(codes, scoring.matrix)
     outputs = np.full((5, len(targets)), -1, dtype=np.int64)
     if order is None:
@@ -272,7 +272,7 @@ def test_scalar_fallback_for_costs_beyond_int16():
     for factor in (2000, 3):
         matrix = scoring.matrix.astype(np.int64) * factor
         gap_open, gap_extend = 11 * factor, 1 * factor
-        profile = _cpu.query_profile(scoring.encode(query), matrix)
+        profile = _cpu.query_profile(encode_text(query, scoring), matrix)
         assert (profile.lane_table is None) == (factor == 2000)
         encoded = encode(targets, scoring, labels=None, what="target row")
         outputs = np.full((5, len(targets)), -1, dtype=np.int64)
@@ -298,16 +298,16 @@ def test_bare_int64_profile_takes_the_scalar_path():
     targets = [random_protein(rng, 70) for _ in range(10)]
     scoring = scoring_of(BLOSUM62)
     encoded = encode(targets, scoring, labels=None, what="target row")
-    profile = _cpu.query_profile(scoring.encode(query), scoring.matrix)
+    profile = _cpu.query_profile(encode_text(query, scoring), scoring.matrix)
     outputs = np.full((5, len(targets)), -1, dtype=np.int64)
     _cpu.one_to_many(profile.scores, len(query), encoded.residues, encoded.offsets,
-                     np.arange(len(targets)), 11, 1, True, *outputs)
+                     np.arange(len(targets)), 11, 1, "full", *outputs)
     assert (outputs == one_to_many(query, targets, BLOSUM62)).all()
 
 
 def test_query_profile_layout():
     scoring = scoring_of(BLOSUM62)
-    codes = scoring.encode("WAC")
+    codes = encode_text("WAC", scoring)
     profile = _cpu.query_profile(codes, scoring.matrix)
     alphabet = scoring.alphabet
     for i, letter in enumerate("WAC"):

@@ -33,8 +33,9 @@ QUERY = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEKAVQVKVKALPDAQFEVVH
 
 
 @pytest.fixture(autouse=True)
-def _real_backend(monkeypatch):
-    monkeypatch.delenv("SWDASK_GPU_BACKEND", raising=False)
+def _real_runtime(setting):
+    """The CUDA runtime, whatever the environment says (not the host emulation)."""
+    setting("gpu.runtime", "cuda")
 
 
 def random_sequences(n: int, seed: int) -> list:

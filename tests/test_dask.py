@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import swdask
-from swdask._api import PreparedQuery
+from swdask._sequences import PreparedQuery
 
 from .conftest import Scheme, check_against_reference, parasail_score
 

@@ -27,7 +27,7 @@ import dask  # noqa: E402
 import dask.dataframe as dd  # noqa: E402
 
 import swdask  # noqa: E402
-from swdask.gpu import _resident  # noqa: E402
+from swdask.gpu import _backend  # noqa: E402
 
 from .test_cudf import QUERY, as_pandas, assert_same, random_sequences  # noqa: E402
 
@@ -35,9 +35,9 @@ COLUMNS = ["score", "query_start", "query_end", "target_start", "target_end"]
 
 
 @pytest.fixture(autouse=True)
-def _real_backend(monkeypatch):
-    for name in ("SWDASK_GPU_BACKEND", "SWDASK_GPU_CHUNK_BYTES", "SWDASK_GPU_MEMORY_BYTES"):
-        monkeypatch.delenv(name, raising=False)
+def _real_runtime(setting):
+    """The CUDA runtime, whatever the environment says (not the host emulation)."""
+    setting("gpu.runtime", "cuda")
 
 
 @pytest.fixture(scope="module")
@@ -77,13 +77,13 @@ def test_dask_cudf_series_and_pairs(host_frame, protein_queries):
 
 
 def test_many_queries_against_a_persisted_frame_reuse_the_layout(host_frame, protein_queries):
-    _resident.clear_cache()
+    _backend.clear_cache()
     gpu_frame = dd.from_pandas(host_frame, npartitions=2).to_backend("cudf").persist()
     lazy = [gpu_frame.sw.align(q, column="sequence") for _, q in protein_queries[:4]]
     results = dask.compute(*lazy, scheduler="sync")
     for (_, query), got in zip(protein_queries[:4], results):
         assert_same(got, host_frame.sw.align(query, column="sequence", backend="cpu"))
-    assert len(_resident.TARGETS_CACHE) == 2  # one layout per partition, kept
+    assert len(_backend.TARGETS_CACHE) == 2  # one layout per partition, kept
 
 
 def test_cuda_cluster_runs_sw_align_tasks(host_frame, protein_queries):
@@ -123,7 +123,7 @@ def test_memory_cap_far_below_the_column_still_exact(protein_db, protein_queries
     host = pd.Series(values)
     query = protein_queries[2][1]
     want = host.sw.align(query, backend="cpu")
-    _resident.clear_cache()
+    _backend.clear_cache()
     series = cudf.Series(values)
     cupy.get_default_memory_pool().free_all_blocks()
     need = int(host.str.len().sum())

@@ -43,8 +43,9 @@ from swdask.gpu import encode_on_device  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _real_backend(monkeypatch):
-    monkeypatch.delenv("SWDASK_GPU_BACKEND", raising=False)
+def _real_runtime(setting):
+    """The CUDA runtime, whatever the environment says (not the host emulation)."""
+    setting("gpu.runtime", "cuda")
 
 
 def read_fasta(path) -> list[str]:

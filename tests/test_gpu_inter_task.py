@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from swdask import _engine
-from swdask._api import prepare_query
+from swdask._sequences import prepare_query
 from swdask._scoring import make_scoring
 from swdask._sequences import EncodedSequences, encode
 
@@ -41,10 +41,9 @@ import cupy  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
-def _real_backend(monkeypatch):
-    for name in ("SWDASK_GPU_BACKEND", "SWDASK_GPU_SHAPE", "SWDASK_GPU_CHUNK_BYTES",
-                 "SWDASK_GPU_LONG_ROW_MIN", "SWDASK_GPU_LONG_ROWS_MAX", "SWDASK_GPU_BUCKETS"):
-        monkeypatch.delenv(name, raising=False)
+def _real_runtime(setting):
+    """The CUDA runtime, whatever the environment says (not the host emulation)."""
+    setting("gpu.runtime", "cuda")
 
 
 def read_fasta(path) -> list[str]:
@@ -75,8 +74,8 @@ def compare(query, targets, scoring, modes=("none", "end", "full"), encoded=None
                                      cupy.asnumpy(gpu_input.offsets), np.asarray(gpu_input.valid))
     want = None
     for mode in modes:
-        got = _engine.align_many(prepared, gpu_input, scoring, positions=mode, backend="gpu")
-        want = _engine.align_many(prepared, cpu_input, scoring, positions=mode, backend="cpu")
+        got = _engine.align_many(prepared, gpu_input, mode, backend="gpu").to_host()
+        want = _engine.align_many(prepared, cpu_input, mode, backend="cpu")
         for name in COLUMNS:
             a, b = getattr(got, name), getattr(want, name)
             assert (a is None) == (b is None), (mode, name)
@@ -188,7 +187,7 @@ def test_dna_and_wide_scoring():
                                               gap_extend=100))
 
 
-def test_device_resident_input_chunks_and_shapes(monkeypatch):
+def test_device_resident_input_chunks_and_shapes(monkeypatch, setting):
     rng = np.random.default_rng(17)
     scoring = make_scoring("BLOSUM62")
     query = _rand(rng, PROTEIN, 333)
@@ -198,10 +197,10 @@ def test_device_resident_input_chunks_and_shapes(monkeypatch):
     device = EncodedSequences(cupy.asarray(host.residues), cupy.asarray(host.offsets),
                               host.valid)
     compare(query, targets, scoring, modes=("full",), encoded=device)
-    monkeypatch.setenv("SWDASK_GPU_CHUNK_BYTES", str(200_000))  # many chunks
+    setting("gpu.chunk-bytes", str(200_000))  # many chunks
     compare(query, targets, scoring, modes=("end", "full"))
     for shape in ("8,12", "4,8", "8,32", "4,20"):
-        monkeypatch.setenv("SWDASK_GPU_SHAPE", shape)
+        setting("gpu.shape", shape)
         compare(query, targets, scoring, modes=("end", "full"))
 
 
@@ -218,7 +217,7 @@ def test_public_api_on_gpu():
     pd.testing.assert_frame_equal(got, want)
 
 
-def test_long_rows_go_to_the_intra_task_kernel(monkeypatch):
+def test_long_rows_go_to_the_intra_task_kernel(monkeypatch, setting):
     """Rows of at least LONG_ROW_MIN_TARGET letters take align_long_rows; merged by row."""
     from swdask.gpu import _pairs, inter_task
 
@@ -249,10 +248,9 @@ def test_long_rows_go_to_the_intra_task_kernel(monkeypatch):
     compare(query, targets, scoring)
     assert calls == [int((lengths >= threshold).sum())] * 3  # one call per mode
     compare("W", targets, scoring)
-    monkeypatch.setenv("SWDASK_GPU_CHUNK_BYTES", str(150_000))  # long rows in several chunks
+    setting("gpu.chunk-bytes", str(150_000))  # long rows in several chunks
     compare(query, targets, scoring, modes=("full",))
-    monkeypatch.delenv("SWDASK_GPU_CHUNK_BYTES")
-    monkeypatch.setenv("SWDASK_GPU_LONG_ROW_MIN", "200")  # most rows on the intra-task kernel
+    setting("gpu.long-row-min", "200")  # most rows on the intra-task kernel
     compare(query, targets, scoring)
     # DNA: the match/mismatch form of the intra-task kernel
     dna = np.array(list("ACGT"))
@@ -263,8 +261,9 @@ def test_long_rows_go_to_the_intra_task_kernel(monkeypatch):
     compare(dquery, dtargets, make_scoring(None, match=2, mismatch=-3, gap_open=5,
                                            gap_extend=2))
     assert inter_task.long_row_threshold(inter_task.get_runtime()) == 200
-    # more long rows than the cap: all of them stay in the inter-task search
-    monkeypatch.setenv("SWDASK_GPU_LONG_ROWS_MAX", "5")
+    # more long rows than the cap (here 0 per multiprocessor): all of them stay in the
+    # inter-task search
+    setting("gpu.long-rows-per-sm", "0")
     calls.clear()
     compare(query, targets, scoring, modes=("full",))
     assert calls == []
@@ -290,10 +289,10 @@ def test_long_rows_beyond_the_intra_kernel_range_stay_exact(monkeypatch):
     assert want.score.max() >= _pairs.SCORE_LIMIT
 
 
-@pytest.mark.parametrize("buckets", ["4:300,8", "2:120,4:400,8"])
-def test_length_buckets_run_side_by_side_exactly(monkeypatch, buckets):
+@pytest.mark.parametrize("buckets", ["4:300,8", "4:120,8:400,8"])
+def test_length_buckets_run_side_by_side_exactly(monkeypatch, buckets, setting):
     # each bucket is its own launch on its own stream, all at once (inter_task._run_forward)
-    monkeypatch.setenv("SWDASK_GPU_BUCKETS", buckets)
+    setting("gpu.buckets", buckets)
     db = read_fasta(DATA / "proteins_db.fasta")
     queries = read_fasta(DATA / "proteins_query.fasta")
     scoring = make_scoring("BLOSUM62")

@@ -96,9 +96,11 @@ def test_no_distributed_import_for_a_pandas_run():
     code = (
         "import sys, pandas as pd, swdask\n"
         "from swdask._dask import _series_partition\n"
-        "from swdask._api import prepare_query\n"
-        "prepared = prepare_query('MKVL', swdask.make_scoring())\n"
-        "out = _series_partition(pd.Series(['MKVLA', None]), prepared, {})\n"
+        "from swdask._options import Options\n"
+        "from swdask._sequences import prepare_query\n"
+        "options = Options.parse()\n"
+        "prepared = prepare_query('MKVL', options.scoring)\n"
+        "out = _series_partition(pd.Series(['MKVLA', None]), prepared, options)\n"
         "assert int(out['score'].iloc[0]) > 0\n"
         "assert 'distributed' not in sys.modules, 'distributed was imported'\n"
     )

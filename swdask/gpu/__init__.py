@@ -1,37 +1,30 @@
-"""CUDA kernels for swdask, launched through CuPy (imported lazily: ``import swdask`` and every
-CPU path work without CuPy or a GPU).
+"""The GPU backend of swdask: CUDA kernels launched through CuPy (imported lazily:
+``import swdask`` and every CPU path work without CuPy or a GPU).
 
-* :func:`align_many_gpu`: one query against many targets (``inter_task.py``), the engine's
-  ``backend="gpu"`` path of ``align``.
-* :func:`align_pairs_gpu`: row-wise pairs (``_pairs.py``), the GPU path of ``align_pairs``.
-* :func:`encode_on_device`: a column of sequences to codes on the GPU (``_encode.py``), how
-  ``align``/``align_pairs`` encode for ``backend="gpu"``.
+* :func:`gpu_backend`: swdask's backend contract on the GPU (:class:`~swdask.gpu._backend.GpuBackend`:
+  encode, one against many, pairs); ``swdask._engine.get_backend("gpu")`` returns it.
+* Documented low-level entry points, for benchmarks and tools that time the kernels alone:
+  :func:`swdask.gpu.inter_task.prepare_targets` and :func:`swdask.gpu.inter_task.search`
+  (one query against targets laid out on the device), :func:`swdask.gpu._pairs.run_pairs`
+  (row-wise pairs on device arrays).
+
+Modules: ``_runtime.py`` (where CUDA sources run: CuPy, or the g++ host emulation that CPU
+CI tests them on), ``_kernels.py`` (the sources and every kernel variant), ``_encode.py``
+(strings to codes on the GPU), ``inter_task.py`` (one query against many targets),
+``_pairs.py`` (row-wise pairs, and the long-row kernel), ``_backend.py`` (the backend:
+chunking, layout cache, out-of-memory retry).
 """
 from __future__ import annotations
 
-
-def align_many_gpu(query, targets, scoring, mode):
-    """See :func:`swdask.gpu.inter_task.align_many_gpu`."""
-    from .inter_task import align_many_gpu as run
-
-    return run(query, targets, scoring, mode)
+from ._runtime import GpuUnavailableError
 
 
-def align_pairs_gpu(queries, targets, scoring, mode, **kwargs):
-    """See :func:`swdask.gpu._pairs.align_pairs_gpu`."""
-    from ._runtime import require_cuda
+def gpu_backend():
+    """The GPU backend (a :class:`~swdask.gpu._backend.GpuBackend` on the current runtime).
+    Raises :class:`GpuUnavailableError`, saying what to install, without CuPy and a GPU."""
+    from ._backend import GpuBackend
 
-    require_cuda()  # a clear error (what to install, or backend='cpu') where CuPy/GPU lack
-    from ._pairs import align_pairs_gpu as run
-
-    return run(queries, targets, scoring, mode, **kwargs)
+    return GpuBackend()
 
 
-def encode_on_device(values, scoring, labels=None, what="row"):
-    """See :func:`swdask.gpu._encode.encode_on_device`."""
-    from ._encode import encode_on_device as run
-
-    return run(values, scoring, labels=labels, what=what)
-
-
-__all__ = ["align_many_gpu", "align_pairs_gpu", "encode_on_device"]
+__all__ = ["GpuUnavailableError", "gpu_backend"]

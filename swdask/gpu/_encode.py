@@ -55,28 +55,30 @@ def _drop_null_bytes(cupy, data, offsets, valid):
     return data, compacted
 
 
-def encode_on_device(values, scoring: Scoring, labels=None, what: str = "row") -> EncodedSequences:
+def encode_on_device(values, scoring: Scoring, labels=None, what: str = "row",
+                     runtime=None) -> EncodedSequences:
     """:func:`swdask._sequences.encode` with the lookup on the GPU.
 
     Returns :class:`~swdask._sequences.EncodedSequences` whose ``residues`` (uint8 codes,
     concatenated) and ``offsets`` (int64, ``n + 1``, from 0) are CuPy arrays; ``valid``
-    (bool, ``n``) stays a NumPy array, because the engine assembles results on the host.
+    (bool, ``n``) stays a NumPy array.
     Nulls, empty strings, sliced Arrow arrays and bytes behind null slots are handled as the
     CPU does, so the codes, offsets and validity equal its own. A byte that is not a residue
     raises the CPU's :class:`~swdask._sequences.SequenceError` (it names the row): the
     column is then encoded again on the CPU, only to build that message.
 
     Raises :class:`~swdask.gpu._runtime.GpuUnavailableError` where CuPy or a GPU is missing.
-    Under the host emulation (``SWDASK_GPU_BACKEND=emulation``) it is the CPU ``encode``.
+    Under the host emulation (setting ``swdask.gpu.runtime: emulation``) it is the CPU
+    ``encode``.
     """
-    backend = get_runtime()  # GpuUnavailableError, saying what to do, without CuPy/GPU
-    if backend.name != "cuda":
+    runtime = runtime or get_runtime()  # GpuUnavailableError, saying what to do
+    if runtime.name != "cuda":
         return encode(values, scoring, labels=labels, what=what)
-    cupy = backend.xp
+    cupy = runtime.xp
     data_host, offsets, valid = arrow_layout(values, labels, what)
-    if data_host.nbytes > _DEVICE_SHARE * backend.free_bytes():
-        # too big to sit on the GPU whole: encode on the host, and the engine uploads it in
-        # chunks that fit the free memory (align_many_gpu/align_pairs_gpu)
+    if data_host.nbytes > _DEVICE_SHARE * runtime.free_bytes():
+        # too big to sit on the GPU whole: encode on the host, and the GPU backend uploads it
+        # in chunks that fit the free memory
         return encode(values, scoring, labels=labels, what=what)
     return encode_device_layout(cupy.asarray(data_host), offsets, valid, scoring,
                                 raise_bad=lambda: encode(values, scoring, labels=labels, what=what))

@@ -7,10 +7,8 @@ Two levels:
   runs the forward kernel (16-bit lanes, DPX on Hopper), recomputes in 32 bits the rows whose
   16-bit score may have wrapped, and, for start positions, runs the reverse kernel. This is
   what the benchmark times as "kernel-only".
-* :func:`align_many_gpu` is the engine's entry point (``swdask._engine.align_many`` with
-  ``backend="gpu"``): it takes :class:`~swdask._sequences.EncodedSequences` (NumPy or CuPy
-  arrays), cuts them into chunks that fit the GPU's free memory, and returns
-  :class:`~swdask._engine.Alignments` (NumPy arrays).
+* the GPU backend (:class:`swdask.gpu._backend.GpuBackend`) cuts a column into chunks that
+  fit the GPU's memory, caches layouts, and turns these cells into the API's results.
 
 Cell conventions, tie rules and the gap formula are those of :mod:`swdask._cpu` (a gap of
 length k costs ``gap_open + (k - 1) * gap_extend``; end cell: best score, smallest target
@@ -20,11 +18,12 @@ cells, ``-1`` where the score is 0.
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _settings
+from .._scoring import substitution_table
 from . import _kernels
 from ._runtime import get_runtime
 
@@ -37,11 +36,11 @@ _LANE32_SCORE_LIMIT = 1 << 29
 _LANE32_PAD = -(1 << 30)
 #: Bytes of device memory per residue and per row that one search needs beyond the residues
 #: (pair codes, the pass boundary, the reverse boundary, results), for chunking by memory.
-_BYTES_PER_RESIDUE = 15
-_BYTES_PER_ROW = 96
+BYTES_PER_RESIDUE = 15
+BYTES_PER_ROW = 96
 
 
-def long_row_threshold(backend) -> int | None:
+def long_row_threshold(runtime) -> int | None:
     """Target length from which a row leaves the inter-task search for the intra-task kernel.
 
     ``_pairs.LONG_ROW_MIN_TARGET`` (2,000 letters) comes from a measurement on an H200,
@@ -51,19 +50,11 @@ def long_row_threshold(backend) -> int | None:
     on ``_pairs.align_long_rows`` (one block per row): break-even between L = 1,500 (10.4 vs
     10.6 ms) and 3,000 (13.6 vs 10.3 ms), 4.6x faster split at 48,000. A long target holds
     its whole group of the inter-task kernel (and its block) for its full length, while one
-    block per row spreads it over a block of threads. ``SWDASK_GPU_LONG_ROW_MIN`` overrides
-    it (tuning; ``0`` keeps every row in the inter-task search). ``None`` (no routing) on the
-    host emulation: ``align_long_rows`` is CuPy-only.
+    block per row spreads it over a block of threads. The setting ``swdask.gpu.long-row-min``
+    holds it (``0`` keeps every row in the inter-task search).
     """
-    override = os.environ.get("SWDASK_GPU_LONG_ROW_MIN")
-    if override is not None and override.strip():
-        value = int(override)
-        return value if value > 0 else None
-    if backend.name != "cuda":
-        return None
-    from . import _pairs
-
-    return _pairs.LONG_ROW_MIN_TARGET
+    value = _settings.get_int("gpu.long-row-min")
+    return value if value else None
 
 
 #: At most this many long rows per multiprocessor go to the intra-task kernel; beyond it they
@@ -79,20 +70,14 @@ def long_row_threshold(backend) -> int | None:
 LONG_ROWS_PER_SM = 4
 
 
-def long_rows_cap(backend) -> int | None:
-    """Most long rows one search sends to the intra-task kernel (``None``: no cap).
-    ``SWDASK_GPU_LONG_ROWS_MAX`` overrides it (tuning; ``-1``: no cap)."""
-    override = os.environ.get("SWDASK_GPU_LONG_ROWS_MAX")
-    if override is not None and override.strip():
-        value = int(override)
-        return None if value < 0 else value
-    if backend.name != "cuda":
+def long_rows_cap(runtime) -> int | None:
+    """Most long rows one search sends to the intra-task kernel (``None``: no cap): the
+    setting ``swdask.gpu.long-rows-per-sm`` (default :data:`LONG_ROWS_PER_SM`; ``-1``: no
+    cap) times the device's multiprocessors."""
+    per_sm = _settings.get_int("gpu.long-rows-per-sm")
+    if per_sm is None or per_sm < 0:
         return None
-    return LONG_ROWS_PER_SM * backend.multiprocessors
-
-
-def _round_up(value, multiple):
-    return (value + multiple - 1) // multiple * multiple
+    return per_sm * runtime.multiprocessors
 
 
 def tile_stride(lanes: int, rows: int) -> int:
@@ -115,15 +100,16 @@ def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[
     32-bit kernels' single shape, and the 16-bit kernels' shape when one is forced.
 
     G = 4 keeps the wavefront's fill short (G - 1 idle steps per pass) while a pass of
-    4 x 32 rows still moves only ~0.06 byte of boundary per cell. ``SWDASK_GPU_SHAPE="G,R"``
-    overrides it (16-bit kernels, every target length; for tuning and tests).
+    4 x 32 rows still moves only ~0.06 byte of boundary per cell. The setting
+    ``swdask.gpu.shape`` (``"G,R"``) overrides it (16-bit kernels, every target length; for
+    tuning and tests).
     """
     if lanes == 1:
         return next(((g, r) for g, r in _kernels.WIDE_SHAPES if g * r >= m),
                     _kernels.WIDE_SHAPES[-1])
-    override = os.environ.get("SWDASK_GPU_SHAPE")
+    override = _settings.get("gpu.shape")
     if override:
-        group, rows = (int(v) for v in override.split(","))
+        group, rows = (int(v) for v in str(override).split(","))
         return group, rows
     group = 4
     return group, rows_for(m, group, compute_capability)
@@ -148,18 +134,22 @@ LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((4, 3000), (8, None))
 
 def length_buckets() -> tuple[tuple[int, int | None], ...]:
     """The 16-bit forward kernel's length buckets: :data:`LENGTH_BUCKETS`, or
-    ``SWDASK_GPU_BUCKETS`` (tuning, tests), e.g. ``"2:200,4:1500,8"``: G = 2 for pairs
-    shorter than 200 letters, G = 4 below 1,500, G = 8 for the rest."""
-    override = os.environ.get("SWDASK_GPU_BUCKETS")
-    if not override or not override.strip():
+    the setting ``swdask.gpu.buckets`` (tuning, tests), e.g. ``"4:1500,8"``: G = 4 for pairs
+    shorter than 1,500 letters, G = 8 for the rest (G is one of ``_kernels.GROUP_SIZES``)."""
+    override = _settings.get("gpu.buckets")
+    if not override or not str(override).strip():
         return LENGTH_BUCKETS
+    override = str(override)
     buckets = []
     for item in override.split(","):
         group, _, below = item.strip().partition(":")
         buckets.append((int(group), int(below) if below else None))
     if buckets[-1][1] is not None or any(b is None for _, b in buckets[:-1]):
-        raise ValueError(f"SWDASK_GPU_BUCKETS={override!r}: every bucket but the last needs "
-                         "a length bound (G:below), the last none (e.g. '2:200,4:1500,8')")
+        raise ValueError(f"setting swdask.gpu.buckets={override!r}: every bucket but the last "
+                         "needs a length bound (G:below), the last none (e.g. '4:1500,8')")
+    if any(group not in _kernels.GROUP_SIZES for group, _ in buckets):
+        raise ValueError(f"setting swdask.gpu.buckets={override!r}: threads per pair must be "
+                         f"one of {_kernels.GROUP_SIZES}")
     return tuple(buckets)
 
 
@@ -167,9 +157,10 @@ def forward_plan(layout, m: int, compute_capability: int = 90, buckets=None,
                  shape: tuple[int, int] | None = None) -> list[tuple[int, int, int, int]]:
     """Launches of the 16-bit forward kernel over ``layout`` (pairs longest first): a list
     of (first pair, end pair, G, R), longest bucket first, empty buckets left out. A given
-    ``shape`` (or ``SWDASK_GPU_SHAPE``) runs every pair in one launch of that shape."""
+    ``shape`` (or the setting ``swdask.gpu.shape``) runs every pair in one launch of that
+    shape."""
     num_pairs = layout.num_pairs
-    if shape is None and os.environ.get("SWDASK_GPU_SHAPE"):
+    if shape is None and _settings.get("gpu.shape"):
         shape = choose_shape(m, 2, compute_capability)
     if shape is not None:
         return [(0, num_pairs, shape[0], shape[1])] if num_pairs else []
@@ -214,21 +205,10 @@ class _PairLayout:
     pair_start: object     # int64[num_pairs]: first column of the pair in pair_codes
     pair_codes: object     # uint16[columns]: both lanes' codes per column
     columns: int
-    _pair_len_host: object = None
 
     @property
     def num_pairs(self) -> int:
         return int(self.pair_len.shape[0])
-
-    @property
-    def pair_len_host(self) -> np.ndarray:
-        """``pair_len`` on the host, to cut the length buckets (copied once, when needed:
-        the default single bucket never needs it)."""
-        if self._pair_len_host is None:
-            pair_len = self.pair_len
-            self._pair_len_host = (pair_len if isinstance(pair_len, np.ndarray)
-                                   else pair_len.get())
-        return self._pair_len_host
 
 
 @dataclass
@@ -243,7 +223,7 @@ class DeviceTargets:
     :func:`long_row_threshold`).
     """
 
-    backend: object
+    runtime: object
     residues: object
     offsets: object
     lengths: object
@@ -257,13 +237,9 @@ class DeviceTargets:
     def __len__(self) -> int:
         return int(self.lengths.shape[0])
 
-    @property
-    def total_residues(self) -> int:
-        return int(self.residues.shape[0])
 
-
-def _pair_layout(backend, residues, offsets, lengths, rows, lanes: int, pad_code: int):
-    xp = backend.xp
+def _pair_layout(runtime, residues, offsets, lengths, rows, lanes: int, pad_code: int):
+    xp = runtime.xp
     n = int(rows.shape[0])
     num_pairs = (n + lanes - 1) // lanes
     slot_rows = xp.full(num_pairs * lanes, -1, dtype=xp.int32)
@@ -276,15 +252,15 @@ def _pair_layout(backend, residues, offsets, lengths, rows, lanes: int, pad_code
     columns = int(widths.sum()) if num_pairs else 0
     pair_codes = xp.empty(max(columns, 1), dtype=xp.uint16)
     if num_pairs:
-        function = backend.function("inter_task.cu", _kernels.PAIR_CODES_NAME)
-        backend.launch(function, min(num_pairs, 1 << 16), min(backend.block_threads, 128),
+        function = runtime.function("inter_task.cu", _kernels.PAIR_CODES_NAME)
+        runtime.launch(function, min(num_pairs, 1 << 16), min(runtime.block_threads, 128),
                        [residues, offsets, slot_rows, np.int32(lanes), pair_start, pair_len,
                         np.int32(num_pairs), np.int32(pad_code), pair_codes])
     return _PairLayout(lanes, slot_rows, pair_len, pair_start, pair_codes, columns)
 
 
 def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
-                    backend=None, long_row_min: int | None | str = "default") -> DeviceTargets:
+                    runtime=None, long_row_min: int | None | str = "default") -> DeviceTargets:
     """Lay targets out on the device: sort by length, pair, interleave the codes.
 
     ``residues`` (uint8 codes) and ``offsets`` (int64, ``n + 1``) may be NumPy (copied to the
@@ -292,8 +268,8 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
     least ``long_row_min`` letters (default: :func:`long_row_threshold`; ``None``: none) are
     set apart for the intra-task kernel, unless there are more than :func:`long_rows_cap`.
     """
-    backend = backend or get_runtime()
-    xp = backend.xp
+    runtime = runtime or get_runtime()
+    xp = runtime.xp
     residues = xp.ascontiguousarray(xp.asarray(residues, dtype=xp.uint8))
     offsets = xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64))
     n = int(offsets.shape[0]) - 1
@@ -301,11 +277,11 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
     valid = xp.ones(n, dtype=bool) if valid is None else xp.asarray(valid, dtype=bool)
     active = valid & (lengths > 0)
     if long_row_min == "default":
-        long_row_min = long_row_threshold(backend)
+        long_row_min = long_row_threshold(runtime)
     long_rows = xp.zeros(0, dtype=xp.int64)
     if long_row_min is not None:
         long_rows = xp.flatnonzero(active & (lengths >= long_row_min))
-        cap = long_rows_cap(backend)
+        cap = long_rows_cap(runtime)
         if cap is not None and int(long_rows.shape[0]) > cap:
             long_rows = long_rows[:0]  # many long rows: the inter-task search does better
         else:
@@ -313,30 +289,28 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
     rows = xp.flatnonzero(active)
     order = rows[xp.argsort(-lengths[rows], kind="stable")] if rows.size else rows
     pad_code = alphabet_size
-    pairs = _pair_layout(backend, residues, offsets, lengths, order, 2, pad_code)
-    return DeviceTargets(backend, residues, offsets, lengths, valid, order, pairs, pad_code,
+    pairs = _pair_layout(runtime, residues, offsets, lengths, order, 2, pad_code)
+    return DeviceTargets(runtime, residues, offsets, lengths, valid, order, pairs, pad_code,
                          long_rows, long_row_min)
 
 
 # ----------------------------------------------------------------------------------- kernels
 
 
-def _profile(backend, matrix, codes, gap_open, lanes):
+def _profile(runtime, matrix, codes, gap_open, lanes):
     """``profile[a, i] = matrix[a, q_i] + gap_open`` plus a PAD row, as the kernels read it."""
     alphabet = matrix.shape[0]
     dtype = np.int16 if lanes == 2 else np.int32
     pad = gap_open - _LANE16_MAX if lanes == 2 else gap_open + _LANE32_PAD
-    profile = np.empty((alphabet + 1, len(codes)), dtype=np.int64)
-    profile[:alphabet] = matrix.astype(np.int64)[:, codes] + gap_open
-    profile[alphabet] = pad
-    return backend.xp.asarray(profile.astype(dtype)), pad
+    table = substitution_table(matrix, (alphabet + 1, alphabet), pad=pad, offset=gap_open)
+    return runtime.xp.asarray(table[:, codes].astype(dtype)), pad
 
 
-def _run_forward(backend, layout: _PairLayout, profile, pad_score, m, alpha1, scoring,
-                 plan, track_end):
+def _run_forward(runtime, layout: _PairLayout, profile, pad_score, m, alpha1, scoring,
+                 plan):
     """Forward kernel over ``layout``, one launch per (first pair, end pair, G, R) of
     ``plan`` (see :func:`forward_plan`); returns score, end_i, end_j per slot."""
-    xp = backend.xp
+    xp = runtime.xp
     lanes = layout.lanes
     num_pairs = layout.num_pairs
     multipass = any(math.ceil(m / (group * rows)) > 1 for _, _, group, rows in plan)
@@ -345,14 +319,14 @@ def _run_forward(backend, layout: _PairLayout, profile, pad_score, m, alpha1, sc
     out_score = xp.empty(max(slots, 1), dtype=xp.int32)
     out_end_i = xp.empty(max(slots, 1), dtype=xp.int32)
     out_end_j = xp.empty(max(slots, 1), dtype=xp.int32)
-    block = backend.block_threads
+    block = runtime.block_threads
     launches = []
     for first, end, group, rows in plan:
         # each launch sees its pairs as 0..count-1: the per-pair arrays and the outputs are
         # passed from its first pair on (contiguous views); pair_start stays absolute, so
         # pair_codes and the boundary are shared (each launch touches only its own pairs)
-        name = _kernels.forward_name(lanes, group, rows, track_end)
-        function = backend.function("inter_task.cu", name)
+        name = _kernels.forward_name(lanes, group, rows)
+        function = runtime.function("inter_task.cu", name)
         groups_per_block = block // group
         count = end - first
         grid = (count + groups_per_block - 1) // groups_per_block
@@ -369,9 +343,9 @@ def _run_forward(backend, layout: _PairLayout, profile, pad_score, m, alpha1, sc
     # Several buckets run side by side, one stream each: the bucket of the longest targets
     # (more threads per pair, so each of its pairs finishes sooner) fills the SMs the other
     # launch leaves idle instead of running before or after it.
-    with backend.concurrent(len(launches)) as streams:
+    with runtime.concurrent(len(launches)) as streams:
         for (function, grid, shared, args), stream in zip(launches, streams):
-            backend.launch(function, grid, block, args, shared_mem=shared, stream=stream)
+            runtime.launch(function, grid, block, args, shared_mem=shared, stream=stream)
     return out_score[:slots], out_end_i[:slots], out_end_j[:slots]
 
 
@@ -392,8 +366,8 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     0, and for null or empty rows). ``shape`` = (G, R) runs every pair of the 16-bit kernel
     in that shape (else :func:`forward_plan`: one launch per length bucket).
     """
-    backend = targets.backend
-    xp = backend.xp
+    runtime = targets.runtime
+    xp = runtime.xp
     codes = np.ascontiguousarray(np.asarray(query_codes, dtype=np.uint8))
     m = int(codes.shape[0])
     n = len(targets)
@@ -406,9 +380,8 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     track_end = mode != "none"
     # Scores only also run the end-tracking kernel (ends computed, then dropped): on an H200
     # it did W1 at 3.8 TCUPS against 2.9 for the scores-only variant, whose shorter loop
-    # leaves its prefetched loads too little time (benchmarks/NOTES-gpu.md, v4).
-    # SWDASK_GPU_SCORES_KERNEL=scores selects that variant (tuning).
-    kernel_tracks = track_end or os.environ.get("SWDASK_GPU_SCORES_KERNEL") != "scores"
+    # leaves its prefetched loads too little time (benchmarks/NOTES-gpu.md, v4); that variant
+    # was removed.
     result = {"score": xp.zeros(n, dtype=xp.int32)}
     if track_end:
         for key in ("query_end", "target_end", "query_start", "target_start"):
@@ -436,10 +409,10 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     if targets.order.shape[0] == 0:
         pass  # only long rows, on the 32-bit kernels (below)
     elif lanes16_fit(scoring):
-        profile, pad = _profile(backend, matrix, codes, scoring.gap_open, 2)
-        plan = forward_plan(targets.pairs, m, backend.compute_capability, shape=shape)
-        score, end_i, end_j = _run_forward(backend, targets.pairs, profile, pad, m, alpha1,
-                                           scoring, plan, kernel_tracks)
+        profile, pad = _profile(runtime, matrix, codes, scoring.gap_open, 2)
+        plan = forward_plan(targets.pairs, m, runtime.compute_capability, shape=shape)
+        score, end_i, end_j = _run_forward(runtime, targets.pairs, profile, pad, m, alpha1,
+                                           scoring, plan)
         slot_rows = targets.pairs.slot_rows
         result["score"] = _scatter(xp, n, slot_rows, score, 0)
         if track_end:
@@ -458,12 +431,12 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
         wide_rows = inter_rows
     if wide_rows is not None and wide_rows.shape[0]:
         _check_lanes32(scoring, m)
-        layout = _pair_layout(backend, targets.residues, targets.offsets, targets.lengths,
+        layout = _pair_layout(runtime, targets.residues, targets.offsets, targets.lengths,
                               wide_rows, 1, targets.pad_code)
-        profile, pad = _profile(backend, matrix, codes, scoring.gap_open, 1)
+        profile, pad = _profile(runtime, matrix, codes, scoring.gap_open, 1)
         group, rows = choose_shape(m, 1)
-        score, end_i, end_j = _run_forward(backend, layout, profile, pad, m, alpha1, scoring,
-                                           [(0, layout.num_pairs, group, rows)], track_end)
+        score, end_i, end_j = _run_forward(runtime, layout, profile, pad, m, alpha1, scoring,
+                                           [(0, layout.num_pairs, group, rows)])
         result["score"][wide_rows] = score
         if track_end:
             result["query_end"][wide_rows] = end_i
@@ -504,8 +477,8 @@ def _align_long(targets: DeviceTargets, codes, scoring, mode: str, result) -> No
 
 
 def _run_reverse(targets: DeviceTargets, inter_rows, codes, matrix, scoring, result):
-    backend = targets.backend
-    xp = backend.xp
+    runtime = targets.runtime
+    xp = runtime.xp
     rows = inter_rows[result["score"][inter_rows] > 0]
     num_items = int(rows.shape[0])
     if num_items == 0:
@@ -521,18 +494,17 @@ def _run_reverse(targets: DeviceTargets, inter_rows, codes, matrix, scoring, res
     group, rows_per_thread = _kernels.REVERSE_SHAPE
     needs_boundary = int(item_end_i.max()) + 1 > group * rows_per_thread
     boundary = xp.empty(2 * int(widths.sum()) if needs_boundary else 2, dtype=xp.uint32)
-    alphabet = matrix.shape[0]
-    alpha1 = alphabet + 1
-    subst = np.full((alpha1, alpha1), scoring.gap_open + _LANE32_PAD, dtype=np.int64)
-    subst[:alphabet, :alphabet] = matrix.astype(np.int64) + scoring.gap_open
-    subst = xp.asarray(subst.astype(np.int32).reshape(-1))
+    alpha1 = matrix.shape[0] + 1
+    subst = substitution_table(matrix, (alpha1, alpha1), pad=scoring.gap_open + _LANE32_PAD,
+                               offset=scoring.gap_open, dtype=np.int32)
+    subst = xp.asarray(subst.reshape(-1))
     query = xp.asarray(codes)
     out_start_i = xp.empty(num_items, dtype=xp.int32)
     out_start_j = xp.empty(num_items, dtype=xp.int32)
-    function = backend.function("reverse.cu", _kernels.reverse_name())
-    block = backend.block_threads
+    function = runtime.function("reverse.cu", _kernels.reverse_name())
+    block = runtime.block_threads
     grid = (num_items + block // group - 1) // (block // group)
-    backend.launch(function, grid, block,
+    runtime.launch(function, grid, block,
                    [subst, np.int32(alpha1), query, np.int32(len(codes)), targets.residues,
                     targets.offsets,
                     item_row, item_score, item_end_i, item_end_j, item_boundary,
@@ -540,56 +512,3 @@ def _run_reverse(targets: DeviceTargets, inter_rows, codes, matrix, scoring, res
                     np.int32(scoring.gap_extend), out_start_i, out_start_j])
     result["query_start"][rows] = out_start_i
     result["target_start"][rows] = out_start_j
-
-
-# ----------------------------------------------------------------------------- engine entry
-
-
-def _chunks(offsets: np.ndarray, budget_bytes: int, resident: bool):
-    """Contiguous row ranges whose device memory need fits ``budget_bytes``."""
-    n = len(offsets) - 1
-    per_residue = _BYTES_PER_RESIDUE + (0 if resident else 1)
-    cost = offsets[1:] * per_residue + np.arange(1, n + 1) * _BYTES_PER_ROW
-    start = 0
-    while start < n:
-        base = (offsets[start] * per_residue + start * _BYTES_PER_ROW)
-        stop = int(np.searchsorted(cost, base + budget_bytes, side="right"))
-        stop = max(stop, start + 1)  # one row always goes, whatever its size
-        yield start, min(stop, n)
-        start = stop
-
-
-def align_many_gpu(query, targets, scoring, mode: str):
-    """The engine's GPU path: ``query`` is a PreparedQuery, ``targets`` EncodedSequences.
-
-    Returns :class:`swdask._engine.Alignments` with NumPy arrays. Rows are processed in
-    chunks sized to the GPU's free memory, so inputs larger than the GPU still complete.
-    """
-    from .._engine import _empty_outputs, _finish
-
-    backend = get_runtime()
-    xp = backend.xp
-    n = len(targets)
-    outputs = _empty_outputs(n)
-    valid = np.asarray(backend.to_host(targets.valid) if not isinstance(targets.valid, np.ndarray)
-                       else targets.valid, dtype=bool)
-    offsets_host = (targets.offsets if isinstance(targets.offsets, np.ndarray)
-                    else backend.to_host(targets.offsets)).astype(np.int64)
-    resident = not isinstance(targets.residues, np.ndarray)
-    budget = int(os.environ.get("SWDASK_GPU_CHUNK_BYTES", 0)) or int(backend.free_bytes() * 0.4)
-    alphabet = scoring.matrix.shape[0]
-    for start, stop in _chunks(offsets_host, budget, resident):
-        first, last = int(offsets_host[start]), int(offsets_host[stop])
-        chunk_offsets = offsets_host[start:stop + 1] - first
-        prepared = prepare_targets(targets.residues[first:last], chunk_offsets,
-                                   valid[start:stop], alphabet_size=alphabet, backend=backend)
-        found = search(prepared, query.codes, scoring, mode)
-        outputs[0][start:stop] = backend.to_host(found["score"])
-        if mode != "none":
-            outputs[2][start:stop] = backend.to_host(found["query_end"])
-            outputs[4][start:stop] = backend.to_host(found["target_end"])
-        if mode == "full":
-            outputs[1][start:stop] = backend.to_host(found["query_start"])
-            outputs[3][start:stop] = backend.to_host(found["target_start"])
-        del prepared, found
-    return _finish(outputs, valid, mode)

@@ -1,0 +1,82 @@
+"""The options of an alignment call, parsed and validated once: :class:`Options`.
+
+Every entry point (``swdask.align``, the ``.sw`` accessors on pandas, cuDF and Dask, the
+search) takes the same keyword arguments; :meth:`Options.parse` turns them into one frozen
+object (the :class:`~swdask.Scoring`, the mode, the backend) before any work starts, so a
+mistake is reported once, naming the parameter, and the layers below never see raw keywords.
+The argument documentation shared by the public docstrings lives here too.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ._results import position_mode, result_columns
+from ._scoring import Scoring, make_scoring
+
+#: Values of ``backend=``: where the kernels run (``"auto"``: where the data lives).
+BACKENDS = ("auto", "cpu", "gpu")
+
+SCORING_DOC = """
+        matrix: substitution matrix name (BLOSUM45/50/62/80/90, PAM30/70/250, any name Biopython
+            knows), the path of an NCBI-format matrix file, or ``None`` for DNA scored by
+            ``match``/``mismatch`` over ACGTN (N scores ``mismatch`` against all; U reads as T).
+        gap_open, gap_extend: non-negative integer costs, ``gap_extend <= gap_open``; a gap of
+            length k scores ``-(gap_open + (k - 1) * gap_extend)``.
+        match, mismatch: DNA scores, with ``matrix=None``.
+        on_unknown: ``"substitute"`` (a letter outside the alphabet reads as X for protein, N for
+            DNA) or ``"raise"``. Other characters (whitespace, digits, ``-``, ``.``, control and
+            non-ASCII characters) always raise.
+        positions: ``True`` for start and end positions, ``"end"`` for ends only, ``False`` for
+            the score only.
+        backend: where the kernels run: ``"auto"`` (the GPU when the sequences are on it, as
+            in a cuDF column; else the CPU), ``"cpu"`` (numba) or ``"gpu"`` (CUDA via CuPy).
+"""
+
+RESULT_DOC = """
+    Returns:
+        A DataFrame of columns ``score``, ``query_start``, ``query_end``, ``target_start``, ``target_end``
+        (nullable integers). Positions are 0-based and end-exclusive: ``query[query_start:query_end]``
+        and ``target[target_start:target_end]`` are the aligned segments, whose global alignment
+        under the same scoring scores exactly ``score``. The end is the best-scoring cell with the
+        smallest target end, then the smallest query end; the start is the one closest to that end
+        (largest target start, then largest query start). Null sequences give nulls; empty ones
+        score 0; positions are null where the score is 0.
+"""
+
+
+def document(func):
+    """Fill the shared ``{scoring}``/``{result}`` sections into a docstring."""
+    func.__doc__ = func.__doc__.format(scoring=SCORING_DOC.strip("\n"), result=RESULT_DOC.strip("\n"))
+    return func
+
+
+def check_backend(backend) -> str:
+    """Validate ``backend=`` (the engine resolves ``"auto"`` from where the data lives)."""
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    return backend
+
+
+@dataclass(frozen=True, eq=False)
+class Options:
+    """One call's options: ``scoring`` (a :class:`~swdask.Scoring`), ``mode`` (``"full"``,
+    ``"end"`` or ``"none"``: what is computed, see :mod:`swdask._results`) and ``backend``
+    (``"auto"``, ``"cpu"`` or ``"gpu"``)."""
+
+    scoring: Scoring
+    mode: str = "full"
+    backend: str = "auto"
+
+    @classmethod
+    def parse(cls, matrix="BLOSUM62", *, gap_open=11, gap_extend=1, match=None, mismatch=None,
+              on_unknown="substitute", positions=True, backend="auto") -> "Options":
+        """Validate the public keyword arguments (raising ``ValueError``/``ScoringError``
+        naming the parameter) and build the options."""
+        scoring = make_scoring(matrix, gap_open=gap_open, gap_extend=gap_extend, match=match,
+                               mismatch=mismatch, on_unknown=on_unknown)
+        return cls(scoring, position_mode(positions), check_backend(backend))
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The result columns these options produce, in order."""
+        return result_columns(self.mode)

@@ -1,0 +1,259 @@
+"""The GPU backend: :class:`GpuBackend`, swdask's contract (``swdask._engine.Backend``) on
+the CUDA kernels. Every GPU alignment comes through here, whatever holds the sequences: a
+pandas column with ``backend="gpu"``, a cuDF column (read in place), a Dask partition of
+either.
+
+* ``encode``: the column to codes on the GPU (:mod:`swdask.gpu._encode`).
+* ``one_against_many``: the one GPU path for one query against many rows. The targets are
+  laid out for the inter-task kernel (:func:`swdask.gpu.inter_task.prepare_targets`: length
+  sort, pairing, interleaving) and searched (:func:`~swdask.gpu.inter_task.search`); results
+  stay on the device (:class:`~swdask._results.Alignments` of CuPy arrays). Three things
+  make it fit a pipeline that aligns many queries against one database:
+
+  - **Layouts are cached.** Laying the targets out costs about as much as a short query's
+    search. When the caller names an ``owner`` (the cuDF column the codes came from) and a
+    ``fingerprint`` of its buffers, the layout is kept and reused by the next query against
+    the same column. The cache holds at most the setting ``swdask.gpu.cache-bytes``
+    (default: a quarter of the device memory, or of the RMM limit), least recently used
+    first out; an entry dies with its column (a weak reference) or when the column's buffers
+    change (the fingerprint).
+  - **Memory is planned, then enforced.** Rows (on the device, or on the host when the
+    column was too big to encode there) run in contiguous chunks whose search fits 40% of
+    the memory swdask may use (:meth:`~swdask.gpu._runtime.CudaRuntime.free_bytes`: free
+    memory, an RMM limit, ``swdask.gpu.memory-bytes``), or ``swdask.gpu.chunk-bytes``.
+  - **An allocation that fails anyway is retried**, after emptying the cache and CuPy's
+    pool, with half the budget, down to one row per chunk. A capped worker thus completes
+    rather than failing the task.
+* ``pairs``: row-wise pairs (:mod:`swdask.gpu._pairs`).
+
+This module implements the contract structurally: it imports nothing of swdask above the
+kernels (only :mod:`swdask._results`, :mod:`swdask._settings` and the sequences layer).
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from .. import _settings
+import numpy as np
+
+from .._results import array_module, empty_cells, finish
+from . import inter_task
+from ._runtime import get_runtime, is_out_of_memory
+
+#: Share of the usable device memory one search plans to take (the rest is the column
+#: itself, the caller's results, and other work on the GPU).
+_SEARCH_SHARE = 0.4
+#: Below this budget a failed allocation is final (one row per chunk cannot shrink further).
+_MIN_BUDGET = 1 << 20
+
+
+# ------------------------------------------------------------------------------------ cache
+
+
+@dataclass
+class _Entry:
+    owner: object            # a weak reference to the owner, or the owner itself
+    fingerprint: tuple
+    targets: inter_task.DeviceTargets
+    nbytes: int
+
+
+def _targets_nbytes(targets: inter_task.DeviceTargets) -> int:
+    arrays = (targets.residues, targets.offsets, targets.lengths, targets.valid, targets.order,
+              targets.long_rows, targets.pairs.slot_rows, targets.pairs.pair_len,
+              targets.pairs.pair_start, targets.pairs.pair_codes)
+    return int(sum(getattr(a, "nbytes", 0) for a in arrays if a is not None))
+
+
+class _TargetsCache:
+    """Prepared targets by owner (see the module docstring); safe across worker threads."""
+
+    def __init__(self):
+        self._entries: OrderedDict[int, _Entry] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def capacity(self, runtime) -> int:
+        value = _settings.get_int("gpu.cache-bytes")
+        return value if value is not None else runtime.total_bytes() // 4
+
+    def get(self, owner, fingerprint):
+        with self._lock:
+            entry = self._entries.get(id(owner))
+            if entry is None:
+                return None
+            held = entry.owner() if isinstance(entry.owner, weakref.ref) else entry.owner
+            if held is not owner or entry.fingerprint != fingerprint:
+                del self._entries[id(owner)]
+                return None
+            self._entries.move_to_end(id(owner))
+            return entry.targets
+
+    def put(self, owner, fingerprint, targets, runtime) -> None:
+        nbytes = _targets_nbytes(targets)
+        capacity = self.capacity(runtime)
+        if nbytes > capacity:
+            return
+        key = id(owner)
+        try:
+            # the entry goes when the owner does, so an id reused by a new column never hits
+            held = weakref.ref(owner, lambda _ref, key=key: self._drop(key, _ref))
+        except TypeError:  # not weakly referenceable: hold it (evicted by size, LRU)
+            held = owner
+        with self._lock:
+            self._entries.pop(key, None)
+            while self._entries and self.nbytes() + nbytes > capacity:
+                self._entries.popitem(last=False)
+            self._entries[key] = _Entry(held, fingerprint, targets, nbytes)
+
+    def _drop(self, key, ref) -> None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and entry.owner is ref:
+                del self._entries[key]
+
+    def nbytes(self) -> int:
+        return sum(entry.nbytes for entry in self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+#: The process's cache of prepared targets (one per Dask worker process).
+TARGETS_CACHE = _TargetsCache()
+
+
+def clear_cache() -> None:
+    """Drop every cached target layout (frees its device memory once unreferenced)."""
+    TARGETS_CACHE.clear()
+
+
+# ----------------------------------------------------------------------------------- search
+
+
+def _chunks(offsets, budget: int):
+    """Contiguous row ranges ``(start, stop)`` whose search fits ``budget`` bytes (at least
+    one row each), planned where the offsets live (host or device) with a few scalar reads.
+    Rows whose residues are still on the host also count the bytes of their upload."""
+    xp = array_module(offsets)
+    n = int(offsets.shape[0]) - 1
+    per_residue = inter_task.BYTES_PER_RESIDUE + (1 if xp is np else 0)
+    per_row = inter_task.BYTES_PER_ROW
+    if int(offsets[-1]) * per_residue + n * per_row <= budget:
+        yield 0, n
+        return
+    cost = offsets[1:] * per_residue + xp.arange(1, n + 1, dtype=xp.int64) * per_row
+    start = 0
+    while start < n:
+        base = int(offsets[start]) * per_residue + start * per_row
+        stop = max(int(xp.searchsorted(cost, base + budget, side="right")), start + 1)
+        yield start, min(stop, n)
+        start = stop
+
+
+def _cache_key(runtime, scoring, fingerprint: tuple) -> tuple:
+    # what the layout depends on: the data, the alphabet's codes, the long-row routing
+    return (fingerprint, scoring.lookup.tobytes(), scoring.matrix.shape[0],
+            inter_task.long_row_threshold(runtime), inter_task.long_rows_cap(runtime))
+
+
+def _search_cached(runtime, query, mode, owner, fingerprint):
+    """The search on the owner's cached layout: ``(cells, valid)``, or ``None`` when there
+    is none (or it no longer fits beside the search: then the cache is emptied)."""
+    targets = TARGETS_CACHE.get(owner, _cache_key(runtime, query.scoring, fingerprint))
+    if targets is None:
+        return None
+    try:
+        cells = inter_task.search(targets, query.codes, query.scoring, mode)
+    except Exception as error:
+        if not is_out_of_memory(error):
+            raise
+        clear_cache()
+        runtime.release_cached_memory()
+        return None
+    return cells, targets.valid
+
+
+def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint):
+    """The search over every row, chunk by chunk (the whole column's layout cached when it
+    is one chunk and has an owner); kernel cells by name, on the device."""
+    xp = runtime.xp
+    scoring = query.scoring
+    offsets, valid = encoded.offsets, xp.asarray(encoded.valid, dtype=bool)
+    n = int(valid.shape[0])
+    cells = None
+    for start, stop in _chunks(offsets, budget):
+        whole = start == 0 and stop == n
+        first, last = int(offsets[start]), int(offsets[stop])
+        targets = inter_task.prepare_targets(
+            encoded.residues[first:last], offsets[start:stop + 1] - first, valid[start:stop],
+            alphabet_size=scoring.matrix.shape[0], runtime=runtime)
+        if whole and owner is not None:
+            TARGETS_CACHE.put(owner, _cache_key(runtime, scoring, fingerprint), targets,
+                              runtime)
+        found = inter_task.search(targets, query.codes, scoring, mode)
+        if whole:
+            return found
+        if cells is None:
+            cells = {name: xp.empty(n, dtype=xp.int32) for name in found}
+        for name, values in found.items():
+            cells[name][start:stop] = values
+        del targets, found
+    return cells
+
+
+class GpuBackend:
+    """swdask's backend contract on the CUDA kernels (see the module docstring)."""
+
+    name = "gpu"
+
+    def __init__(self, runtime=None):
+        self.runtime = runtime or get_runtime()
+
+    def encode(self, values, scoring, labels=None, what: str = "row"):
+        from ._encode import encode_on_device
+
+        return encode_on_device(values, scoring, labels=labels, what=what,
+                                runtime=self.runtime)
+
+    def one_against_many(self, query, targets, mode: str, *, owner=None, fingerprint=()):
+        """``query`` (a PreparedQuery) against every row of ``targets`` (EncodedSequences on
+        the device or the host, or a callable returning them: not called when the owner's
+        layout is cached); :class:`~swdask._results.Alignments` on the device."""
+        runtime = self.runtime
+        xp = runtime.xp
+        if owner is not None and len(query):
+            cached = _search_cached(runtime, query, mode, owner, fingerprint)
+            if cached is not None:
+                return finish(*cached, mode)
+        encoded = targets() if callable(targets) else targets
+        n = len(encoded)
+        valid = xp.asarray(encoded.valid, dtype=bool)
+        lengths = encoded.offsets[1:] - encoded.offsets[:-1]
+        if n == 0 or len(query) == 0 or not bool((valid & xp.asarray(lengths > 0)).any()):
+            return finish(empty_cells(n, xp, xp.int32), valid, mode)
+        budget = _settings.get_int("gpu.chunk-bytes") or int(runtime.free_bytes() * _SEARCH_SHARE)
+        while True:
+            try:
+                cells = _search_all(runtime, query, encoded, mode, budget, owner, fingerprint)
+                return finish(cells, valid, mode)
+            except Exception as error:  # a failed device allocation: smaller chunks
+                if not is_out_of_memory(error) or budget <= _MIN_BUDGET:
+                    raise
+                clear_cache()
+                runtime.release_cached_memory()
+                budget //= 2
+
+    def pairs(self, queries, targets, scoring, mode: str):
+        from . import _pairs
+
+        return _pairs.align_pairs_gpu(queries, targets, scoring, mode)
+
+
+__all__ = ["GpuBackend", "TARGETS_CACHE", "clear_cache"]
