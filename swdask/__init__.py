@@ -16,9 +16,17 @@ Conventions, everywhere: a gap of length k scores ``-(gap_open + (k - 1) * gap_e
 positions are 0-based and end-exclusive (``target[target_start:target_end]`` is the aligned
 segment); nulls in give nulls out; the output keeps the input's rows, index and order.
 
+Every alignment entry point takes the same keywords: ``matrix``, ``gap_open``,
+``gap_extend``, ``match``, ``mismatch``, ``on_unknown``, ``positions`` (``True``: start and
+end, ``"end"``, ``False``: score only) and ``backend`` (``"auto"``, ``"cpu"``, ``"gpu"``: where
+the kernels run).
+
 cuDF: ``.sw`` on ``cudf.Series``/``cudf.DataFrame`` (results as cuDF columns on the GPU) is
 registered when cuDF is imported before swdask; if cuDF is imported after, call
 ``swdask.register_cudf()`` once. swdask itself never imports cuDF otherwise.
+
+Tuning settings live in ``dask.config`` under ``swdask.`` (README.md, "Settings");
+``swdask.lowlevel`` documents the engine's stages for benchmarks and tools.
 """
 import sys as _sys
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
@@ -39,7 +47,7 @@ from ._placement import persist_balanced
 
 def register_cudf() -> None:
     """Register the ``.sw`` accessor on cuDF Series/DataFrames (imports cuDF; idempotent)."""
-    from ._cudf import register
+    from ._accessor import register_cudf as register
 
     register()
 

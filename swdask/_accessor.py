@@ -1,7 +1,7 @@
 """The ``.sw`` accessor on Series and DataFrames, one class each for pandas and cuDF.
 
 pandas gets them here, at ``import swdask``; cuDF gets the same classes through
-``swdask.register_cudf()`` (``_cudf.register``). Each method is a thin layer over
+:func:`register_cudf` (``swdask.register_cudf()``). Each method is a thin layer over
 :mod:`swdask._api`, which reads the column where it lives (host or GPU) and builds the result
 frame in the column's own library. The Dask accessor (``_dask.py``) runs these same methods
 on each partition.
@@ -106,3 +106,19 @@ class DataFrameAccessor:
 
 pd.api.extensions.register_series_accessor("sw")(SeriesAccessor)
 pd.api.extensions.register_dataframe_accessor("sw")(DataFrameAccessor)
+
+
+_cudf_registered = False
+
+
+def register_cudf() -> None:
+    """Register ``.sw`` on ``cudf.Series`` and ``cudf.DataFrame``: the classes above (imports
+    cuDF; once, later calls do nothing)."""
+    global _cudf_registered
+    if _cudf_registered:
+        return
+    import cudf
+
+    cudf.api.extensions.register_series_accessor("sw")(SeriesAccessor)
+    cudf.api.extensions.register_dataframe_accessor("sw")(DataFrameAccessor)
+    _cudf_registered = True

@@ -1,7 +1,7 @@
 """cuDF columns as the engine's input, read from cuDF's own device buffers.
 
-The ``.sw`` accessor on cuDF Series and DataFrames is the pandas one (``_accessor.py``),
-registered on cuDF by :func:`register`; this module only knows cuDF's column layout. A cuDF
+The ``.sw`` accessor on cuDF Series and DataFrames is the pandas one, registered on cuDF by
+``_accessor.register_cudf``; this module only knows cuDF's column layout. A cuDF
 string column is the Arrow layout on the GPU (a chars buffer plus ``n + 1`` offsets, a null
 mask, and a row offset when the column is a slice), so its chars, offsets and validity go to
 the kernels with no trip through host memory (:func:`device_targets`,
@@ -10,31 +10,11 @@ built on the GPU (:meth:`swdask._results.Alignments.to_cudf`). The column's prep
 is cached by the backend (the column is the owner, :func:`device_layout`'s fingerprint the
 key), so the next query against the same column skips it.
 
-cuDF is imported only here, and this module only when cuDF is already imported at
-``import swdask`` time, on :func:`register` (``swdask.register_cudf()``), or when a cuDF
-column reaches swdask.
+This module is imported only when a cuDF column reaches swdask.
 """
 from __future__ import annotations
 
 from ._sequences import encode
-
-_registered = False
-
-
-def register() -> None:
-    """Register ``.sw`` on ``cudf.Series`` and ``cudf.DataFrame`` (once; later calls do
-    nothing): the same accessor classes as pandas' (``swdask._accessor``)."""
-    global _registered
-    if _registered:
-        return
-    import cudf
-
-    from ._accessor import DataFrameAccessor, SeriesAccessor
-
-    cudf.api.extensions.register_series_accessor("sw")(SeriesAccessor)
-    cudf.api.extensions.register_dataframe_accessor("sw")(DataFrameAccessor)
-    _registered = True
-
 
 def _plc_column(series):
     column = series._column

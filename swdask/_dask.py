@@ -19,7 +19,7 @@ import dask
 from dask.dataframe.extensions import register_dataframe_accessor, register_series_accessor
 
 from . import _engine
-from ._accessor import check_columns, output_names
+from ._accessor import check_columns, output_names, register_cudf
 from ._api import is_cudf, takes_options
 from ._metrics import one_to_many_cells, pair_cells, report_cells
 from ._options import Options
@@ -32,9 +32,7 @@ TASK_PREFIX = "sw-align"
 def _sw(partition):
     """The partition's ``.sw`` accessor (registering it on cuDF the first time)."""
     if is_cudf(partition):
-        from ._cudf import register
-
-        register()
+        register_cudf()
     return partition.sw
 
 

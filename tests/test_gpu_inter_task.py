@@ -218,10 +218,11 @@ def test_public_api_on_gpu():
 
 
 def test_long_rows_go_to_the_intra_task_kernel(monkeypatch, setting):
-    """Rows of at least LONG_ROW_MIN_TARGET letters take align_long_rows; merged by row."""
+    """Rows of at least swdask.gpu.long-row-min letters take align_long_rows; merged by row."""
+    from swdask import _settings
     from swdask.gpu import _pairs, inter_task
 
-    threshold = _pairs.LONG_ROW_MIN_TARGET
+    threshold = _settings.get_int("gpu.long-row-min")
     rng = np.random.default_rng(23)
     scoring = make_scoring("BLOSUM62")
     query = _rand(rng, PROTEIN, 420)

@@ -43,37 +43,36 @@ BYTES_PER_ROW = 96
 def long_row_threshold(runtime) -> int | None:
     """Target length from which a row leaves the inter-task search for the intra-task kernel.
 
-    ``_pairs.LONG_ROW_MIN_TARGET`` (2,000 letters) comes from a measurement on an H200,
+    The setting ``swdask.gpu.long-row-min`` (2,000 letters) comes from a measurement on an H200,
     benchmarks/results/W2-oneall-threshold-nvidia-h200-2026-11-22.json (``bench_w2_gpu.py
     oneall``, table in benchmarks/NOTES-w2.md): a 460-residue query against 18,563 proteins
     plus 4 long targets of length L, all rows in the inter-task search against the long rows
     on ``_pairs.align_long_rows`` (one block per row): break-even between L = 1,500 (10.4 vs
     10.6 ms) and 3,000 (13.6 vs 10.3 ms), 4.6x faster split at 48,000. A long target holds
     its whole group of the inter-task kernel (and its block) for its full length, while one
-    block per row spreads it over a block of threads. The setting ``swdask.gpu.long-row-min``
-    holds it (``0`` keeps every row in the inter-task search).
+    block per row spreads it over a block of threads. ``0`` keeps every row in the inter-task
+    search.
     """
     value = _settings.get_int("gpu.long-row-min")
     return value if value else None
 
 
-#: At most this many long rows per multiprocessor go to the intra-task kernel; beyond it they
-#: stay in the inter-task search. The threshold's measurement had 4 long rows: a handful of
-#: long targets hold a few groups of the inter-task kernel long after the others finish. Many
-#: long rows instead run side by side at the inter-task rate (~3.9 TCUPS, where the intra-task
-#: kernel does ~0.85, W2-protein-10000). Measured on an H200
-#: (benchmarks/results/W1-long-rows-nvidia-h200-2026-11-22.json, bench_w1_long_rows_gpu.py):
-#: W1's sp500k has 6,530 rows of 2,000+ letters (8.6% of its residues); sending them all to
-#: the intra-task kernel made the search 9-18% slower (queries of 464 to 5,478 letters, ends
-#: and full) than keeping them. 4 per multiprocessor (528 on an H200) is a judgement between
-#: the two measured points (4 rows: split faster; 6,530: slower), not a measured break-even.
-LONG_ROWS_PER_SM = 4
+# The setting swdask.gpu.long-rows-per-sm (4): at most this many long rows per multiprocessor
+# go to the intra-task kernel; beyond it they stay in the inter-task search. The threshold's measurement had 4 long rows: a handful of
+# long targets hold a few groups of the inter-task kernel long after the others finish. Many
+# long rows instead run side by side at the inter-task rate (~3.9 TCUPS, where the intra-task
+# kernel does ~0.85, W2-protein-10000). Measured on an H200
+# (benchmarks/results/W1-long-rows-nvidia-h200-2026-11-22.json, bench_w1_long_rows_gpu.py):
+# W1's sp500k has 6,530 rows of 2,000+ letters (8.6% of its residues); sending them all to
+# the intra-task kernel made the search 9-18% slower (queries of 464 to 5,478 letters, ends
+# and full) than keeping them. 4 per multiprocessor (528 on an H200) is a judgement between
+# the two measured points (4 rows: split faster; 6,530: slower), not a measured break-even.
 
 
 def long_rows_cap(runtime) -> int | None:
     """Most long rows one search sends to the intra-task kernel (``None``: no cap): the
-    setting ``swdask.gpu.long-rows-per-sm`` (default :data:`LONG_ROWS_PER_SM`; ``-1``: no
-    cap) times the device's multiprocessors."""
+    setting ``swdask.gpu.long-rows-per-sm`` (default 4, see above; ``-1``: no cap) times the
+    device's multiprocessors."""
     per_sm = _settings.get_int("gpu.long-rows-per-sm")
     if per_sm is None or per_sm < 0:
         return None

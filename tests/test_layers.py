@@ -1,0 +1,128 @@
+"""The package's shape: its import graph (read from its own ``import`` statements, those inside
+functions included) has no cycle and keeps the floors in order; settings are read in one place;
+the accessors show their parameters."""
+from __future__ import annotations
+
+import ast
+import inspect
+import re
+from pathlib import Path
+
+import dask.dataframe as dd
+import pandas as pd
+import pytest
+
+import swdask
+
+PACKAGE = Path(swdask.__file__).parent
+
+#: Modules that may never import the floors above the kernels.
+KERNEL_FLOORS = ("swdask._cpu", "swdask._simd", "swdask.gpu")
+#: The floors above the kernels (engine and up).
+UPPER = ("swdask._engine", "swdask._api", "swdask._accessor", "swdask._dask", "swdask._cudf",
+         "swdask._search", "swdask.cli", "swdask.lowlevel", "swdask._options")
+#: The bottom floor: imports nothing of swdask but itself.
+BOTTOM = ("swdask._settings", "swdask._results")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """The swdask modules ``path`` imports (absolute names), at any depth of its code."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("swdask"))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if not module.startswith("swdask"):
+                continue
+            for alias in node.names:  # "from . import _cpu" names a module
+                candidate = f"{module}.{alias.name}"
+                found.add(candidate if _exists(candidate) else module)
+    return {m for m in found if m != name}
+
+
+def _exists(module: str) -> bool:
+    relative = Path(*module.split(".")[1:])
+    return (PACKAGE / relative).with_suffix(".py").exists() or (PACKAGE / relative).is_dir()
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module_name(p): _imports(p) for p in PACKAGE.rglob("*.py")}
+
+
+def test_import_graph_has_no_cycle():
+    graph = _graph()
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node):
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in graph:
+                continue
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        path.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+
+
+def test_floors_import_downwards_only():
+    graph = _graph()
+    assert graph, "no modules found"
+    for module, imported in graph.items():
+        if module.startswith(KERNEL_FLOORS):
+            bad = {m for m in imported if m.startswith(UPPER)}
+            assert not bad, f"{module} (a kernel floor) imports {sorted(bad)}"
+        if module in BOTTOM:
+            assert not imported, f"{module} (the bottom floor) imports {sorted(imported)}"
+
+
+def test_settings_are_read_in_one_place():
+    """No ``SWDASK_*`` environment variable is read outside ``_settings.py``."""
+    pattern = re.compile(r"environ[^\n]*SWDASK_|getenv\([^\n]*SWDASK_")
+    for path in PACKAGE.rglob("*.py"):
+        if path.name == "_settings.py":
+            continue
+        assert not pattern.search(path.read_text()), path
+
+
+OPTION_NAMES = ["matrix", "gap_open", "gap_extend", "match", "mismatch", "on_unknown",
+                "positions", "backend"]
+
+
+@pytest.mark.parametrize("method", [
+    pd.Series.sw.align, pd.DataFrame.sw.align, pd.DataFrame.sw.align_pairs,
+    dd.Series.sw.align, dd.DataFrame.sw.align, dd.DataFrame.sw.align_pairs,
+    swdask.align, swdask.align_pairs,
+], ids=lambda m: m.__qualname__)
+def test_signatures_name_their_parameters(method):
+    parameters = inspect.signature(method).parameters
+    assert list(parameters)[-len(OPTION_NAMES):] == OPTION_NAMES
+    assert not any(p.kind == p.VAR_KEYWORD for p in parameters.values())
+    assert parameters["gap_open"].default == 11
+    assert "options" not in parameters
+
+
+def test_unknown_keyword_is_refused():
+    with pytest.raises(TypeError, match="gap_opn"):
+        pd.Series(["MKT"]).sw.align("MKT", gap_opn=3)
