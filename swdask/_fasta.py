@@ -403,8 +403,10 @@ def parse_blocksize(blocksize) -> int | None:
     return value
 
 
-#: The values ``read_fasta(backend=...)`` accepts (``None``: Dask's configuration).
-BACKENDS = ("pandas", "cudf")
+#: The frame libraries ``read_fasta(backend=...)`` accepts (``None``: Dask's configuration).
+#: ``backend`` is Dask's own word for them (``dataframe.backend``); in swdask's code it is the
+#: *frame library*, apart from the *backend* of the kernels (CPU or GPU).
+FRAME_LIBRARIES = ("pandas", "cudf")
 
 _CUDF_MISSING = (
     "read_fasta(backend='cudf') needs cuDF and dask-cudf (and an NVIDIA GPU); install them "
@@ -413,21 +415,21 @@ _CUDF_MISSING = (
 )
 
 
-def resolve_backend(backend) -> str:
+def resolve_frame_library(backend) -> str:
     """``"pandas"`` or ``"cudf"`` for ``read_fasta(backend=...)``; ``None`` reads Dask's
     ``dataframe.backend`` setting. Raises ValueError for anything else."""
     if backend is None:
         import dask
 
         configured = dask.config.get("dataframe.backend", "pandas")
-        if configured not in BACKENDS:
+        if configured not in FRAME_LIBRARIES:
             raise ValueError(
                 f"read_fasta(backend=None) follows Dask's 'dataframe.backend' setting, which is "
                 f"{configured!r}; read_fasta supports 'pandas' or 'cudf': pass backend= "
                 "explicitly or change the setting"
             )
         return configured
-    if backend not in BACKENDS:
+    if backend not in FRAME_LIBRARIES:
         raise ValueError(f"backend must be 'pandas', 'cudf' or None (Dask's 'dataframe.backend' "
                          f"setting), got {backend!r}")
     return backend
@@ -483,7 +485,7 @@ def read_fasta(path, blocksize="64MB", *, compression="infer", backend="pandas",
     control bytes, invalid UTF-8 in a header, non-ASCII sequence bytes) raises
     :class:`FastaError` naming the file and the line, here or when the partition is computed.
     """
-    backend = resolve_backend(backend)
+    backend = resolve_frame_library(backend)
     if backend == "cudf":  # before the scan: a missing GPU stack is found at once
         _require_cudf()
     frame = _read_fasta_pandas(path, blocksize, compression, storage_options)

@@ -1,0 +1,65 @@
+"""swdask's settings: Dask's configuration under ``swdask.``, defaults from the shipped YAML,
+set the Dask way (environment, ``dask.config.set``), with the old ``SWDASK_*`` names honoured."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import dask
+import pytest
+import yaml
+
+from swdask import _settings
+
+
+def _read_in_fresh_process(key: str, env: dict) -> str:
+    code = f"import swdask._settings as s; print(repr(s.get({key!r})))"
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("SWDASK_", "DASK_SWDASK"))}
+    done = subprocess.run([sys.executable, "-c", code], env={**clean, **env},
+                          capture_output=True, text=True, timeout=120, check=True)
+    return done.stdout.strip()
+
+
+def test_every_shipped_default_is_in_the_yaml_and_readable():
+    with open(_settings._DEFAULTS_FILE) as file:
+        shipped = yaml.safe_load(file)["swdask"]
+    for section, values in shipped.items():
+        for name, value in values.items():
+            assert _settings.get(f"{section}.{name}") == value
+    assert _settings.get("gpu.buckets") == "4:3000,8"
+
+
+def test_dask_config_set_overrides_and_restores():
+    before = _settings.get_int("gpu.chunk-bytes")
+    with dask.config.set({"swdask.gpu.chunk-bytes": "2e6"}):
+        assert _settings.get_int("gpu.chunk-bytes") == 2_000_000
+    assert _settings.get_int("gpu.chunk-bytes") == before
+
+
+def test_environment_the_dask_way_and_the_old_names():
+    assert _read_in_fresh_process(
+        "gpu.chunk-bytes", {"DASK_SWDASK__GPU__CHUNK_BYTES": "12345"}) == "12345"
+    assert _read_in_fresh_process("gpu.chunk-bytes", {"SWDASK_GPU_CHUNK_BYTES": "777"}) == "777"
+    assert _read_in_fresh_process("gpu.runtime",
+                                  {"SWDASK_GPU_BACKEND": "emulation"}) == "'emulation'"
+    # the Dask name wins over the old one
+    assert _read_in_fresh_process("gpu.chunk-bytes", {"SWDASK_GPU_CHUNK_BYTES": "777",
+                                                      "DASK_SWDASK__GPU__CHUNK_BYTES": "5"}) == "5"
+    # buckets stay text (yaml would read "4" as a number)
+    assert _read_in_fresh_process("gpu.buckets", {"SWDASK_GPU_BUCKETS": "8"}) == "'8'"
+
+
+def test_a_bad_number_names_the_setting():
+    with dask.config.set({"swdask.gpu.chunk-bytes": "lots"}):
+        with pytest.raises(ValueError, match="swdask.gpu.chunk-bytes"):
+            _settings.get_int("gpu.chunk-bytes")
+
+
+def test_an_unknown_runtime_names_the_setting():
+    from swdask.gpu import _runtime
+
+    with dask.config.set({"swdask.gpu.runtime": "opencl"}):
+        with pytest.raises(ValueError, match="swdask.gpu.runtime"):
+            _runtime.get_runtime()
