@@ -2,7 +2,8 @@
 """W1 through Dask on cuDF (issue 4), on one machine's GPUs, in one run:
 
 * **kernel-only** (this process, GPU 0): sp500k laid out once on the GPU
-  (``inter_task.prepare_targets``), then per query ``inter_task.search`` with end positions,
+  (``swdask.lowlevel.prepare_targets``), then per query ``swdask.lowlevel.search`` with end
+  positions,
   wall clock around synchronised calls: the figure of the inter-task benchmark
   (bench_w1_gpu.py), measured again here so that both sides share the run.
 * **end-to-end through Dask**, for each GPU count asked (``--gpus 1,2``): a
@@ -29,24 +30,16 @@ into --out. Run it as a script file (Dask starts worker processes).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import math
 import os
 import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import swdask  # noqa: E402
-from swdask import _engine  # noqa: E402
-from swdask._api import prepare_query  # noqa: E402
-from swdask._scoring import make_scoring  # noqa: E402
-from swdask._sequences import encode  # noqa: E402
+import swdask
+from _common import (add_commit_argument, gpu_properties, read_fasta, read_sequences, stamp,
+                     timed_repeats, write_result)
+from swdask.lowlevel import align_many, encode, prepare_query, prepare_targets, search
 
 END_COLUMNS = ("score", "query_end", "target_end")
 FULL_COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
@@ -56,36 +49,21 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def device_name(cupy) -> str:
-    props = cupy.cuda.runtime.getDeviceProperties(0)
-    name = props["name"]
-    return name.decode() if isinstance(name, bytes) else name
-
-
 def kernel_only(encoded, queries, scoring, reps: int):
     """Per query: best of ``reps`` timed ``search`` calls (ends); results by row (API
     conventions: end-exclusive ends, -1 where the score is 0)."""
     import cupy
 
-    from swdask.gpu import inter_task
-
     alphabet = scoring.matrix.shape[0]
     residues, offsets = cupy.asarray(encoded.residues), cupy.asarray(encoded.offsets)
-    targets = inter_task.prepare_targets(residues, offsets, encoded.valid,
-                                         alphabet_size=alphabet)
-    for codes in {len(q): scoring.encode(q) for q in queries}.values():  # compile
-        inter_task.search(targets, codes, scoring, "end")
+    targets = prepare_targets(residues, offsets, encoded.valid, alphabet_size=alphabet)
+    for q in {len(q): q for q in queries}.values():  # compile
+        search(targets, prepare_query(q, scoring).codes, scoring, "end")
     seconds, results = [], []
     for query in queries:
-        codes = scoring.encode(query)
-        best = math.inf
-        for _ in range(reps):
-            cupy.cuda.Device().synchronize()
-            start = time.perf_counter()
-            found = inter_task.search(targets, codes, scoring, "end")
-            cupy.cuda.Device().synchronize()
-            best = min(best, time.perf_counter() - start)
-        seconds.append(best)
+        codes = prepare_query(query, scoring).codes
+        times, found = timed_repeats(lambda: search(targets, codes, scoring, "end"), reps)
+        seconds.append(min(times))
         score = cupy.asnumpy(found["score"]).astype(np.int64)
         hit = score > 0
         results.append({"score": score, **{
@@ -249,10 +227,8 @@ def capped_run(args, query, db_series, scoring):
         result = result[list(FULL_COLUMNS)].to_backend("pandas").compute()
         out["seconds"] = time.perf_counter() - start
         got = frame_results(result, FULL_COLUMNS)
-    prepared = prepare_query(query, scoring)
-    want = _engine.align_many(prepared, encode(db_series, scoring), scoring, positions="full",
-                              backend="cpu").to_frame()
-    want = {name: want[name].fillna(-1).to_numpy(np.int64) for name in FULL_COLUMNS}
+    want = align_many(prepare_query(query, scoring), encode(db_series, scoring), "full",
+                      backend="cpu").columns
     out["rows"] = len(want["score"])
     out["mismatches_against_cpu_engine"] = mismatches(got, want, FULL_COLUMNS)
     log(f"capped at {limit / 2**20:.0f} MiB: {out['partitions']} partitions, "
@@ -266,7 +242,7 @@ def main():
     parser.add_argument("--db", required=True, help="sp500k FASTA (plain, not compressed)")
     parser.add_argument("--queries", required=True, help="cudasw_queries.fasta")
     parser.add_argument("--out", required=True)
-    parser.add_argument("--commit", default="unknown")
+    add_commit_argument(parser)
     parser.add_argument("--gpus", default="1", help="GPU counts to run, e.g. 1,2")
     parser.add_argument("--partitions", type=int, default=0,
                         help="partitions of the database (default: one per GPU of the "
@@ -281,19 +257,18 @@ def main():
 
     import cupy
 
-    name = device_name(cupy)
-    slug = name.lower().replace("nvidia ", "nvidia-").replace(" ", "-")
-    scoring = make_scoring("BLOSUM62", gap_open=11, gap_extend=1)
-    queries = [str(s) for s in swdask.read_fasta(args.queries).compute()["sequence"]]
-    db = swdask.read_fasta(args.db).compute()["sequence"]
+    name = gpu_properties()["name"]
+    scoring = swdask.make_scoring("BLOSUM62", gap_open=11, gap_extend=1)
+    _, queries = read_sequences(args.queries)
+    db = read_fasta(args.db)["sequence"]
     encoded = encode(db, scoring)
     total_residues = int(encoded.offsets[-1])
     log(f"{name}: {cupy.cuda.runtime.getDeviceCount()} GPU(s); db {len(db)} rows, "
         f"{total_residues} residues; {len(queries)} queries")
     report = {
         "benchmark": "W1 through ddf.sw.align on dask_cudf (issue 4)",
-        "device": name, "gpus_on_machine": cupy.cuda.runtime.getDeviceCount(),
-        "date": dt.date.today().isoformat(), "commit": args.commit,
+        **stamp(args.commit, device=name),
+        "gpus_on_machine": cupy.cuda.runtime.getDeviceCount(),
         "python": platform.python_version(), "cupy": cupy.__version__,
         "database": {"path": os.path.basename(args.db), "rows": len(db),
                      "residues": total_residues},
@@ -317,10 +292,8 @@ def main():
         shortest = sorted(range(len(queries)), key=lambda k: len(queries[k]))[:2]
         bad = 0
         for k in shortest:
-            want = _engine.align_many(prepare_query(queries[k], scoring), encoded, scoring,
-                                      positions="end", backend="cpu").to_frame(
-                                          columns=END_COLUMNS)
-            want = {n: want[n].fillna(-1).to_numpy(np.int64) for n in END_COLUMNS}
+            want = align_many(prepare_query(queries[k], scoring), encoded, "end",
+                              backend="cpu").columns
             bad += mismatches(kernel_results[k], want, END_COLUMNS)
         report["kernel_only"]["cpu_checked_queries"] = [len(queries[k]) for k in shortest]
         report["kernel_only"]["cpu_mismatches"] = bad
@@ -345,9 +318,8 @@ def main():
     if args.capped_limit:
         middle = sorted(queries, key=len)[len(queries) // 2]
         report["capped"] = capped_run(args, middle, db, scoring)
-    Path(args.out).mkdir(parents=True, exist_ok=True)
-    path = Path(args.out) / f"W1-dask-cudf-{slug}-x{report['gpus_on_machine']}-{report['date']}.json"
-    path.write_text(json.dumps(report, indent=2) + "\n")
+    path = write_result(args.out, "W1-dask-cudf", report, tag=f"-x{report['gpus_on_machine']}",
+                        indent=2)
     log(f"wrote {path}")
     if "kernel_only" in report:
         print(f"\n{'run':<26}{'seconds':>10}{'GCUPS':>10}{'x kernel':>10}{'x linear':>10}")

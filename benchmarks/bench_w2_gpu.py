@@ -19,16 +19,21 @@ Commands:
 
 * ``make-data DIR [--sets ...]``: write the sets (DNA through make_dna_pairs.py, next to this
   script or given by --dna-script).
-* ``reference --data DIR --out DIR``: the CPU engine's results (swdask._engine.align_pairs,
-  backend="cpu") for the checked rows of each set, with the data's SHA-256, as NAME.npz.
+* ``reference --data DIR --out DIR``: the CPU engine's results (``swdask.lowlevel.align_pairs``,
+  ``backend="cpu"``) for the checked rows of each set, with the data's SHA-256, as NAME.npz.
 * ``run --data DIR --out DIR --commit SHA``: per set, GCUPS end to end (batch in host memory
-  -> GPU -> results in host memory, ADEPT's protocol: kernels plus copies) and kernel only
-  (batch already on the GPU, results left there), scores with start and end cells; then the
+  -> GPU -> results in host memory, ADEPT's protocol: kernels plus copies;
+  ``swdask.lowlevel.align_pairs(..., backend="gpu")``) and kernel only (batch already on the
+  GPU, results left there; ``swdask.lowlevel.run_pairs``), scores with start and end cells;
+  then the
   exactness check of the sampled rows (>= 10,000 per set, all of smaller sets) against the CPU
   engine: from ``--reference DIR`` when its SHA-256 matches the data, else computed here. Writes
   ``<workload>-<device-slug>-<date>.json`` per set into --out.
 * ``tune --data DIR``: kernel-only GCUPS of forced kernels/shapes on the first rows of each set.
-* ``precompile tests W2``: compile the kernel instances the tests / tune use, many at once.
+* ``precompile tests W2``: compile kernel instances many at once (CuPy keeps them on disk):
+  ``tests``, every kernel swdask can launch, the shapes tests force included
+  (``swdask.gpu._kernels.all_variants``); a set-name prefix (``W2``), the shapes ``tune``
+  forces.
 * ``oneall``: the one-against-all threshold for align_long_rows (see its docstring).
 
 GCUPS = sum over pairs of |query| x |target| / seconds / 1e9.
@@ -36,10 +41,7 @@ GCUPS = sum over pairs of |query| x |target| / seconds / 1e9.
 from __future__ import annotations
 
 import argparse
-import datetime
-import gzip
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -48,8 +50,11 @@ from pathlib import Path
 
 import numpy as np
 
+from _common import (add_commit_argument, compile_kernels, engine_variants, pair_variants,
+                     read_sequences, stamp, take_rows, timed_repeats, today, write_json,
+                     write_result)
+
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
 
 DNA_SETS = {  # workload: (pairs, target length, query length, seed, file)
     "W2-dna-reads": (100000, 1000, 250, 1, "r250"),
@@ -68,7 +73,7 @@ AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
 
 
 def scoring_for(workload: str):
-    from swdask._scoring import make_scoring
+    from swdask import make_scoring
 
     if workload.startswith("W2-dna"):
         return make_scoring(None, match=3, mismatch=-3, gap_open=6, gap_extend=1)
@@ -82,27 +87,12 @@ def file_of(workload: str) -> str:
 # ------------------------------------------------------------------------------ data
 
 
-def read_fasta_gz(path) -> list[bytes]:
-    seqs, cur = [], []
-    with gzip.open(path, "rb") as f:
-        for line in f:
-            if line.startswith(b">"):
-                if cur:
-                    seqs.append(b"".join(cur))
-                cur = []
-            else:
-                cur.append(line.strip())
-    if cur:
-        seqs.append(b"".join(cur))
-    return seqs
-
-
 def make_protein_pairs(db_path, count, length, seed, out):
     """See the module docstring (protein sets)."""
     rng = np.random.default_rng(seed)
-    proteins = read_fasta_gz(db_path)
+    _, proteins = read_sequences(db_path)
     order = rng.permutation(len(proteins))
-    pool = np.frombuffer(b"".join(proteins[k] for k in order), dtype=np.uint8)
+    pool = np.frombuffer("".join(proteins[k] for k in order).encode("ascii"), dtype=np.uint8)
     with open(f"{out}.ref", "wb") as fr, open(f"{out}.qry", "wb") as fq:
         for _ in range(count):
             start = int(rng.integers(0, len(pool) - length))
@@ -164,7 +154,7 @@ def digest(data: Path, name: str) -> str:
 
 def load(data: Path, name: str, scoring):
     """Both columns as EncodedSequences (numpy), straight from the line files."""
-    from swdask._sequences import EncodedSequences
+    from swdask.lowlevel import EncodedSequences
 
     out = []
     for suffix in (".qry", ".ref"):
@@ -181,16 +171,6 @@ def load(data: Path, name: str, scoring):
     return out
 
 
-def subset(enc, rows):
-    from swdask._sequences import EncodedSequences
-
-    lengths = np.diff(enc.offsets)[rows]
-    parts = [enc.residues[enc.offsets[r]:enc.offsets[r + 1]] for r in rows]
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    return EncodedSequences(np.concatenate(parts) if parts else enc.residues[:0], offsets,
-                            np.ones(len(rows), dtype=bool))
-
-
 def sample_rows(count: int, sample: int) -> np.ndarray:
     if count <= sample:
         return np.arange(count)
@@ -198,10 +178,9 @@ def sample_rows(count: int, sample: int) -> np.ndarray:
 
 
 def cpu_reference(q, t, scoring, rows):
-    from swdask import _engine
+    from swdask.lowlevel import align_pairs
 
-    res = _engine.align_pairs(subset(q, rows), subset(t, rows), scoring, positions="full",
-                              backend="cpu")
+    res = align_pairs(take_rows(q, rows), take_rows(t, rows), scoring, "full", backend="cpu")
     return np.stack([res.score, res.query_start, res.query_end, res.target_start,
                      res.target_end]).astype(np.int64)
 
@@ -225,27 +204,10 @@ def reference(args):
 # ------------------------------------------------------------------------------ GPU
 
 
-def device_info():
-    import cupy as cp
-
-    props = cp.cuda.runtime.getDeviceProperties(0)
-    name = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-    slug = "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-")
-    while "--" in slug:
-        slug = slug.replace("--", "-")
-    return name, slug
-
-
 def timed(fn, repeats):
-    import cupy as cp
-
-    times = []
-    for _ in range(repeats):
-        cp.cuda.Device().synchronize()
-        t0 = time.perf_counter()
-        result = fn()
-        cp.cuda.Device().synchronize()
-        times.append(time.perf_counter() - t0)
+    """Median seconds of ``repeats`` synchronised calls, every call's seconds, the last
+    result."""
+    times, result = timed_repeats(fn, repeats)
     return float(np.median(times)), times, result
 
 
@@ -255,13 +217,13 @@ def gpu_values(res, rows):
 
 
 def run(args):
-    from swdask.gpu import _pairs
+    import cupy  # noqa: F401 - the timings synchronise the device
+
+    from swdask.gpu._pairs import to_device  # a batch on the GPU for the kernel-only timing
+    from swdask.lowlevel import align_pairs, run_pairs
 
     data = Path(args.data)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    device, slug = device_info()
-    date = args.date or datetime.date.today().isoformat()
+    header = stamp(args.commit, date=args.date or today())
     summary = []
     for workload in args.sets:
         name = file_of(workload)
@@ -272,12 +234,14 @@ def run(args):
         repeats = args.repeats if cells < 5e11 else max(2, args.repeats - 1)
         # warm-up: compiles every kernel the set needs
         warm = min(len(q), 2000)
-        _pairs.align_pairs_gpu(subset(q, np.arange(warm)), subset(t, np.arange(warm)), scoring,
-                               "full")
-        e2e, e2e_all, res = timed(lambda: _pairs.align_pairs_gpu(q, t, scoring, "full"), repeats)
-        batch = _pairs.to_device(q, t)
+        align_pairs(take_rows(q, np.arange(warm)), take_rows(t, np.arange(warm)), scoring,
+                    "full", backend="gpu")
+        # results in host memory (to_host: a no-op where the engine returns NumPy already)
+        e2e, e2e_all, res = timed(lambda: align_pairs(q, t, scoring, "full",
+                                                      backend="gpu").to_host(), repeats)
+        batch = to_device(q, t)
         rows = np.arange(len(q))
-        kern, kern_all, _ = timed(lambda: _pairs.run_pairs(batch, rows, scoring, "full"), repeats)
+        kern, kern_all, _ = timed(lambda: run_pairs(batch, rows, scoring, "full"), repeats)
         del batch
         # exactness
         check_rows = sample_rows(len(q), args.sample)
@@ -297,8 +261,8 @@ def run(args):
         got = gpu_values(res, check_rows)
         mismatched = np.flatnonzero((got != want).any(axis=0))
         record = {
-            "workload": workload, "mode": "end_to_end", "device": device, "gpus": 1,
-            "date": date, "commit": args.commit,
+            "workload": workload, "mode": "end_to_end", "device": header["device"], "gpus": 1,
+            "date": header["date"], "commit": header["commit"],
             "seconds_total": round(e2e, 6), "gcups_total": round(cells / e2e / 1e9, 2),
             "kernel_seconds_total": round(kern, 6),
             "kernel_gcups_total": round(cells / kern / 1e9, 2),
@@ -316,7 +280,7 @@ def run(args):
             record["first_mismatches"] = [
                 {"row": int(check_rows[k]), "gpu": got[:, k].tolist(), "cpu": want[:, k].tolist()}
                 for k in mismatched[:5]]
-        (out / f"{workload}-{slug}-{date}.json").write_text(json.dumps(record, indent=1) + "\n")
+        write_result(args.out, workload, record)
         summary.append(record)
         print(f"{workload:20s} e2e {record['gcups_total']:8.1f} GCUPS ({e2e:.4f} s)  kernel "
               f"{record['kernel_gcups_total']:8.1f} GCUPS ({kern:.4f} s)  checked "
@@ -337,48 +301,36 @@ TUNE_VARIANTS = {
     "W2-protein-1000": [("inter", s) for s in ((4, 32), (8, 32), (32, 32), (32, 16))],
     "W2-protein-10000": [("intra", s) for s in ((1, 16), (4, 16), (4, 8))] + [("inter", (32, 32))],
 }
-#: shapes the GPU tests force (tests/test_gpu_pairs.py), compiled ahead by `precompile tests`
-TEST_VARIANTS = ([("inter", s) for s in ((4, 4), (8, 12), (16, 8), (32, 4), (32, 32), (8, 8),
-                                         (32, 16), (8, 4), (4, 8))]
-                 + [("inter", (4, r)) for r in (4, 8, 12, 16, 20, 24, 32)]
-                 + [("intra", s) for s in ((1, 4), (2, 8), (4, 4), (2, 4), (1, 16))]
-                 + [("long", s) for s in ((1, 4), (2, 4), (4, 8), (4, 4), (4, 16))])
-
-
-def _compile_some(names):
-    from swdask.gpu import _pairs
-
-    for source, name in names:
-        _pairs._kernel(source, name)
-    return len(names)
 
 
 def precompile(args):
     """Fill CuPy's on-disk kernel cache with many NVRTC compiles at once (one process each)."""
-    import multiprocessing as mp
+    from swdask.lowlevel import get_backend
 
     variants = []
     for what in args.what:
         if what == "tests":
-            variants += TEST_VARIANTS
+            compute_capability = get_backend("gpu").runtime.compute_capability
+            variants += engine_variants(compute_capability)
         else:
-            variants += [v for w in ALL_SETS if w.startswith(what) for v in TUNE_VARIANTS[w]]
-    files = {"inter": ("pairs_inter.cu", "pairs_inter"), "intra": ("intra_task.cu", "pairs_intra"),
-             "long": ("long_pair.cu", "long_pair")}
-    names = sorted({(files[k][0], f"{files[k][1]}<{a}, {b}, {kind}, {rev}>")
-                    for k, (a, b) in variants for kind in (0, 1) for rev in ("false", "true")})
+            variants += pair_variants([v for w in ALL_SETS if w.startswith(what)
+                                       for v in TUNE_VARIANTS[w]])
     t0 = time.perf_counter()
-    with mp.get_context("spawn").Pool(args.processes) as pool:
-        done = sum(pool.map(_compile_some, [names[k::args.processes]
-                                            for k in range(args.processes)]))
-    print(f"compiled {done} kernel instances in {time.perf_counter() - t0:.1f} s", flush=True)
+    done, failed = compile_kernels(variants, args.processes)
+    for line in failed:
+        print(f"FAILED {line}", flush=True)
+    print(f"compiled {done} kernel instances in {time.perf_counter() - t0:.1f} s"
+          f"{f', {len(failed)} failed' if failed else ''}", flush=True)
+    if failed:
+        raise SystemExit(1)
 
 
 def tune(args):
     """Kernel-only GCUPS of forced kernels and shapes (score only, and full) per set."""
     import cupy as cp
 
-    from swdask.gpu import _pairs
+    from swdask.gpu._pairs import to_device  # a batch on the GPU, as run_pairs takes it
+    from swdask.lowlevel import run_pairs
 
     data = Path(args.data)
     results = []
@@ -388,17 +340,17 @@ def tune(args):
         q, t = load(data, name, scoring)
         per_pair = float((np.diff(q.offsets) * np.diff(t.offsets)).mean())
         count = min(len(q), args.limit or len(q), max(1, int(args.max_cells // per_pair)))
-        q, t = subset(q, np.arange(count)), subset(t, np.arange(count))
+        q, t = take_rows(q, np.arange(count)), take_rows(t, np.arange(count))
         cells = int((np.diff(q.offsets) * np.diff(t.offsets)).sum())
-        batch = _pairs.to_device(q, t)
+        batch = to_device(q, t)
         rows = np.arange(count)
         for kernel, shape in [("auto", None)] + TUNE_VARIANTS[workload]:
             force = None if kernel == "auto" else kernel
             try:
                 for mode in ("none", "full"):
-                    _pairs.run_pairs(batch, rows, scoring, mode, force=force, shape=shape)
-                    secs, _, _ = timed(lambda: _pairs.run_pairs(batch, rows, scoring, mode,
-                                                                force=force, shape=shape),
+                    run_pairs(batch, rows, scoring, mode, force=force, shape=shape)
+                    secs, _, _ = timed(lambda: run_pairs(batch, rows, scoring, mode,
+                                                         force=force, shape=shape),
                                        args.repeats)
                     results.append((workload, count, kernel, shape, mode, secs, cells / secs / 1e9))
                     print(f"{workload:20s} {count:6d} {kernel:6s} {str(shape):9s} {mode:5s} "
@@ -407,10 +359,9 @@ def tune(args):
                 print(f"{workload} {kernel} {shape}: FAILED {exc!r}", flush=True)
             cp.get_default_memory_pool().free_all_blocks()
     if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "tune.json").write_text(json.dumps(
-            [dict(workload=w, pairs=c, kernel=k, shape=s, mode=m, seconds=x, gcups=g)
-             for w, c, k, s, m, x, g in results], indent=1))
+        write_json(Path(args.out) / "tune.json",
+                   [dict(workload=w, pairs=c, kernel=k, shape=s, mode=m, seconds=x, gcups=g)
+                    for w, c, k, s, m, x, g in results])
 
 
 def oneall(args):
@@ -418,26 +369,27 @@ def oneall(args):
 
     One real protein query (450..550 letters) against the 20,000 proteins of DB.fasta.gz
     (those up to 1,000 letters) plus ``--long`` targets of length L (windows of the protein
-    pool with 25% substitutions): (a) the inter-task search (swdask.gpu.align_many_gpu) on
-    every row, (b) the same search on the short rows plus align_long_rows (one block per row)
-    on the long ones. Both from host arrays to host results, with starts. Also checks that
-    the two kernels agree on the long rows.
+    pool with 25% substitutions): (a) the inter-task search
+    (``swdask.lowlevel.align_many(..., backend="gpu")``) on every row, (b) the same search on
+    the short rows plus ``swdask.gpu._pairs.align_long_rows`` (one block per row) on the long
+    ones. Both from host arrays to host results, with starts. Also checks that the two
+    kernels agree on the long rows.
     """
     import cupy as cp
+    import dask
 
-    from swdask._api import PreparedQuery
-    from swdask._sequences import encode
-    from swdask.gpu import _pairs, align_many_gpu
+    from swdask.gpu._pairs import align_long_rows  # the intra-task kernel forced on rows
+    from swdask.lowlevel import align_many, encode, prepare_query
 
-    # (a) must stay all inter-task: align_many_gpu now routes long rows itself
-    os.environ["SWDASK_GPU_LONG_ROW_MIN"] = "0"
+    # (a) must stay all inter-task: the GPU search routes long rows itself unless told not to
+    dask.config.set({"swdask.gpu.long-row-min": 0})
     scoring = scoring_for("W2-protein-150")
     rng = np.random.default_rng(7)
-    proteins = [p.decode() for p in read_fasta_gz(args.db)]
+    _, proteins = read_sequences(args.db)
     query = next(p for p in proteins if 450 <= len(p) <= 550)
     shorts = [p for p in proteins if len(p) <= 1000]
     pool = np.frombuffer("".join(proteins).encode(), dtype=np.uint8)
-    prepared = PreparedQuery(scoring.encode(query), scoring)
+    prepared = prepare_query(query, scoring)
     short_enc = encode(shorts, scoring)
     rows_out = []
     for length in args.lengths:
@@ -453,13 +405,13 @@ def oneall(args):
         long_rows = np.arange(len(shorts), len(shorts) + len(longs))
 
         def everything():
-            return align_many_gpu(prepared, all_enc, scoring, "full")
+            return align_many(prepared, all_enc, "full", backend="gpu").to_host()
 
         def split():
-            a = align_many_gpu(prepared, short_enc, scoring, "full")
-            b = _pairs.align_long_rows(prepared.codes, cp.asarray(long_enc.residues),
-                                       cp.asarray(long_enc.offsets), np.arange(len(longs)),
-                                       scoring, "full")
+            a = align_many(prepared, short_enc, "full", backend="gpu").to_host()
+            b = align_long_rows(prepared.codes, cp.asarray(long_enc.residues),
+                                cp.asarray(long_enc.offsets), np.arange(len(longs)),
+                                scoring, "full")
             return a, {k: cp.asnumpy(v) for k, v in b.items()}
 
         try:
@@ -479,9 +431,8 @@ def oneall(args):
               f"split (intra-task for long rows) {t_split * 1e3:8.2f} ms   agree {agree}",
               flush=True)
     if args.out:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-        (Path(args.out) / "oneall.json").write_text(json.dumps(dict(
-            query_length=len(query), short_rows=len(shorts), rows=rows_out), indent=1))
+        write_json(Path(args.out) / "oneall.json",
+                   dict(query_length=len(query), short_rows=len(shorts), rows=rows_out))
 
 
 def main(argv=None):
@@ -501,7 +452,7 @@ def main(argv=None):
     p = sub.add_parser("run")
     p.add_argument("--data", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--commit", default=os.environ.get("SWDASK_COMMIT", "unknown"))
+    add_commit_argument(p)
     p.add_argument("--date")
     p.add_argument("--sets", nargs="+", default=ALL_SETS)
     p.add_argument("--sample", type=int, default=10000)

@@ -4,8 +4,9 @@ All of mmseqs2's example DB.fasta.gz (20,000 proteins, 9,055,569 residues) again
 144, 464, 1000 and 2504 residues from the CUDASW++ query set, BLOSUM62, a gap of length k
 scoring -(11 + (k-1) x 1), measured side by side in one run on the same cores:
 
-* swdask: ``swdask._engine.align_many`` from targets already encoded (the Arrow layout) to
-  result arrays, numba threads on every core, for each positions mode asked for
+* swdask: ``swdask.lowlevel.align_many`` (``backend="cpu"``) from targets already encoded
+  (the Arrow layout) to result arrays, numba threads on every core, for each positions mode
+  asked for
   (``full``: score, start and end; ``end``: score and end; ``none``: score only);
 * parasail: ``sw_striped_profile_sat`` (8-bit, then 16-bit where that saturates), one
   process per core (a ``multiprocessing`` pool over chunks of the database), the query
@@ -27,29 +28,19 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import gzip
-import json
 import multiprocessing as mp
 import os
 import platform
-import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import parasail
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-import parasail  # noqa: E402
-
-from swdask import _engine  # noqa: E402
-from swdask._api import prepare_query  # noqa: E402
-from swdask._scoring import make_scoring  # noqa: E402
-from swdask._sequences import encode  # noqa: E402
+import swdask
+from _common import (ROOT, cpu_model, git_commit, git_dirty, nearest, read_sequences, slug,
+                     today, write_json)
+from swdask.lowlevel import align_many, encode, get_backend, prepare_query
 
 DB_PATH = Path("/usr/share/doc/mmseqs2/example-data/DB.fasta.gz")
 QUERIES_PATH = ROOT.parent / "shared" / "data" / "cudasw_queries.fasta"
@@ -59,51 +50,6 @@ GAP_OPEN, GAP_EXTEND = 11, 1
 
 # parasail worker state (filled by the pool initialiser, inherited on fork)
 _DB: list[str] = []
-
-
-def read_fasta(path: Path) -> list[tuple[str, str]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    records, name, chunks = [], None, []
-    with opener(path, "rt") as handle:
-        for line in handle:
-            line = line.strip()
-            if line.startswith(">"):
-                if name is not None:
-                    records.append((name, "".join(chunks)))
-                name, chunks = line[1:].split()[0], []
-            elif line:
-                chunks.append(line)
-    if name is not None:
-        records.append((name, "".join(chunks)))
-    return records
-
-
-def cpu_model() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return platform.processor() or platform.machine()
-
-
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def git_dirty() -> bool:
-    try:
-        out = subprocess.run(["git", "status", "--porcelain", "--", "swdask"], cwd=ROOT,
-                             capture_output=True, text=True, check=True).stdout
-        return bool(out.strip())
-    except (OSError, subprocess.CalledProcessError):
-        return False
 
 
 # ----------------------------------------------------------------------------- parasail
@@ -157,19 +103,19 @@ def main(argv=None) -> int:
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
 
-    records = read_fasta(DB_PATH)
+    _, db = read_sequences(DB_PATH)
     if args.subset:
-        records = records[: args.subset]
-    db = [s for _, s in records]
+        db = db[: args.subset]
     db_lengths = np.array([len(s) for s in db], dtype=np.int64)
     residues_total = int(db_lengths.sum())
-    queries_all = read_fasta(QUERIES_PATH)
+    query_names, query_seqs = read_sequences(QUERIES_PATH)
     queries = []
     for wanted in (int(x) for x in args.lengths.split(",")):
-        queries.append(min(queries_all, key=lambda r: abs(len(r[1]) - wanted)))
+        k = nearest(query_seqs, wanted)
+        queries.append((query_names[k], query_seqs[k]))
     modes = [m.strip() for m in args.positions.split(",") if m.strip()]
 
-    scoring = make_scoring("BLOSUM62", gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
+    scoring = swdask.make_scoring("BLOSUM62", gap_open=GAP_OPEN, gap_extend=GAP_EXTEND)
     encoded = encode(db, scoring, labels=None, what="target row")
 
     import numba
@@ -184,7 +130,7 @@ def main(argv=None) -> int:
     warm = prepare_query(queries[0][1], scoring)
     small = encode(db[:64], scoring, labels=None, what="target row")
     for mode in modes:
-        _engine.align_many(warm, small, scoring, positions=mode)
+        align_many(warm, small, mode, backend="cpu")
     context = mp.get_context("fork")
     pool = context.Pool(args.workers, initializer=_parasail_init, initargs=(db,))
     chunks = chunk_bounds(db_lengths, args.workers * 4)
@@ -197,8 +143,8 @@ def main(argv=None) -> int:
     best_seconds = {mode: [] for mode in modes}
     peer_seconds = []
     for name, query in queries:
-        prepared = prepare_query(query, scoring)
-        prepared.cpu_profile  # noqa: B018 - built once per query, outside the timing
+        # the query's CPU profile, built once per query, outside the timing
+        prepared = get_backend("cpu").prepare(prepare_query(query, scoring))
         times = {mode: [] for mode in modes}
         peer_times = []
         results = {}
@@ -206,7 +152,7 @@ def main(argv=None) -> int:
         for _ in range(args.repeat):
             for mode in modes:
                 start = time.perf_counter()
-                result = _engine.align_many(prepared, encoded, scoring, positions=mode)
+                result = align_many(prepared, encoded, mode, backend="cpu")
                 times[mode].append(time.perf_counter() - start)
                 results[mode] = result
             start = time.perf_counter()
@@ -267,7 +213,7 @@ def main(argv=None) -> int:
         "device": cpu_model(),
         "logical_cpus": os.cpu_count(),
         "numba_threads": threads,
-        "date": dt.date.today().isoformat(),
+        "date": today(),
         "commit": git_commit(),
         "uncommitted_changes": git_dirty(),
         "database": {"path": str(DB_PATH), "records": len(db), "residues": residues_total},
@@ -291,13 +237,10 @@ def main(argv=None) -> int:
         "numba": numba.__version__,
     }
     if not args.no_write:
-        slug = re.sub(r"[^a-z0-9]+", "-", cpu_model().lower()).strip("-")
-        slug = f"{slug}-{os.cpu_count()}cpu"
         out = Path(args.out) if args.out else (
-            ROOT / "benchmarks" / "results" / f"W3-{slug}-{report['date']}.json")
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(report, indent=2) + "\n")
-        print(f"wrote {out}")
+            ROOT / "benchmarks" / "results"
+            / f"W3-{slug(report['device'])}-{os.cpu_count()}cpu-{report['date']}.json")
+        print(f"wrote {write_json(out, report, indent=2)}")
     return 1 if mismatches or peer_mismatches else 0
 
 

@@ -8,15 +8,10 @@ The first launch (a warm-up on the same data, which also compiles) is skipped by
 --launch-skip 1; the second is the one profiled.
 """
 import argparse
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench_w1_gpu import read_fasta  # noqa: E402
-from swdask._scoring import make_scoring  # noqa: E402
-from swdask._sequences import encode  # noqa: E402
-from swdask.gpu import inter_task  # noqa: E402
+import swdask
+from _common import nearest, read_fasta, read_sequences
+from swdask.lowlevel import encode, prepare_query, prepare_targets, search
 
 
 def main():
@@ -29,16 +24,16 @@ def main():
     args = parser.parse_args()
     import cupy
 
-    scoring = make_scoring("BLOSUM62")
-    _, queries = read_fasta(args.queries)
-    query = min(queries, key=lambda q: abs(len(q) - args.length))
-    _, db = read_fasta(args.db)
-    encoded = encode(db, scoring)
-    targets = inter_task.prepare_targets(encoded.residues, encoded.offsets, encoded.valid,
-                                         alphabet_size=scoring.matrix.shape[0])
+    scoring = swdask.make_scoring("BLOSUM62")
+    _, queries = read_sequences(args.queries)
+    query = queries[nearest(queries, args.length)]
+    encoded = encode(read_fasta(args.db)["sequence"], scoring)
+    targets = prepare_targets(encoded.residues, encoded.offsets, encoded.valid,
+                              alphabet_size=scoring.matrix.shape[0])
     shape = tuple(int(v) for v in args.shape.split(",")) if args.shape else None
+    codes = prepare_query(query, scoring).codes
     for _ in range(2):
-        inter_task.search(targets, scoring.encode(query), scoring, args.mode, shape=shape)
+        search(targets, codes, scoring, args.mode, shape=shape)
     cupy.cuda.Device().synchronize()
     print("profiled query length", len(query))
 

@@ -2,32 +2,21 @@
 """End-to-end W1 queries from a pandas Series on the GPU: CPU encoding against GPU encoding.
 
 "before" is what ``swdask.align(query, series, backend="gpu")`` did before the column was
-encoded on the GPU: ``_sequences.encode`` on the CPU, then the engine's GPU path
-(``_engine.align_many``), then the DataFrame. "after" is ``swdask.align`` itself, which now
-encodes with ``swdask.gpu.encode_on_device``. Both frames must be equal. Also times the two
-encoders alone (synchronised). Prints a table; writes nothing unless --json is given.
+encoded on the GPU: ``swdask.lowlevel.encode`` on the CPU, then the engine's GPU path
+(``swdask.lowlevel.align_many(..., backend="gpu")``), then the DataFrame. "after" is
+``swdask.align`` itself, which encodes with the GPU backend's ``encode``. Both frames must be
+equal. Also times the two encoders alone (synchronised). Prints a table; writes nothing
+unless --json is given.
 
     python3 benchmarks/time_e2e_encode_gpu.py --db sp500k.fa --queries cudasw_queries.fasta
 """
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-import swdask  # noqa: E402
-from swdask import _engine  # noqa: E402
-from swdask._api import prepare_query  # noqa: E402
-from swdask._scoring import make_scoring  # noqa: E402
-from swdask._sequences import encode  # noqa: E402
-from swdask.gpu import encode_on_device  # noqa: E402
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_w1_gpu import read_fasta, short_name  # noqa: E402
+import swdask
+from _common import read_fasta, read_sequences, short_name, timed, write_json
+from swdask.lowlevel import align_many, encode, get_backend, position_mode, prepare_query
 
 
 def main():
@@ -41,34 +30,25 @@ def main():
     parser.add_argument("--json", default="")
     args = parser.parse_args()
 
-    import cupy
     import pandas as pd
 
-    def timed(fn):
-        cupy.cuda.Device().synchronize()
-        start = time.perf_counter()
-        out = fn()
-        cupy.cuda.Device().synchronize()
-        return time.perf_counter() - start, out
-
     positions = {"end": "end", "full": True, "none": False}[args.positions]
-    scoring = make_scoring("BLOSUM62", gap_open=11, gap_extend=1)
-    names, seqs = read_fasta(args.queries)
+    mode = position_mode(positions)
+    scoring = swdask.make_scoring("BLOSUM62", gap_open=11, gap_extend=1)
+    gpu = get_backend("gpu")
+    names, seqs = read_sequences(args.queries)
     by_length = sorted(range(len(seqs)), key=lambda k: len(seqs[k]))
     picks = [by_length[round(k * (len(seqs) - 1) / max(args.count - 1, 1))]
              for k in range(args.count)]
-    _, db = read_fasta(args.db)
-    series = pd.Series(db, name="sequence")
-    residues = sum(len(s) for s in db)
-    print(f"db: {len(db)} rows, {residues} residues, dtype {series.dtype}", flush=True)
+    series = read_fasta(args.db)["sequence"]
+    residues = int(series.str.len().sum())
+    print(f"db: {len(series)} rows, {residues} residues, dtype {series.dtype}", flush=True)
 
     def before(seq):
         prepared = prepare_query(seq, scoring)
         encoded = encode(series, scoring, what="target row")
-        result = _engine.align_many(prepared, encoded, scoring, positions=positions,
-                                    backend="gpu")
-        return result.to_frame(index=series.index,
-                               columns=_engine.result_columns(positions))
+        result = align_many(prepared, encoded, mode, backend="gpu")
+        return result.to_pandas(index=series.index)
 
     def after(seq):
         return swdask.align(seq, series, positions=positions, backend="gpu")
@@ -78,7 +58,7 @@ def main():
     for k in picks:
         swdask.align(seqs[k], small, positions=positions, backend="gpu")
     encode_cpu = min(timed(lambda: encode(series, scoring))[0] for _ in range(args.reps))
-    encode_gpu = min(timed(lambda: encode_on_device(series, scoring))[0]
+    encode_gpu = min(timed(lambda: gpu.encode(series, scoring))[0]
                      for _ in range(args.reps + 1))  # first one compiles the lookup kernel
     print(f"encode the column: CPU {encode_cpu:.3f} s, GPU {encode_gpu:.3f} s", flush=True)
 
@@ -107,10 +87,9 @@ def main():
           f"({cells / total_before / 1e12:.2f} TCUPS), after {total_after:.3f} s "
           f"({cells / total_after / 1e12:.2f} TCUPS)")
     if args.json:
-        Path(args.json).write_text(json.dumps(
-            {"positions": args.positions, "rows": len(db), "residues": residues,
-             "encode_cpu_s": encode_cpu, "encode_gpu_s": encode_gpu, "queries": rows},
-            indent=1))
+        write_json(args.json, {"positions": args.positions, "rows": len(series),
+                               "residues": residues, "encode_cpu_s": encode_cpu,
+                               "encode_gpu_s": encode_gpu, "queries": rows})
 
 
 if __name__ == "__main__":

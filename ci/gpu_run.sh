@@ -10,7 +10,9 @@
 # is that of the first failure. To add a benchmark, write a step_<name> function and append
 # <name> to STEPS.
 #   setup   install the carried wheels into /tmp/site, build sp500k.fa (W1's database)
-#   tests   every test marked gpu under tests/ (GPU_TESTS narrows it) -> gpu-tests.{log,xml}
+#   tests   first every kernel variant swdask can launch compiled ahead, 16 at once
+#           (bench_w2_gpu.py precompile tests -> precompile.log), then every test marked gpu
+#           under tests/ (GPU_TESTS narrows it) -> gpu-tests.{log,xml}
 #   w1      benchmarks/bench_w1_gpu.py -> W1-<device>-<date>.json, w1.log
 #   w1long  benchmarks/bench_w1_long_rows_gpu.py: W1 queries with/without the long-row
 #           routing (kernel only, a few queries) -> W1-long-rows-*.json, w1long.log
@@ -20,6 +22,10 @@
 #           against kernel-only, on 1, 2, 4... GPUs, and a run with device memory capped
 #           -> W1-dask-cudf-*.json, daskcudf.log
 #   notebook  examples/etl.ipynb executed with cuDF (ci/run_notebook.py) -> etl.ipynb
+#
+# swdask's settings are Dask configuration: pass them in the environment the Dask way, e.g.
+# DASK_SWDASK__GPU__BUCKETS="4:3000,8" (the SWDASK_GPU_* names of earlier releases still
+# work); SWDASK_COMMIT, SWDASK_MMSEQS_DB and SWDASK_BACKEND are the scripts' own variables.
 #
 # cuDF is not in the image: stage it first (python3 ../shared/device/rapids_stage.py pack,
 # then its part calls and `bash .stage/bin/install.sh`, on the same warm machine), and
@@ -36,7 +42,8 @@
 #   COMMIT=<sha> SWDASK_COMMIT=<sha> OUT=$OUT bash ci/gpu_run.sh
 # A command may run 10 minutes at most (run with timeout_s=600). Measured on an H200, cold
 # machine: setup 15 s (sp500k built on 16 cores), tests 75 s (23 s with CuPy's kernel cache
-# warm), w1long 18 s; from earlier runs (not re-timed as one call): w1 ~2 min (kernels
+# warm; measured when precompile covered only the pair kernels the tests force, not every
+# variant as now), w1long 18 s; from earlier runs (not re-timed as one call): w1 ~2 min (kernels
 # ~35 s, end to end ~40 s, the CPU check 17 s, read/encode/compile ~12 s), w2 ~2-3 min
 # (NOTES-w2.md: 109 s warm with its tests, which this script skips). About 6-7 minutes in
 # all; each step has its own timeout (TESTS_TIMEOUT, W1_TIMEOUT, W1LONG_TIMEOUT, W2_TIMEOUT).
@@ -87,7 +94,8 @@ cupy.cuda.runtime.getDeviceProperties(0)['name'])" || return 1
 }
 
 step_tests() {
-  # compile the kernel instances the tests use, many at once (CuPy keeps them on disk)
+  # compile every kernel variant (swdask.gpu._kernels.all_variants) many at once; CuPy
+  # keeps them on disk, so the tests and the benchmarks after them find them compiled
   timeout 240 python3 benchmarks/bench_w2_gpu.py precompile tests > "$OUT/precompile.log" 2>&1 \
     || echo "precompile failed (see precompile.log); the tests compile as they go"
   SWDASK_MMSEQS_DB=${SWDASK_MMSEQS_DB:-$CARRY/DB.fasta.gz} timeout "${TESTS_TIMEOUT:-200}" \

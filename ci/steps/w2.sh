@@ -35,7 +35,7 @@ BENCH=benchmarks/bench_w2_gpu.py
 # data (in the background while the tests run); missing sets only
 missing=()
 for s in $W2_SETS; do
-  f=$(python3 -c "import sys; sys.path.insert(0, 'benchmarks'); import bench_w2_gpu as b; print(b.file_of('$s'))")
+  f=$(PYTHONPATH="benchmarks:$PYTHONPATH" python3 -c "import bench_w2_gpu as b; print(b.file_of('$s'))")
   [ -s "$W2_DATA/$f.qry" ] || missing+=("$s")
 done
 if [ ${#missing[@]} -gt 0 ]; then

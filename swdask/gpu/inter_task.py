@@ -302,7 +302,8 @@ def _profile(runtime, matrix, codes, gap_open, lanes):
     dtype = np.int16 if lanes == 2 else np.int32
     pad = gap_open - _LANE16_MAX if lanes == 2 else gap_open + _LANE32_PAD
     table = substitution_table(matrix, (alphabet + 1, alphabet), pad=pad, offset=gap_open)
-    return runtime.xp.asarray(table[:, codes].astype(dtype)), pad
+    # row-major, as the kernels read it (a column gather alone would come out column-major)
+    return runtime.xp.asarray(np.ascontiguousarray(table[:, codes], dtype=dtype)), pad
 
 
 def _run_forward(runtime, layout: _PairLayout, profile, pad_score, m, alpha1, scoring,
