@@ -1,29 +1,37 @@
-"""The one-against-all CUDA kernels build for sm_80 and sm_90, and their logic is exact.
+"""The CUDA kernels build for sm_80 and sm_90 and on the host emulation, and the one-against-
+all kernels' logic is exact.
 
-* Compilation: every kernel variant the engine can launch (swdask.gpu._kernels.all_variants)
-  is compiled for sm_80 (no DPX: the CUDA headers' SIMD fallback) and sm_90 (DPX), with
-  nvcc where it is on PATH, else NVRTC through CuPy; skipped where neither exists.
-* Logic: the real kernel sources also run on the CPU under swdask/gpu/host_emulation.h
-  (g++, one fiber per CUDA thread, warp shuffles through barriers), through the same engine
-  code as on a GPU, and must equal the CPU engine on every row: scores, end cells and start
+* Compilation: every kernel variant swdask can launch, of every family
+  (swdask.gpu._kernels.all_variants: one against many, and the row-wise pairs kernels), is
+  compiled for sm_80 (no DPX: the CUDA headers' SIMD fallback) and sm_90 (DPX), with nvcc
+  where it is on PATH, else NVRTC through CuPy; skipped where neither exists. Every source
+  file also builds (one variant each) with g++ against swdask/gpu/host_emulation.h, so a
+  syntax error in a kernel or header shows on CPU-only CI.
+* Logic: the real kernel sources also run on the CPU under the host emulation (g++, one
+  fiber per CUDA thread, warp shuffles through barriers; the setting
+  ``swdask.gpu.runtime: emulation``), through the same code as on a GPU (``swdask.align``
+  with ``backend="gpu"``), and must equal the CPU on every row: scores, end cells and start
   cells, including 16-bit overflow (recomputed in 32 bits), nulls, empty and length-1 rows,
-  several passes over the query and kernel shapes. Skipped where there is no g++.
+  several passes over the query, kernel shapes and long rows. Skipped where there is no g++.
+  (The row-wise pairs kernels' logic: tests/test_gpu_pairs.py.)
 """
 from __future__ import annotations
 
 import re
 import shutil
 
+import dask.config
 import numpy as np
+import pandas as pd
 import pytest
 
-from swdask import _engine
-from swdask._api import prepare_query
+import swdask
 from swdask._scoring import make_scoring
 from swdask._sequences import encode
-from swdask.gpu import _runtime, _kernels
+from swdask.gpu import _kernels, _runtime
 
-COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
+#: every CUDA source file of the package
+SOURCES = sorted(path.name for path in _kernels.SOURCE_DIR.glob("*.cu"))
 
 
 def _have_cupy_nvrtc() -> bool:
@@ -34,8 +42,13 @@ def _have_cupy_nvrtc() -> bool:
     return True
 
 
+def test_every_source_has_its_variants():
+    assert sorted(_kernels.all_variants(90)) == SOURCES
+    assert sorted(_kernels.all_variants(80)) == SOURCES
+
+
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("source_name", ["inter_task.cu", "reverse.cu"])
+@pytest.mark.parametrize("source_name", SOURCES)
 def test_every_variant_compiles(arch, source_name):
     if shutil.which("nvcc") is None and not _have_cupy_nvrtc():
         pytest.skip("no CUDA compiler here (neither nvcc nor CuPy's NVRTC)")
@@ -53,25 +66,38 @@ def test_every_variant_compiles(arch, source_name):
         assert spills and max(spills) <= 128, report
 
 
-# ------------------------------------------------------------------------ emulated kernels
-
 needs_gxx = pytest.mark.skipif(_runtime.host_compiler() is None,
                                reason="the host emulation needs g++")
 
 
-def _compare(query, targets, scoring, modes=("none", "end", "full")):
-    prepared = prepare_query(query, scoring)
-    encoded = encode(targets, scoring)
+@needs_gxx
+@pytest.mark.parametrize("source_name", SOURCES)
+def test_every_source_builds_on_the_emulation(source_name):
+    """One variant per source (g++ compiles the whole file: every function, and the one
+    template instance asked for); the builds are cached by text, as the emulated tests'."""
+    name = _kernels.all_variants(90)[source_name][-1]
+    assert _runtime.EmulationRuntime().function(source_name, name) is not None
+
+
+# ------------------------------------------------------------------------ emulated kernels
+
+BLOSUM62 = dict(matrix="BLOSUM62", gap_open=11, gap_extend=1)
+
+
+@pytest.fixture
+def emulated():
+    """The GPU backend on the host emulation, 32 threads per block."""
+    with dask.config.set({"swdask.gpu.runtime": "emulation",
+                          "swdask.emulation.block-threads": 32}):
+        yield
+
+
+def _compare(query, targets, options, modes=("none", "end", "full")):
+    """``swdask.align`` on the (emulated) GPU equals it on the CPU, every row and column."""
     for mode in modes:
-        got = _engine.align_many(prepared, encoded, scoring, positions=mode, backend="gpu")
-        want = _engine.align_many(prepared, encoded, scoring, positions=mode, backend="cpu")
-        for name in COLUMNS:
-            a, b = getattr(got, name), getattr(want, name)
-            assert (a is None) == (b is None), (mode, name)
-            if a is not None:
-                bad = np.flatnonzero(a != b)
-                assert bad.size == 0, (mode, name, bad[:5], a[bad[:5]], b[bad[:5]])
-        assert np.array_equal(got.valid, want.valid)
+        got = swdask.align(query, targets, positions=mode, backend="gpu", **options)
+        want = swdask.align(query, targets, positions=mode, backend="cpu", **options)
+        pd.testing.assert_frame_equal(got, want, obj=f"positions={mode!r}")
 
 
 def _mutate(rng, text, alphabet):
@@ -107,114 +133,84 @@ def _targets(rng, query, alphabet, count):
     return targets
 
 
-@pytest.fixture
-def emulated(monkeypatch):
-    monkeypatch.setenv("SWDASK_GPU_BACKEND", "emulation")
-    monkeypatch.setenv("SWDASK_EMULATION_BLOCK", "32")
-
-
 @needs_gxx
-def test_emulated_protein_matches_cpu(emulated, monkeypatch):
+def test_emulated_protein_matches_cpu(emulated):
     rng = np.random.default_rng(7)
     alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWYBZX"))
     query = "".join(rng.choice(alphabet, 150))  # two passes of 4 x 20 rows
-    targets = _targets(rng, query, alphabet, 40)
-    _compare(query, targets, make_scoring("BLOSUM62"))
-    monkeypatch.setenv("SWDASK_GPU_SCORES_KERNEL", "scores")  # the scores-only variant
-    _compare(query, targets, make_scoring("BLOSUM62"), modes=("none",))
+    _compare(query, _targets(rng, query, alphabet, 40), BLOSUM62)
 
 
 @needs_gxx
-def test_emulated_overflow_and_shapes(emulated, monkeypatch):
+def test_emulated_overflow_and_shapes(emulated):
     # DNA with match 1000: a few dozen matching residues pass 32767, so the 16-bit lanes
     # saturate and those rows are recomputed in 32 bits.
     rng = np.random.default_rng(11)
     alphabet = np.array(list("ACGT"))
     query = "".join(rng.choice(alphabet, 70))
-    scoring = make_scoring(None, match=1000, mismatch=-1000, gap_open=1500, gap_extend=300)
+    options = dict(matrix=None, match=1000, mismatch=-1000, gap_open=1500, gap_extend=300)
     targets = _targets(rng, query, alphabet, 24)
-    monkeypatch.setenv("SWDASK_GPU_SHAPE", "8,8")  # two passes of 8 threads x 8 rows
-    _compare(query, targets, scoring, modes=("end", "full"))
+    with dask.config.set({"swdask.gpu.shape": "8,8"}):  # two passes of 8 threads x 8 rows
+        _compare(query, targets, options, modes=("end", "full"))
 
 
 @needs_gxx
-def test_emulated_length_buckets(emulated, monkeypatch):
-    # one launch per length bucket of the sorted pairs, G = 1, 2, 4, 8 (G = 1: no shuffle,
-    # the thread reads and writes the pass boundary itself)
+def test_emulated_length_buckets(emulated):
+    # one launch per length bucket of the sorted pairs (G = 8 for the longest targets, 4
+    # below), and a single forced shape for every length
     from swdask.gpu import inter_task
 
     rng = np.random.default_rng(17)
     alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
     query = "".join(rng.choice(alphabet, 140))
     targets = _targets(rng, query, alphabet, 48)
-    encoded = encode(targets, make_scoring("BLOSUM62"))
+    encoded = encode(targets, make_scoring(**BLOSUM62))
     prepared = inter_task.prepare_targets(encoded.residues, encoded.offsets, encoded.valid,
                                           alphabet_size=20)
-    monkeypatch.setenv("SWDASK_GPU_BUCKETS", "1:40,2:100,4:160,8")
-    plan = inter_task.forward_plan(prepared.pairs, len(query))
-    assert [group for *_, group, _ in plan] == [8, 4, 2, 1]
-    assert plan[0][0] == 0 and plan[-1][1] == prepared.pairs.num_pairs
-    assert all(a[1] == b[0] for a, b in zip(plan, plan[1:]))
-    # G = 8 takes the 140 rows in one pass (its passes: test_emulated_overflow_and_shapes)
-    assert all(len(query) > group * rows for *_, group, rows in plan if group < 8)
-    _compare(query, targets, make_scoring("BLOSUM62"))
-    for shape in ("1,8", "2,12"):  # a single shape, every length
-        monkeypatch.setenv("SWDASK_GPU_SHAPE", shape)
-        _compare(query, targets, make_scoring("BLOSUM62"), modes=("end",))
-    monkeypatch.setenv("SWDASK_GPU_BUCKETS", "4:100")
-    with pytest.raises(ValueError, match="SWDASK_GPU_BUCKETS"):
-        inter_task.length_buckets()
+    with dask.config.set({"swdask.gpu.buckets": "4:120,8"}):
+        plan = inter_task.forward_plan(prepared.pairs, len(query))
+        assert [group for *_, group, _ in plan] == [8, 4]
+        assert plan[0][0] == 0 and plan[-1][1] == prepared.pairs.num_pairs
+        assert all(a[1] == b[0] for a, b in zip(plan, plan[1:]))
+        # G = 4 takes the 140 rows in two passes, G = 8 in one
+        assert [len(query) > group * rows for *_, group, rows in plan] == [False, True]
+        _compare(query, targets, BLOSUM62)
+    for shape in ("4,8", "8,12"):  # a single shape, every length
+        with dask.config.set({"swdask.gpu.shape": shape}):
+            _compare(query, targets, BLOSUM62, modes=("end",))
+    for wrong in ("4:100", "2:100,8"):  # the last bucket has no bound; G = 2 is gone
+        with dask.config.set({"swdask.gpu.buckets": wrong}):
+            with pytest.raises(ValueError, match="swdask.gpu.buckets"):
+                inter_task.length_buckets()
 
 
 @needs_gxx
-def test_emulated_chunks_and_wide_scoring(emulated, monkeypatch):
+def test_emulated_chunks_and_wide_scoring(emulated):
     # gap costs too large for 16-bit lanes: the whole search runs in 32 bits; a tiny
     # memory budget cuts the rows into many chunks.
     rng = np.random.default_rng(5)
     alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
     query = "".join(rng.choice(alphabet, 40))
-    monkeypatch.setenv("SWDASK_GPU_CHUNK_BYTES", "6000")
-    _compare(query, _targets(rng, query, alphabet, 20),
-             make_scoring("BLOSUM62", gap_open=9000, gap_extend=10), modes=("full",))
-
-
-def _cpu_long_rows(calls):
-    """Stand-in for the CuPy-only ``_pairs.align_long_rows`` under emulation: the CPU engine
-    on the rows it is given (read through the same residues/offsets), inclusive cells."""
-    from swdask._api import PreparedQuery
-    from swdask._sequences import EncodedSequences
-
-    def run(query_codes, residues, offsets, rows, scoring, mode):
-        rows = np.asarray(rows)
-        calls.append(rows.copy())
-        pieces = [np.asarray(residues[offsets[r]:offsets[r + 1]]) for r in rows]
-        sub_offsets = np.concatenate([[0], np.cumsum([len(p) for p in pieces])]).astype(np.int64)
-        subset = EncodedSequences(np.concatenate(pieces).astype(np.uint8), sub_offsets,
-                                  np.ones(len(rows), dtype=bool))
-        got = _engine.align_many(PreparedQuery(np.asarray(query_codes), scoring), subset,
-                                 scoring, positions="full", backend="cpu")
-        hit = got.score > 0
-        out = {"score": got.score.astype(np.int32),
-               "query_end": np.where(hit, got.query_end - 1, -1).astype(np.int32),
-               "target_end": np.where(hit, got.target_end - 1, -1).astype(np.int32)}
-        for name in ("query_start", "target_start"):
-            out[name] = (getattr(got, name) if mode == "full"
-                         else np.full(len(rows), -1)).astype(np.int32)
-        return out
-
-    return run
+    with dask.config.set({"swdask.gpu.chunk-bytes": 6000}):
+        _compare(query, _targets(rng, query, alphabet, 20),
+                 dict(matrix="BLOSUM62", gap_open=9000, gap_extend=10), modes=("full",))
 
 
 @needs_gxx
 def test_emulated_long_rows_are_routed_and_merged(emulated, monkeypatch):
-    """Rows of at least the threshold go to align_long_rows (here a CPU stand-in: the
-    intra-task kernel itself is emulated in test_gpu_pairs.py), the rest to the emulated
-    inter-task kernels; merged by row, equal to the CPU engine in every mode."""
+    """Rows of at least the threshold go to align_long_rows (the intra-task kernel, one block
+    per row; its own tests: test_gpu_pairs.py), the rest to the inter-task kernels; merged
+    by row, equal to the CPU in every mode."""
     from swdask.gpu import _pairs
 
     calls = []
-    monkeypatch.setattr(_pairs, "align_long_rows", _cpu_long_rows(calls))
-    monkeypatch.setenv("SWDASK_GPU_LONG_ROW_MIN", "60")
+    real = _pairs.align_long_rows
+
+    def spy(query_codes, residues, offsets, rows, scoring, mode):
+        calls.append(np.asarray(rows).copy())
+        return real(query_codes, residues, offsets, rows, scoring, mode)
+
+    monkeypatch.setattr(_pairs, "align_long_rows", spy)
     rng = np.random.default_rng(31)
     alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
     query = "".join(rng.choice(alphabet, 45))
@@ -223,21 +219,22 @@ def test_emulated_long_rows_are_routed_and_merged(emulated, monkeypatch):
     lengths = np.array([len(t) if t else 0 for t in targets])
     long_rows = np.flatnonzero(lengths >= 60)
     assert 3 <= long_rows.size < len(targets) - 10
-    _compare(query, targets, make_scoring("BLOSUM62"))
-    assert len(calls) == 3 and all(np.array_equal(c, long_rows) for c in calls)
-    monkeypatch.setenv("SWDASK_GPU_LONG_ROWS_MAX", str(long_rows.size - 1))  # over the cap
-    calls.clear()
-    _compare(query, targets, make_scoring("BLOSUM62"), modes=("full",))
-    assert calls == []
-    monkeypatch.delenv("SWDASK_GPU_LONG_ROWS_MAX")
-    # scores beyond the intra-task kernel's int32 range: the long rows stay on the 32-bit
-    # inter-task kernels (longest first with the others), the stand-in is not called
-    calls.clear()
-    dna = np.array(list("ACGT"))
-    dquery = "".join(rng.choice(dna, 40))
-    big = 1 << 23  # 40 x 2**23 >= 2**28, < 2**29
-    dtargets = ["".join(rng.choice(dna, 70)) + dquery, dquery * 2, "".join(rng.choice(dna, 90))]
-    dtargets += ["".join(rng.choice(dna, int(rng.integers(1, 50)))) for _ in range(8)]
-    _compare(dquery, dtargets, make_scoring(None, match=big, mismatch=-big, gap_open=big,
-                                            gap_extend=big // 4), modes=("end", "full"))
-    assert calls == []
+    with dask.config.set({"swdask.gpu.long-row-min": 60, "swdask.gpu.long-rows-per-sm": -1}):
+        _compare(query, targets, BLOSUM62)
+        assert len(calls) == 3 and all(np.array_equal(c, long_rows) for c in calls)
+        calls.clear()
+        # over the cap (the emulation has 2 multiprocessors): all stay inter-task
+        with dask.config.set({"swdask.gpu.long-rows-per-sm": 1}):
+            _compare(query, targets, BLOSUM62, modes=("full",))
+        assert calls == []
+        # scores beyond the intra-task kernel's int32 range: the long rows stay on the
+        # 32-bit inter-task kernels (longest first with the others), align_long_rows unused
+        dna = np.array(list("ACGT"))
+        dquery = "".join(rng.choice(dna, 40))
+        big = 1 << 23  # 40 x 2**23 >= 2**28, < 2**29
+        dtargets = ["".join(rng.choice(dna, 70)) + dquery, dquery * 2,
+                    "".join(rng.choice(dna, 90))]
+        dtargets += ["".join(rng.choice(dna, int(rng.integers(1, 50)))) for _ in range(8)]
+        _compare(dquery, dtargets, dict(matrix=None, match=big, mismatch=-big, gap_open=big,
+                                        gap_extend=big // 4), modes=("end", "full"))
+        assert calls == []

@@ -61,7 +61,7 @@ def forward_name(lanes: int, group: int, rows: int) -> str:
     """Name expression of one forward kernel variant (it always tracks the end cell: the
     scores-only variant lost its measurement, benchmarks/NOTES-gpu.md, v4)."""
     lane_type = "swdask::Lanes16" if lanes == 2 else "swdask::Lanes32"
-    return f"swdask::sw_inter_forward<{lane_type}, {group}, {rows}, true>"
+    return f"swdask::sw_inter_forward<{lane_type}, {group}, {rows}>"
 
 
 def reverse_name(group: int = REVERSE_SHAPE[0], rows: int = REVERSE_SHAPE[1]) -> str:
@@ -70,11 +70,44 @@ def reverse_name(group: int = REVERSE_SHAPE[0], rows: int = REVERSE_SHAPE[1]) ->
 
 PAIR_CODES_NAME = "swdask::sw_pair_codes"
 
+#: The row-wise pairs kernels (swdask.gpu._pairs), by family: (source, kernel template). Each
+#: is instantiated as ``<a, R, KIND, REV>``: ``a`` lanes per pair (inter) or warps per block
+#: (intra, long), R rows per thread, KIND 0 (match/mismatch) or 1 (table), REV the reverse
+#: (start cell) pass.
+PAIRS_KERNELS = {"inter": ("pairs_inter.cu", "pairs_inter"),
+                 "intra": ("intra_task.cu", "pairs_intra"),
+                 "long": ("long_pair.cu", "long_pair")}
+#: Inter-task pairs shapes (lanes per pair, rows per lane) the router picks
+#: (swdask.gpu._pairs.inter_shape_for: 4 x 8 up to 32 query letters, then 8 lanes and the
+#: fewest rows that hold the query, 8 x 32 in strips beyond 256 letters) ...
+PAIRS_ROUTED_INTER_SHAPES = ((4, 8), (8, 8), (8, 12), (8, 16), (8, 20), (8, 24), (8, 32))
+#: ... and those tests force besides (tests/test_gpu_pairs.py checks both lists).
+PAIRS_FORCED_INTER_SHAPES = ((4, 4), (8, 4), (16, 8), (32, 4), (32, 16), (32, 32))
+#: Intra-task and whole-GPU pairs shapes (warps per block, rows per thread): those the
+#: router picks from (swdask.gpu._pairs.chain_shape, long_shape).
+CHAIN_SHAPES = tuple((w, r) for w in (1, 2, 4, 8) for r in (4, 8, 16))
+
+
+def pairs_name(family: str, shape: tuple[int, int], kind: int, reverse: bool) -> str:
+    """Name expression of one row-wise pairs kernel variant (``family``: a key of
+    :data:`PAIRS_KERNELS`; ``shape``: (lanes or warps, rows per thread))."""
+    a, rows = shape
+    return f"{PAIRS_KERNELS[family][1]}<{a}, {rows}, {kind}, {'true' if reverse else 'false'}>"
+
 
 def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
-    """Every kernel the engine can launch on such a GPU, by source file (the compile test's
-    list)."""
+    """Every kernel swdask can launch on such a GPU, by source file, every family (the
+    compile test's list): the one-against-many forward and reverse kernels, and the row-wise
+    pairs kernels in every shape the router can pick (plus the inter-task shapes tests force),
+    both scorings, both passes."""
     rows = rows_per_thread(compute_capability)
     forward = [forward_name(2, group, r) for group in GROUP_SIZES for r in rows]
     forward += [forward_name(1, group, r) for group, r in WIDE_SHAPES]
-    return {"inter_task.cu": [PAIR_CODES_NAME] + forward, "reverse.cu": [reverse_name()]}
+    variants = {"inter_task.cu": [PAIR_CODES_NAME] + forward, "reverse.cu": [reverse_name()]}
+    shapes = {"inter": sorted(set(PAIRS_ROUTED_INTER_SHAPES) | set(PAIRS_FORCED_INTER_SHAPES)),
+              "intra": CHAIN_SHAPES, "long": CHAIN_SHAPES}
+    for family, (source_name, _) in PAIRS_KERNELS.items():
+        variants[source_name] = [pairs_name(family, shape, kind, reverse)
+                                 for shape in shapes[family] for kind in (0, 1)
+                                 for reverse in (False, True)]
+    return variants

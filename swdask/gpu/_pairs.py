@@ -11,20 +11,24 @@ j, then smallest query index i; start cell by reverse scoring from the end cell)
 * ``intra_task.cu``: intra-task (ADEPT), one thread block per pair, for long queries.
 * ``long_pair.cu``: one very long pair across all blocks of the GPU (a wavefront of strips).
 
-Every kernel reports inclusive cells (``-1`` where the score is 0); :func:`align_pairs_gpu`
-turns them into the engine's :class:`~swdask._engine.Alignments`. CuPy is imported lazily.
-Where each size goes is set by the thresholds below; benchmarks/NOTES-w2.md gives the
-measurements behind them.
+Every kernel writes the kernel cells of :func:`swdask._results.empty_cells` (inclusive, ``-1``
+where the score is 0); :func:`align_pairs_gpu` finishes them into
+:class:`~swdask._results.Alignments`. Kernels are compiled and launched only through the
+runtime (:func:`swdask.gpu._runtime.get_runtime`), so this code runs on a CUDA GPU and under
+the host emulation alike. Where each size goes is set by the thresholds below;
+benchmarks/NOTES-w2.md gives the measurements behind them.
 """
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from contextlib import nullcontext
+from dataclasses import dataclass
 
 import numpy as np
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+from .._results import best_cell, empty_cells, finish
+from .._scoring import substitution_table
+from . import _kernels
+from ._runtime import get_runtime
 
 #: Query rows above which a pair leaves the inter-task kernel for the intra-task kernel.
 INTER_MAX_ROWS = 1024
@@ -47,10 +51,6 @@ SCORE_LIMIT = 1 << 28
 _PAD_SCORE = -(1 << 29)
 _TABLE_STRIDE = 33
 _THREADS_INTER = 128
-#: inter-task shapes one may force: (lanes per pair, rows per lane)
-INTER_SHAPES = tuple((g, r) for g in (4, 8, 16, 32) for r in (4, 8, 12, 16, 20, 24, 32))
-#: intra-task / long-pair shapes: (warps per block, rows per thread)
-_CHAIN_SHAPES = tuple((w, r) for w in (1, 2, 4, 8) for r in (4, 8, 16))
 #: upper bounds of the query-length classes that share one inter-task shape (a batch of mixed
 #: lengths needs a handful of kernel instances, not one per length)
 _ROW_CLASSES = np.array([32, 64, 128, 192, 256, 384, 512, 768, 1024, 1 << 40])
@@ -60,45 +60,39 @@ _SCRATCH_BYTES = 1 << 30  # most global memory one inter-task launch takes for s
 _CHUNK_BYTES = 16 << 20  # residues per upload chunk (align_pairs_gpu overlaps copies, kernels)
 _CHUNK_MIN_PAIRS = 8192  # pairs per chunk at least: a chunk must fill the GPU on its own
 _CHUNKS_MAX = 8
+#: what strip rows hold before they are written, under the host emulation (a read of a row
+#: never written then shows as a wrong score; on a GPU they are left uninitialised)
+_UNWRITTEN = 100_003
 
 
 # ------------------------------------------------------------------------------ kernels
 
 
-@lru_cache(maxsize=None)
-def _kernel(source: str, name: str):
-    """Compile (NVRTC, cached by CuPy on disk too) and return one template instance."""
-    import cupy as cp
-
-    with open(os.path.join(_HERE, source)) as f:
-        code = f.read()
-    module = cp.RawModule(code=code, options=("-std=c++17", f"-I{_HERE}"),
-                          name_expressions=(name,))
-    return module.get_function(name)
+def _function(runtime, family: str, shape: tuple[int, int], kind: int, reverse: bool):
+    """One compiled pairs kernel (``family``: "inter", "intra" or "long")."""
+    source = _kernels.PAIRS_KERNELS[family][0]
+    return runtime.function(source, _kernels.pairs_name(family, shape, kind, reverse))
 
 
-def _cpp_bool(flag: bool) -> str:
-    return "true" if flag else "false"
-
-
-def inter_kernel(g: int, r: int, kind: int, reverse: bool):
-    return _kernel("pairs_inter.cu", f"pairs_inter<{g}, {r}, {kind}, {_cpp_bool(reverse)}>")
-
-
-def intra_kernel(w: int, r: int, kind: int, reverse: bool):
-    return _kernel("intra_task.cu", f"pairs_intra<{w}, {r}, {kind}, {_cpp_bool(reverse)}>")
-
-
-def long_kernel(w: int, r: int, kind: int, reverse: bool):
-    return _kernel("long_pair.cu", f"long_pair<{w}, {r}, {kind}, {_cpp_bool(reverse)}>")
+def _passes(mode: str) -> tuple[bool, ...]:
+    """The kernel passes of ``mode``: forward, and the reverse pass for start cells."""
+    return (False, True) if mode == "full" else (False,)
 
 
 def _sm_count() -> int:
-    import cupy as cp
+    return get_runtime().multiprocessors
 
-    from ._runtime import _multiprocessor_count
 
-    return _multiprocessor_count(cp.cuda.Device().id)  # per device, asked once
+def _scratch(xp, words: int):
+    """int32 words of strip rows in global memory (an ``int2`` per column)."""
+    if xp is np:
+        return np.full(words, _UNWRITTEN, dtype=np.int32)
+    return xp.empty(words, dtype=xp.int32)
+
+
+def _on(stream):
+    """``stream`` made current (CuPy), or nothing for ``None`` (the current stream)."""
+    return nullcontext() if stream is None else stream
 
 
 # ------------------------------------------------------------------------------ scoring
@@ -117,7 +111,7 @@ class KernelScoring:
     """
 
     kind: int
-    table: object  # int32 array on the GPU (numpy from host_scoring; one element for kind 0)
+    table: object  # int32 array of the runtime's array module (one element for kind 0)
     match: int
     mismatch: int
     limit: int
@@ -145,8 +139,9 @@ def _compare_form(matrix: np.ndarray):
     return match, mismatch, limit
 
 
-def host_scoring(scoring, score_bound: int) -> KernelScoring:
-    """:func:`kernel_scoring` with the table as a numpy array (no GPU needed)."""
+def kernel_scoring(scoring, score_bound: int, xp=np) -> KernelScoring:
+    """Prepare ``scoring`` for pairs whose scores cannot exceed ``score_bound``; the table
+    is an array of ``xp`` (the runtime's array module: CuPy, or NumPy)."""
     if score_bound >= SCORE_LIMIT:
         raise ValueError(
             f"a score could reach {score_bound}, beyond the GPU kernels' int32 range "
@@ -162,20 +157,11 @@ def host_scoring(scoring, score_bound: int) -> KernelScoring:
         form = None
     if form is not None:
         match, mismatch, limit = form
-        return KernelScoring(0, np.zeros(1, dtype=np.int32), match, mismatch, limit,
+        return KernelScoring(0, xp.zeros(1, dtype=xp.int32), match, mismatch, limit,
                              gap_open, gap_extend)
-    size = matrix.shape[0]
-    table = np.full((_TABLE_STRIDE, _TABLE_STRIDE), _PAD_SCORE, dtype=np.int64)
-    table[:size, :size] = matrix + gap_open  # row = target letter, column = query letter
-    return KernelScoring(1, table.astype(np.int32).ravel(), 0, 0, 0, gap_open, gap_extend)
-
-
-def kernel_scoring(scoring, score_bound: int) -> KernelScoring:
-    """Prepare ``scoring`` for pairs whose scores cannot exceed ``score_bound``."""
-    import cupy as cp
-
-    host = host_scoring(scoring, score_bound)
-    return replace(host, table=cp.asarray(host.table))
+    table = substitution_table(matrix, (_TABLE_STRIDE, _TABLE_STRIDE), pad=_PAD_SCORE,
+                               offset=gap_open, dtype=np.int32)
+    return KernelScoring(1, xp.asarray(table.ravel()), 0, 0, 0, gap_open, gap_extend)
 
 
 def score_bound(scoring, q_len, t_len) -> int:
@@ -195,7 +181,8 @@ def inter_shape_for(rows: int) -> tuple[int, int]:
     Measured on an H200 (benchmarks/NOTES-w2.md): 8 lanes per pair were the best or within 2%
     of it for 150, 250 and 1000-letter queries (a pipeline fill of 7 steps per strip, 4 pairs
     per warp), and four strips of 8 x 32 = 256 rows beat one 1024-row strip (32 x 32) by 12%
-    for 1000-letter queries.
+    for 1000-letter queries. (Its shapes: ``_kernels.PAIRS_ROUTED_INTER_SHAPES``, compiled
+    ahead by the compile test.)
     """
     if rows <= 32:
         return 4, 8
@@ -216,7 +203,7 @@ def chain_shape(rows: int, n: int, pairs: int) -> tuple[int, int]:
     """
     fill = _WARPS_TO_FILL * _sm_count()
     best, best_cost = None, None
-    for w, r in _CHAIN_SHAPES:
+    for w, r in _kernels.CHAIN_SHAPES:
         strips = -(-rows // (w * 32 * r))
         lag = (w - 1) * (32 + _WINDOW) + 32
         cost = strips * (n + lag) * w * 32 * (8 * r + 16) * max(1.0, fill / (pairs * w))
@@ -240,7 +227,8 @@ def long_shape(m: int) -> tuple[int, int]:
 
 @dataclass
 class DevicePairs:
-    """Encoded pairs on the GPU (Arrow layout split into start/length per row)."""
+    """Encoded pairs on the device (Arrow layout split into start/length per row), as arrays
+    of the runtime's array module; the lengths also on the host."""
 
     q_res: object
     q_start: object
@@ -255,25 +243,17 @@ class DevicePairs:
         return len(self.q_len_host)
 
 
-def _host(array) -> np.ndarray:
-    if isinstance(array, np.ndarray):
-        return array
-    import cupy as cp
-
-    return cp.asnumpy(array)
-
-
-def to_device(queries, targets) -> DevicePairs:
-    """Copy (or wrap, when already on the GPU) two EncodedSequences columns."""
-    import cupy as cp
-
+def to_device(queries, targets, runtime=None) -> DevicePairs:
+    """Copy (or wrap, when already there) two EncodedSequences columns to the device."""
+    runtime = runtime or get_runtime()
+    xp = runtime.xp
     parts = []
     for enc in (queries, targets):
-        offsets = _host(enc.offsets).astype(np.int64, copy=False)
+        offsets = runtime.to_host(enc.offsets).astype(np.int64, copy=False)
         lengths = np.diff(offsets)
         residues = enc.residues if len(enc.residues) else np.zeros(1, np.uint8)
-        parts.append((cp.asarray(residues, dtype=cp.uint8), cp.asarray(offsets[:-1]),
-                      cp.asarray(lengths.astype(np.int32)), lengths))
+        parts.append((xp.asarray(residues, dtype=xp.uint8), xp.asarray(offsets[:-1]),
+                      xp.asarray(lengths.astype(np.int32)), lengths))
     (q_res, q_start, q_len, q_host), (t_res, t_start, t_len, t_host) = parts
     return DevicePairs(q_res, q_start, q_len, t_res, t_start, t_len, q_host, t_host)
 
@@ -299,22 +279,10 @@ def _chunk_bounds(q_off: np.ndarray, t_off: np.ndarray, count: int) -> list[int]
     return sorted({0, count, *(int(c) for c in cuts if 0 < c < count)})
 
 
-@dataclass
-class DeviceResults:
-    """int32 device arrays, one entry per row: score and inclusive cells (-1: none)."""
-
-    score: object
-    end_i: object
-    end_j: object
-    start_i: object
-    start_j: object
-
-
-def _new_results(count: int) -> DeviceResults:
-    import cupy as cp
-
-    return DeviceResults(cp.zeros(count, dtype=cp.int32),
-                         *(cp.full(count, -1, dtype=cp.int32) for _ in range(4)))
+def _args_cells(cells: dict):
+    """The kernels' result arguments: score, end cell (i, j), start cell (i, j)."""
+    return (cells["score"], cells["query_end"], cells["target_end"], cells["query_start"],
+            cells["target_start"])
 
 
 def _args_scoring(ks: KernelScoring):
@@ -322,10 +290,9 @@ def _args_scoring(ks: KernelScoring):
             np.int32(ks.gap_open), np.int32(ks.gap_extend))
 
 
-def _run_inter(batch: DevicePairs, out: DeviceResults, rows: np.ndarray, ks: KernelScoring,
+def _run_inter(runtime, batch: DevicePairs, cells: dict, rows: np.ndarray, ks: KernelScoring,
                mode: str, shape: tuple[int, int] | None = None) -> None:
-    import cupy as cp
-
+    xp = runtime.xp
     m = batch.q_len_host[rows]
     n = batch.t_len_host[rows]
     klass = np.searchsorted(_ROW_CLASSES, m)
@@ -344,92 +311,80 @@ def _run_inter(batch: DevicePairs, out: DeviceResults, rows: np.ndarray, ks: Ker
             chunk = bucket[start:stop]
             need = scratch_need[start:stop]
             offsets = np.concatenate([[0], np.cumsum(need)[:-1]]).astype(np.int64)
-            scratch = cp.empty(max(int(need.sum()), 1) * 2, dtype=cp.int32)
-            order_dev = cp.asarray(chunk.astype(np.int32))
-            offsets_dev = cp.asarray(offsets)
+            scratch = _scratch(xp, max(int(need.sum()), 1) * 2)
+            order_dev = xp.asarray(chunk.astype(np.int32))
+            offsets_dev = xp.asarray(offsets)
             groups_per_block = _THREADS_INTER // g
             grid = (len(chunk) + groups_per_block - 1) // groups_per_block
-            passes = (False, True) if mode == "full" else (False,)
-            for reverse in passes:
-                inter_kernel(g, r, ks.kind, reverse)(
-                    (grid,), (_THREADS_INTER,),
+            for reverse in _passes(mode):
+                runtime.launch(
+                    _function(runtime, "inter", (g, r), ks.kind, reverse), grid, _THREADS_INTER,
                     (batch.q_res, batch.q_start, batch.q_len, batch.t_res, batch.t_start,
-                     batch.t_len, order_dev, np.int32(len(chunk)), out.score, out.end_i,
-                     out.end_j, out.start_i, out.start_j, scratch, offsets_dev,
-                     *_args_scoring(ks)))
+                     batch.t_len, order_dev, np.int32(len(chunk)), *_args_cells(cells),
+                     scratch, offsets_dev, *_args_scoring(ks)))
             start = stop
 
 
-def _run_intra_rows(batch: DevicePairs, out: DeviceResults, rows: np.ndarray, ks: KernelScoring,
-                    mode: str, shape: tuple[int, int] | None = None) -> None:
+def _run_intra_rows(runtime, batch: DevicePairs, cells: dict, rows: np.ndarray,
+                    ks: KernelScoring, mode: str, shape: tuple[int, int] | None = None) -> None:
     """One block per pair; all ``rows`` share one block shape (from the longest query)."""
-    import cupy as cp
-
+    xp = runtime.xp
     m = batch.q_len_host[rows]
     n = batch.t_len_host[rows]
     order = np.argsort(-(m * n), kind="stable")  # largest first: the counter balances blocks
     rows = rows[order]
     w, r = shape or chain_shape(int(m.max()), int(np.median(n)), len(rows))
-    blocks = min(len(rows), _sm_count() * max(1, 2048 // (w * 32)))
+    blocks = min(len(rows), runtime.multiprocessors * max(1, 2048 // (w * 32)))
     stride = int(n.max())
-    scratch = cp.empty(blocks * stride * 2, dtype=cp.int32)
-    order_dev = cp.asarray(rows.astype(np.int32))
-    passes = (False, True) if mode == "full" else (False,)
-    for reverse in passes:
-        ticket = cp.zeros(1, dtype=cp.int32)
-        intra_kernel(w, r, ks.kind, reverse)(
-            (blocks,), (w * 32,),
+    scratch = _scratch(xp, blocks * stride * 2)
+    order_dev = xp.asarray(rows.astype(np.int32))
+    for reverse in _passes(mode):
+        ticket = xp.zeros(1, dtype=xp.int32)
+        runtime.launch(
+            _function(runtime, "intra", (w, r), ks.kind, reverse), blocks, w * 32,
             (batch.q_res, batch.q_start, batch.q_len, batch.t_res, batch.t_start, batch.t_len,
-             order_dev, np.int32(len(rows)), out.score, out.end_i, out.end_j, out.start_i,
-             out.start_j, scratch, np.int64(stride), ticket, *_args_scoring(ks)))
+             order_dev, np.int32(len(rows)), *_args_cells(cells), scratch, np.int64(stride),
+             ticket, *_args_scoring(ks)))
 
 
-def _reduce_blocks(block_best: np.ndarray) -> tuple[int, int, int]:
-    """Tie rule over the per-block (score, i, j) of the long-pair kernel."""
-    best = block_best[:, 0]
-    top = int(best.max()) if len(best) else 0
-    if top <= 0:
-        return 0, -1, -1
-    cand = block_best[best == top]
-    k = np.lexsort((cand[:, 1], cand[:, 2]))[0]  # smallest j, then smallest i
-    return top, int(cand[k, 1]), int(cand[k, 2])
-
-
-def _long_pass(kernel, w, r, q_res, qs, m, t_res, ts, n, target, ks):
-    import cupy as cp
-
+def _long_pass(runtime, shape, reverse, q_res, qs, m, t_res, ts, n, target, ks):
+    """One pass of the whole-GPU kernel; the (score, i, j) of the tie rule over its blocks."""
+    xp = runtime.xp
+    w, r = shape
     strips = -(-m // (w * 32 * r))
-    blocks = max(1, min(strips, 2 * _sm_count()))
+    blocks = max(1, min(strips, 2 * runtime.multiprocessors))
     nslots = blocks + 1  # a slot is rewritten only after its reader is done (long_pair.cu)
-    slots = cp.empty(nslots * n * 2, dtype=cp.int32)
-    progress = cp.zeros(nslots, dtype=cp.uint64)
-    ticket = cp.zeros(1, dtype=cp.int32)
-    block_best = cp.zeros(blocks * 3, dtype=cp.int32)
-    kernel((blocks,), (w * 32,),
-           (q_res, np.int64(qs), np.int32(m), t_res, np.int64(ts), np.int32(n),
-            np.int32(target), np.int32(strips), ticket, slots, np.int32(nslots), progress,
-            block_best, *_args_scoring(ks)))
-    return _reduce_blocks(cp.asnumpy(block_best).reshape(blocks, 3))
+    slots = _scratch(xp, nslots * n * 2)
+    progress = xp.zeros(nslots, dtype=xp.uint64)
+    ticket = xp.zeros(1, dtype=xp.int32)
+    block_best = xp.zeros(blocks * 3, dtype=xp.int32)
+    runtime.launch(
+        _function(runtime, "long", shape, ks.kind, reverse), blocks, w * 32,
+        (q_res, np.int64(qs), np.int32(m), t_res, np.int64(ts), np.int32(n), np.int32(target),
+         np.int32(strips), ticket, slots, np.int32(nslots), progress, block_best,
+         *_args_scoring(ks)))
+    best = runtime.to_host(block_best).reshape(blocks, 3)  # score, i, j per block
+    return best_cell(best[:, 0], best[:, 1], best[:, 2])
 
 
-def _run_long(batch: DevicePairs, out: DeviceResults, row: int, ks: KernelScoring,
+def _run_long(runtime, batch: DevicePairs, cells: dict, row: int, ks: KernelScoring,
               mode: str, shape: tuple[int, int] | None = None) -> None:
     """One pair with every block of the GPU (forward, then reverse for the start)."""
     m = int(batch.q_len_host[row])
     n = int(batch.t_len_host[row])
-    qs = int(batch.q_start[row].get())
-    ts = int(batch.t_start[row].get())
-    w, r = shape or long_shape(m)
-    score, end_i, end_j = _long_pass(long_kernel(w, r, ks.kind, False), w, r, batch.q_res, qs, m,
-                                     batch.t_res, ts, n, 0, ks)
-    out.score[row] = score
-    out.end_i[row] = end_i
-    out.end_j[row] = end_j
+    qs = int(batch.q_start[row])
+    ts = int(batch.t_start[row])
+    shape = shape or long_shape(m)
+    score, end_i, end_j = _long_pass(runtime, shape, False, batch.q_res, qs, m, batch.t_res,
+                                     ts, n, 0, ks)
+    cells["score"][row] = score
+    cells["query_end"][row] = end_i
+    cells["target_end"][row] = end_j
     if mode == "full" and score > 0:
-        _, rev_i, rev_j = _long_pass(long_kernel(w, r, ks.kind, True), w, r, batch.q_res, qs,
-                                     end_i + 1, batch.t_res, ts, end_j + 1, score, ks)
-        out.start_i[row] = end_i - rev_i
-        out.start_j[row] = end_j - rev_j
+        _, rev_i, rev_j = _long_pass(runtime, shape, True, batch.q_res, qs, end_i + 1,
+                                     batch.t_res, ts, end_j + 1, score, ks)
+        cells["query_start"][row] = end_i - rev_i
+        cells["target_start"][row] = end_j - rev_j
 
 
 def route(q_len: np.ndarray, t_len: np.ndarray, rows: np.ndarray):
@@ -446,18 +401,21 @@ def route(q_len: np.ndarray, t_len: np.ndarray, rows: np.ndarray):
 
 def run_pairs(batch: DevicePairs, rows: np.ndarray, scoring, mode: str,
               force: str | None = None, shape: tuple[int, int] | None = None,
-              ks: KernelScoring | None = None) -> DeviceResults:
-    """Align the pairs ``rows`` (non-empty, valid) of a device batch; results per batch row.
+              ks: KernelScoring | None = None, runtime=None) -> dict:
+    """Align the pairs ``rows`` (non-empty, valid) of a device batch: the kernel cells
+    (:func:`swdask._results.empty_cells`, int32 arrays of the runtime's array module), one
+    entry per batch row.
 
     ``force`` ("inter", "intra", "long") and ``shape`` pin a kernel (tests, benchmarks).
     """
-    out = _new_results(len(batch))
+    runtime = runtime or get_runtime()
+    cells = empty_cells(len(batch), runtime.xp, runtime.xp.int32)
     rows = np.asarray(rows, dtype=np.int64)
     if rows.size == 0:
-        return out
+        return cells
     if ks is None:
         ks = kernel_scoring(scoring, score_bound(scoring, batch.q_len_host[rows],
-                                                 batch.t_len_host[rows]))
+                                                 batch.t_len_host[rows]), runtime.xp)
     if force is None:
         inter_rows, intra_rows, long_rows = route(batch.q_len_host, batch.t_len_host, rows)
     else:
@@ -465,12 +423,12 @@ def run_pairs(batch: DevicePairs, rows: np.ndarray, scoring, mode: str,
         inter_rows, intra_rows, long_rows = (rows if force == k else empty
                                              for k in ("inter", "intra", "long"))
     if inter_rows.size:
-        _run_inter(batch, out, inter_rows, ks, mode, shape)
+        _run_inter(runtime, batch, cells, inter_rows, ks, mode, shape)
     if intra_rows.size:
-        _run_intra_rows(batch, out, intra_rows, ks, mode, shape)
+        _run_intra_rows(runtime, batch, cells, intra_rows, ks, mode, shape)
     for row in long_rows:
-        _run_long(batch, out, int(row), ks, mode, shape)
-    return out
+        _run_long(runtime, batch, cells, int(row), ks, mode, shape)
+    return cells
 
 
 # ------------------------------------------------------------------------------ public
@@ -478,59 +436,51 @@ def run_pairs(batch: DevicePairs, rows: np.ndarray, scoring, mode: str,
 
 def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None = None,
                     shape: tuple[int, int] | None = None):
-    """Row-wise alignment on the GPU; the engine's :func:`~swdask._engine.align_pairs` for
-    ``backend="gpu"``.
+    """Row-wise alignment on the GPU (the GPU backend's ``pairs``).
 
-    ``queries``/``targets`` are :class:`~swdask._sequences.EncodedSequences` (numpy or CuPy
-    arrays); ``mode`` is ``"full"``, ``"end"`` or ``"none"``. Returns an
-    :class:`~swdask._engine.Alignments` of numpy int64 arrays, equal to the CPU engine's.
+    ``queries``/``targets`` are :class:`~swdask._sequences.EncodedSequences` (NumPy or CuPy
+    arrays); ``mode`` is ``"full"``, ``"end"`` or ``"none"``. Returns
+    :class:`~swdask._results.Alignments` of NumPy arrays, equal to the CPU engine's.
 
     Host-side batches go up in chunks of rows on two streams: while the GPU aligns one chunk
     the next one is copied (a copy from pageable memory holds the host, not the GPU).
     """
-    import cupy as cp
-
-    from .._engine import _empty_outputs, _finish
-
+    runtime = get_runtime()
     count = len(targets)
     if len(queries) != count:
         raise ValueError(
             f"align_pairs needs as many queries as targets, got {len(queries)} and {count}")
-    valid = _host(queries.valid).astype(bool) & _host(targets.valid).astype(bool)
-    outputs = _empty_outputs(count)
-    q_off = _host(queries.offsets).astype(np.int64, copy=False)
-    t_off = _host(targets.offsets).astype(np.int64, copy=False)
+    valid = (runtime.to_host(queries.valid).astype(bool)
+             & runtime.to_host(targets.valid).astype(bool))
+    cells = empty_cells(count, np, np.int32)
+    q_off = runtime.to_host(queries.offsets).astype(np.int64, copy=False)
+    t_off = runtime.to_host(targets.offsets).astype(np.int64, copy=False)
     q_len, t_len = np.diff(q_off), np.diff(t_off)
     work = valid & (q_len > 0) & (t_len > 0)
     if work.any():
-        ks = kernel_scoring(scoring, score_bound(scoring, q_len[work], t_len[work]))
+        ks = kernel_scoring(scoring, score_bound(scoring, q_len[work], t_len[work]), runtime.xp)
         on_host = all(isinstance(a, np.ndarray) for a in
                       (queries.residues, targets.residues, queries.offsets, targets.offsets))
         bounds = _chunk_bounds(q_off, t_off, count) if on_host else [0, count]
-        if len(bounds) > 2:
-            streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
-        else:
-            streams = [cp.cuda.get_current_stream()]
-        pending = []
-        for k, (first, stop) in enumerate(zip(bounds[:-1], bounds[1:])):
-            stream = streams[k % len(streams)]
-            with stream:
-                if len(bounds) > 2:
-                    batch = to_device(_row_slice(queries, first, stop),
-                                      _row_slice(targets, first, stop))
-                else:
-                    batch = to_device(queries, targets)
-                res = run_pairs(batch, np.flatnonzero(work[first:stop]), scoring, mode,
-                                force=force, shape=shape, ks=ks)
-            pending.append((first, stop, stream, res))
-        for first, stop, stream, res in pending:
-            with stream:
-                values = [a.get() for a in (res.score, res.start_i, res.end_i, res.start_j,
-                                            res.end_j)]
-            for column, value in zip(outputs, values):
-                column[first:stop] = value
-    outputs[0][outputs[0] < 0] = 0
-    return _finish(outputs, valid, mode)
+        chunks = list(zip(bounds[:-1], bounds[1:]))
+        with runtime.concurrent(min(2, len(chunks))) as streams:
+            pending = []
+            for k, (first, stop) in enumerate(chunks):
+                stream = streams[k % len(streams)]
+                with _on(stream):
+                    if len(chunks) > 1:
+                        batch = to_device(_row_slice(queries, first, stop),
+                                          _row_slice(targets, first, stop), runtime)
+                    else:
+                        batch = to_device(queries, targets, runtime)
+                    found = run_pairs(batch, np.flatnonzero(work[first:stop]), scoring, mode,
+                                      force=force, shape=shape, ks=ks, runtime=runtime)
+                pending.append((first, stop, stream, found))
+            for first, stop, stream, found in pending:
+                with _on(stream):
+                    for name, values in found.items():
+                        cells[name][first:stop] = runtime.to_host(values)
+    return finish(cells, valid, mode)
 
 
 def align_long_rows(query_codes, residues, offsets, rows, scoring, mode: str,
@@ -538,31 +488,29 @@ def align_long_rows(query_codes, residues, offsets, rows, scoring, mode: str,
     """One query against the targets ``rows`` with the intra-task kernel (one block per row).
 
     For the long-target tail of one-against-all search. ``query_codes`` (uint8), ``residues``
-    (uint8) and ``offsets`` (int64, Arrow layout) may be numpy or CuPy arrays; ``rows`` are row
-    numbers into ``offsets`` (targets non-empty). Returns CuPy int32 arrays, one entry per
-    element of ``rows``: ``score``, ``query_start``, ``query_end``, ``target_start``,
-    ``target_end``, inclusive cells, ``-1`` where the score is 0 or the position was not asked
-    for (``mode``: ``"full"``, ``"end"``, ``"none"``).
+    (uint8) and ``offsets`` (int64, Arrow layout) may be host or device arrays; ``rows`` are
+    row numbers into ``offsets`` (targets non-empty). Returns the kernel cells
+    (:func:`swdask._results.empty_cells`: ``score``, ``query_start``, ``query_end``,
+    ``target_start``, ``target_end``), int32 arrays of the runtime's array module, one entry
+    per element of ``rows``: inclusive cells, ``-1`` where the score is 0; the start cells
+    only in mode ``"full"`` (``mode``: ``"full"``, ``"end"``, ``"none"``).
     """
-    import cupy as cp
-
-    rows_dev = cp.asarray(rows, dtype=cp.int64)
-    offsets = cp.asarray(offsets, dtype=cp.int64)
+    runtime = get_runtime()
+    xp = runtime.xp
+    rows_dev = xp.asarray(rows, dtype=xp.int64)
+    offsets = xp.asarray(offsets, dtype=xp.int64)
     count = int(rows_dev.size)
     m = int(len(query_codes))
     t_start = offsets[rows_dev]
-    t_len = (offsets[rows_dev + 1] - t_start).astype(cp.int32)
-    batch = DevicePairs(cp.asarray(query_codes, dtype=cp.uint8), cp.zeros(count, cp.int64),
-                        cp.full(count, m, dtype=cp.int32), cp.asarray(residues, dtype=cp.uint8),
+    t_len = (offsets[rows_dev + 1] - t_start).astype(xp.int32)
+    batch = DevicePairs(xp.asarray(query_codes, dtype=xp.uint8), xp.zeros(count, xp.int64),
+                        xp.full(count, m, dtype=xp.int32), xp.asarray(residues, dtype=xp.uint8),
                         t_start, t_len, np.full(count, m, dtype=np.int64),
-                        cp.asnumpy(t_len).astype(np.int64))
-    out = _new_results(count)
+                        runtime.to_host(t_len).astype(np.int64))
+    cells = empty_cells(count, xp, xp.int32)
     if count and m:
-        every = np.arange(count, dtype=np.int64)
-        ks = kernel_scoring(scoring, score_bound(scoring, batch.q_len_host, batch.t_len_host))
-        _run_intra_rows(batch, out, every, ks, mode, shape)
-    if mode != "full":
-        out.start_i[:] = -1
-        out.start_j[:] = -1
-    return {"score": out.score, "query_start": out.start_i, "query_end": out.end_i,
-            "target_start": out.start_j, "target_end": out.end_j}
+        ks = kernel_scoring(scoring, score_bound(scoring, batch.q_len_host, batch.t_len_host),
+                            xp)
+        _run_intra_rows(runtime, batch, cells, np.arange(count, dtype=np.int64), ks, mode,
+                        shape)
+    return cells

@@ -273,6 +273,10 @@ def _emulation_library(source_name: str, name: str):
 
 class EmulationRuntime:
     name = "emulation"
+    #: The multiprocessors it reports (grid sizes scale with them). Its blocks run one after
+    #: another, so a few keep the launches small; the kernels that loop over work with a
+    #: ticket (intra-task, long pair) do it all in the first block.
+    multiprocessors = 2
 
     def __init__(self, block_threads: int | None = None, free_bytes: int | None = None):
         self.xp = np

@@ -12,6 +12,7 @@
 #include <ucontext.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -35,7 +36,9 @@
 struct uint2 { unsigned x, y; };
 struct uint4 { unsigned x, y, z, w; };
 struct uint3 { unsigned x, y, z; };
+struct int2 { int x, y; };
 inline uint2 make_uint2(unsigned x, unsigned y) { return uint2{x, y}; }
+inline int2 make_int2(int x, int y) { return int2{x, y}; }
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return uint4{x, y, z, w}; }
 
 inline uint3 threadIdx, blockIdx, blockDim, gridDim;
@@ -90,17 +93,26 @@ inline Barrier& warp_barrier(unsigned mask) {
   return b;
 }
 
+// Every lane of `mask` posts `value`; each gets what the lanes of its warp posted, by lane
+// (the lanes outside `mask`: stale). Shuffles, votes and reductions are built on it.
+inline std::array<unsigned long long, 32> warp_values(unsigned mask, unsigned long long value) {
+  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  Barrier& b = warp_barrier(mask);
+  auto& slots = g_block->slots[warp];
+  slots[lane] = value;
+  wait(b);
+  std::array<unsigned long long, 32> out;
+  std::copy(slots.begin(), slots.end(), out.begin());
+  wait(b);
+  return out;
+}
+
 template <class T>
 T exchange(unsigned mask, T value, unsigned source_lane) {
   static_assert(sizeof(T) <= 8, "shuffle of a value wider than 8 bytes");
-  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  Barrier& b = warp_barrier(mask);
   unsigned long long raw = 0;
   std::memcpy(&raw, &value, sizeof(T));
-  g_block->slots[warp][lane] = raw;
-  wait(b);
-  const unsigned long long got = g_block->slots[warp][source_lane];
-  wait(b);
+  const unsigned long long got = warp_values(mask, raw)[source_lane];
   T out;
   std::memcpy(&out, &got, sizeof(T));
   return out;
@@ -172,6 +184,23 @@ void launch(void (*kernel)(A...), unsigned grid, unsigned block, std::size_t sha
 #define SW_DYNAMIC_SHARED(T, name) T* name = reinterpret_cast<T*>(emu::dynamic_shared())
 
 inline void __syncthreads() { emu::wait(emu::g_block->block_barrier); }
+inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::wait(emu::warp_barrier(mask)); }
+// Memory is one address space with no caches to bypass, and fibers switch only at barriers
+// (or a poll's __nanosleep), so a read-modify-write is atomic and every store visible.
+inline void __threadfence() {}
+inline void __nanosleep(unsigned) { emu::yield(); }
+template <class T>
+inline T __ldcg(const T* p) { return *p; }
+inline int atomicAdd(int* p, int v) {
+  const int old = *p;
+  *p = old + v;
+  return old;
+}
+inline int atomicMin(int* p, int v) {
+  const int old = *p;
+  *p = std::min(old, v);
+  return old;
+}
 
 template <class T>
 T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
@@ -194,33 +223,44 @@ T __shfl_sync(unsigned mask, T v, int source_lane, int width = 32) {
   return emu::exchange(mask, v, segment + ((unsigned)source_lane % (unsigned)width));
 }
 inline unsigned __ballot_sync(unsigned mask, int predicate) {
-  const unsigned warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  emu::Barrier& b = emu::warp_barrier(mask);
-  emu::g_block->slots[warp][lane] = predicate ? 1 : 0;
-  emu::wait(b);
+  const auto posted = emu::warp_values(mask, predicate ? 1 : 0);
   unsigned bits = 0;
   for (unsigned k = 0; k < 32; ++k)
-    if ((mask >> k & 1) && emu::g_block->slots[warp][k]) bits |= 1u << k;
-  emu::wait(b);
+    if ((mask >> k & 1) && posted[k]) bits |= 1u << k;
   return bits;
 }
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+inline int __reduce_max_sync(unsigned mask, int value) {
+  const auto posted = emu::warp_values(mask, (unsigned)value);
+  int best = INT32_MIN;
+  for (unsigned k = 0; k < 32; ++k)
+    if (mask >> k & 1) best = std::max(best, (int)(unsigned)posted[k]);
+  return best;
+}
 
-inline int __ffs(unsigned x) { return __builtin_ffs((int)x); }
-inline int __popc(unsigned x) { return __builtin_popcount(x); }
-template <class T>
-inline T __ldg(const T* p) { return *p; }
+inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
 using std::max;
 using std::min;
 
-inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
-  const unsigned long long both = (unsigned long long)x | ((unsigned long long)y << 32);
+namespace emu {
+// PTX prmt.b32 d, a, b, c (default mode): byte k of d is byte (c >> 4k) & 7 of the eight bytes
+// of b:a, or, when bit 3 of that selector nibble is set, that byte's sign bit in all 8 bits.
+inline unsigned prmt(unsigned a, unsigned b, unsigned c) {
+  const unsigned long long both = (unsigned long long)a | ((unsigned long long)b << 32);
   unsigned out = 0;
   for (int k = 0; k < 4; ++k) {
-    const unsigned selector = (s >> (4 * k)) & 7u;
-    out |= (unsigned)((both >> (8 * selector)) & 0xffu) << (8 * k);
+    const unsigned selector = (c >> (4 * k)) & 0xfu;
+    unsigned byte = (unsigned)((both >> (8 * (selector & 7u))) & 0xffu);
+    if (selector & 8u) byte = (byte & 0x80u) ? 0xffu : 0u;
+    out |= byte << (8 * k);
   }
   return out;
+}
+}  // namespace emu
+
+// the selector's bit 3 (sign replication) is ignored here, as by CUDA's __byte_perm
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s) {
+  return emu::prmt(x, y, s & 0x7777u);
 }
 
 namespace emu {
@@ -247,25 +287,10 @@ inline unsigned __viaddmax_s16x2_relu(unsigned a, unsigned b, unsigned c) {
   return pack16(std::max({wrap16(lo16(a) + lo16(b)), (int)lo16(c), 0}),
                 std::max({wrap16(hi16(a) + hi16(b)), (int)hi16(c), 0}));
 }
-inline unsigned __vimax_s16x2_relu(unsigned a, unsigned b) {
-  using namespace emu;
-  return pack16(std::max({(int)lo16(a), (int)lo16(b), 0}), std::max({(int)hi16(a), (int)hi16(b), 0}));
-}
 inline unsigned __vimax3_s16x2(unsigned a, unsigned b, unsigned c) {
   using namespace emu;
   return pack16(std::max({lo16(a), lo16(b), lo16(c)}), std::max({hi16(a), hi16(b), hi16(c)}));
 }
-inline unsigned __vibmax_s16x2(unsigned a, unsigned b, bool* pred_hi, bool* pred_lo) {
-  using namespace emu;
-  *pred_hi = hi16(a) >= hi16(b);
-  *pred_lo = lo16(a) >= lo16(b);
-  return __vmaxs2(a, b);
-}
 inline int __viaddmax_s32(int a, int b, int c) { return std::max(a + b, c); }
 inline int __viaddmax_s32_relu(int a, int b, int c) { return std::max({a + b, c, 0}); }
-inline int __vimax_s32_relu(int a, int b) { return std::max({a, b, 0}); }
 inline int __vimax3_s32(int a, int b, int c) { return std::max({a, b, c}); }
-inline int __vibmax_s32(int a, int b, bool* pred) {
-  *pred = a >= b;
-  return std::max(a, b);
-}

@@ -76,9 +76,10 @@ __global__ void sw_pair_codes(const u8* __restrict__ residues, const i64* __rest
 
 // The forward pass. profile[letter * m + i] = sub(letter, q_i) + gap_open for letter <
 // alpha1 - 1; letter alpha1 - 1 is PAD. Results per slot (pair * lanes + lane): the best
-// score, and with TRACK_END its inclusive end cell (-1 when the score is 0). Scores are
-// exact unless they reach 32767 - max substitution (Lanes16): the host recomputes those.
-template <class V, int G, int R, bool TRACK_END>
+// score and its inclusive end cell (-1 when the score is 0). Scores are exact unless they
+// reach 32767 - max substitution (Lanes16): the host recomputes those. (A scores-only
+// variant, without the end cell, was slower on an H200: benchmarks/NOTES-gpu.md, v4.)
+template <class V, int G, int R>
 __global__ void __launch_bounds__(256, 2)
 sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alpha1,
                  int pad_score, const u16* __restrict__ pair_codes,
@@ -116,7 +117,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   const u32 pad_code = (u32)(alpha1 - 1);
   const u32 pad_pair = pad_code | (pad_code << 8);
 
-  // Best end cell so far, per lane, over the passes done (TRACK_END), or best HG (scores).
+  // Best end cell so far, per lane, over the passes done.
   int run_score[L], run_j[L], run_i[L];
 #pragma unroll
   for (int l = 0; l < L; ++l) {
@@ -124,7 +125,6 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     run_j[l] = SW_INT_MAX;
     run_i[l] = SW_INT_MAX;
   }
-  reg_t best_all = hg_zero;
 
   for (int pass = 0; pass < passes; ++pass) {
     const int row0 = pass * ROWS;
@@ -168,20 +168,14 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     uint2 row_even = fetch_boundary(0), row_odd = fetch_boundary(1);
 
     // This pass's tracking: only cells reaching the best so far can matter.
-    reg_t best;
+    reg_t best = 0;
     int best_j[L], best_r[L];
-    if constexpr (TRACK_END) {
-      reg_t threshold = 0;
 #pragma unroll
-      for (int l = 0; l < L; ++l) {
-        const int thr = (run_score[l] > 0 ? run_score[l] - 1 : 0) - gap_open;
-        threshold |= (V::splat(thr) & (L == 2 ? (l ? 0xffff0000u : 0x0000ffffu) : 0xffffffffu));
-        best_j[l] = -1;
-        best_r[l] = 0;
-      }
-      best = threshold;
-    } else {
-      best = best_all;
+    for (int l = 0; l < L; ++l) {
+      const int thr = (run_score[l] > 0 ? run_score[l] - 1 : 0) - gap_open;
+      best |= (V::splat(thr) & (L == 2 ? (l ? 0xffff0000u : 0x0000ffffu) : 0xffffffffu));
+      best_j[l] = -1;
+      best_r[l] = 0;
     }
 
     auto step = [&](const int s, u32& codes_slot, uint2& row_slot) {
@@ -233,24 +227,20 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
         *reinterpret_cast<uint2*>(boundary + 2 * (my_start + j)) = make_uint2(out_HG, F);
 
       const reg_t column_best = TreeMax<V, 0, R>::run(HG);
-      if constexpr (TRACK_END) {
-        u32 improved;
-        best = V::max_improved(best, column_best, improved);
-        if (improved) {  // rare: a lane's best just went up; find its first row holding it
+      u32 improved;
+      best = V::max_improved(best, column_best, improved);
+      if (improved) {  // rare: a lane's best just went up; find its first row holding it
 #pragma unroll
-          for (int l = 0; l < L; ++l) {
-            if (improved >> l & 1u) {
-              int first = 0;
+        for (int l = 0; l < L; ++l) {
+          if (improved >> l & 1u) {
+            int first = 0;
 #pragma unroll
-              for (int r = R - 1; r >= 0; --r)
-                if (V::lane_equal(HG[r], column_best, l)) first = r;
-              best_j[l] = j;
-              best_r[l] = first;
-            }
+            for (int r = R - 1; r >= 0; --r)
+              if (V::lane_equal(HG[r], column_best, l)) first = r;
+            best_j[l] = j;
+            best_r[l] = first;
           }
         }
-      } else {
-        best = V::max2(best, column_best);
       }
     };
     int s = 0;
@@ -260,54 +250,41 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     }
     if (s < steps) step(s, codes_even, row_even);
 
-    if constexpr (TRACK_END) {
 #pragma unroll
-      for (int l = 0; l < L; ++l) {
-        int cand_score = 0, cand_j = SW_INT_MAX, cand_i = SW_INT_MAX;
-        if (best_j[l] >= 0) {
-          cand_score = V::lane(best, l) + gap_open;
-          cand_j = best_j[l];
-          cand_i = row0 + t * R + best_r[l];
-        }
+    for (int l = 0; l < L; ++l) {
+      int cand_score = 0, cand_j = SW_INT_MAX, cand_i = SW_INT_MAX;
+      if (best_j[l] >= 0) {
+        cand_score = V::lane(best, l) + gap_open;
+        cand_j = best_j[l];
+        cand_i = row0 + t * R + best_r[l];
+      }
 #pragma unroll
-        for (int offset = G / 2; offset >= 1; offset /= 2) {
-          const int other_score = __shfl_xor_sync(SW_FULL_MASK, cand_score, offset, G);
-          const int other_j = __shfl_xor_sync(SW_FULL_MASK, cand_j, offset, G);
-          const int other_i = __shfl_xor_sync(SW_FULL_MASK, cand_i, offset, G);
-          if (better_end(other_score, other_j, other_i, cand_score, cand_j, cand_i)) {
-            cand_score = other_score;
-            cand_j = other_j;
-            cand_i = other_i;
-          }
-        }
-        if (cand_score > 0 &&
-            better_end(cand_score, cand_j, cand_i, run_score[l], run_j[l], run_i[l])) {
-          run_score[l] = cand_score;
-          run_j[l] = cand_j;
-          run_i[l] = cand_i;
+      for (int offset = G / 2; offset >= 1; offset /= 2) {
+        const int other_score = __shfl_xor_sync(SW_FULL_MASK, cand_score, offset, G);
+        const int other_j = __shfl_xor_sync(SW_FULL_MASK, cand_j, offset, G);
+        const int other_i = __shfl_xor_sync(SW_FULL_MASK, cand_i, offset, G);
+        if (better_end(other_score, other_j, other_i, cand_score, cand_j, cand_i)) {
+          cand_score = other_score;
+          cand_j = other_j;
+          cand_i = other_i;
         }
       }
-    } else {
-      best_all = best;
+      if (cand_score > 0 &&
+          better_end(cand_score, cand_j, cand_i, run_score[l], run_j[l], run_i[l])) {
+        run_score[l] = cand_score;
+        run_j[l] = cand_j;
+        run_i[l] = cand_i;
+      }
     }
   }
 
-  if constexpr (!TRACK_END) {
-#pragma unroll
-    for (int offset = G / 2; offset >= 1; offset /= 2)
-      best_all = V::max2(best_all, __shfl_xor_sync(SW_FULL_MASK, best_all, offset, G));
-#pragma unroll
-    for (int l = 0; l < L; ++l) run_score[l] = max(V::lane(best_all, l) + gap_open, 0);
-  }
   if (live && t == 0) {
 #pragma unroll
     for (int l = 0; l < L; ++l) {
       const int slot = pair * L + l;
       out_score[slot] = run_score[l];
-      if constexpr (TRACK_END) {
-        out_end_i[slot] = run_score[l] > 0 ? run_i[l] : -1;
-        out_end_j[slot] = run_score[l] > 0 ? run_j[l] : -1;
-      }
+      out_end_i[slot] = run_score[l] > 0 ? run_i[l] : -1;
+      out_end_j[slot] = run_score[l] > 0 ? run_j[l] : -1;
     }
   }
 }

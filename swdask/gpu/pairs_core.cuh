@@ -5,9 +5,10 @@
 //           E[i][j] = max(H[i][j-1] - gap_open, E[i][j-1] - gap_extend),
 //           F[i][j] = max(H[i-1][j] - gap_open, F[i-1][j] - gap_extend),
 // so a gap of length k costs gap_open + (k-1) * gap_extend. End cell: the best score with the
-// smallest j, then the smallest i. Start cell: the same rule applied to the reversed prefixes
-// q[end_i::-1] x t[end_j::-1] (every cell there is <= best, so "best, smallest j, smallest i"
-// is "first reversed column reaching best, first row in it", the CPU engine's rule).
+// smallest j, then the smallest i (tie_rule.cuh). Start cell: the same rule applied to the
+// reversed prefixes q[end_i::-1] x t[end_j::-1] (every cell there is <= best, so "best,
+// smallest j, smallest i" is "first reversed column reaching best, first row in it", the CPU
+// engine's rule).
 //
 // Every thread owns R consecutive query rows and walks the target one column per step; thread
 // k of a chain works on column s - lag(k) at step s, so the cells computed at one step form a
@@ -28,7 +29,11 @@
 // int32 arithmetic below can wrap.
 #pragma once
 
+#include "tie_rule.cuh"
+
 namespace swpairs {
+
+using swdask::better_end;
 
 typedef unsigned char u8;
 typedef long long i64;
@@ -51,10 +56,8 @@ typedef unsigned long long u64;
 // all-mismatch word. One instruction per cell, no memory access. The host checks that the
 // scores fit in a signed byte (else it uses the table).
 __device__ __forceinline__ int swp_prmt(unsigned a, unsigned b, unsigned selector) {
-#ifdef SWDASK_HOST_EMULATION
-  const unsigned long long both = (unsigned long long)a | ((unsigned long long)b << 32);
-  const int byte = (int)(signed char)((both >> (8 * (selector & 7))) & 0xff);
-  return byte;  // the selectors built below always sign-extend byte 0
+#ifdef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
+  return (int)emu::prmt(a, b, selector);
 #else
   unsigned d;
   asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(selector));
@@ -155,19 +158,14 @@ struct Best {
   int score, i, j;  // j = -1 while nothing scored
 };
 
-// (score desc, j asc, i asc): the end-cell tie rule.
-__device__ __forceinline__ bool better(int s, int j, int i, const Best& b) {
-  return s > b.score || (s == b.score && (j < b.j || (j == b.j && i < b.i)));
-}
-
-// After a column: a thread sees its columns in increasing j within a strip, and its rows in
-// increasing i from strip to strip, so "strictly higher, or as high at a smaller column" is
-// the whole tie rule for one thread. The row is looked up only when the best improves.
+// After a column: the tie rule over one thread's own cells (SW_BETTER_IN_SCAN: it sees its
+// columns in increasing j within a strip, its rows in increasing i from strip to strip). The
+// row is looked up only when the best improves.
 template <int R>
 __device__ __forceinline__ void track(Best& b, const int (&hg)[R], int colmax, int gap_open,
                                       int i0, int j) {
   const int c = colmax + gap_open;
-  if (c > b.score || (c == b.score && c > 0 && j < b.j)) {
+  if (SW_BETTER_IN_SCAN(c, j, b.score, b.j)) {
     int ri = R - 1;
 #pragma unroll
     for (int r = R - 1; r >= 0; --r)
@@ -187,7 +185,7 @@ __device__ __forceinline__ void reduce_best(Best& b) {
     o.score = __shfl_xor_sync(SWP_FULL_MASK, b.score, off, WIDTH);
     o.i = __shfl_xor_sync(SWP_FULL_MASK, b.i, off, WIDTH);
     o.j = __shfl_xor_sync(SWP_FULL_MASK, b.j, off, WIDTH);
-    if (better(o.score, o.j, o.i, b)) b = o;
+    if (better_end(o.score, o.j, o.i, b.score, b.j, b.i)) b = o;
   }
 }
 
@@ -207,7 +205,7 @@ __device__ __forceinline__ void reduce_best_block(Best& b, int* scratch /* 3 * W
   b.j = scratch[2 * W];
 #pragma unroll
   for (int k = 1; k < W; ++k)
-    if (better(scratch[k], scratch[2 * W + k], scratch[W + k], b)) {
+    if (better_end(scratch[k], scratch[2 * W + k], scratch[W + k], b.score, b.j, b.i)) {
       b.score = scratch[k];
       b.i = scratch[W + k];
       b.j = scratch[2 * W + k];

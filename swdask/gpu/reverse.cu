@@ -160,12 +160,12 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
     for (int offset = G / 2; offset >= 1; offset /= 2) {
       const int other_j = __shfl_xor_sync(group_mask, cand_j, offset, G);
       const int other_i = __shfl_xor_sync(group_mask, cand_i, offset, G);
-      if (other_j < cand_j || (other_j == cand_j && other_i < cand_i)) {
+      if (earlier_cell(other_j, other_i, cand_j, cand_i)) {
         cand_j = other_j;
         cand_i = other_i;
       }
     }
-    if (cand_j < best_jr || (cand_j == best_jr && cand_i < best_ir)) {
+    if (earlier_cell(cand_j, cand_i, best_jr, best_ir)) {
       best_jr = cand_j;
       best_ir = cand_i;
     }

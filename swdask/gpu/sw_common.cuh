@@ -16,6 +16,8 @@
 // g++ with host_emulation.h (tests on machines without a GPU).
 #pragma once
 
+#include "tie_rule.cuh"
+
 namespace swdask {
 
 typedef unsigned int u32;
@@ -51,9 +53,6 @@ struct Lanes16 {
   }
   static __device__ __forceinline__ reg_t add_max_relu(reg_t a, reg_t b, reg_t c) {
     return __viaddmax_s16x2_relu(a, b, c);  // max(a + b, c, 0)
-  }
-  static __device__ __forceinline__ reg_t max_relu(reg_t a, reg_t b) {
-    return __vimax_s16x2_relu(a, b);  // max(a, b, 0)
   }
   static __device__ __forceinline__ reg_t max3(reg_t a, reg_t b, reg_t c) {
     return __vimax3_s16x2(a, b, c);
@@ -125,9 +124,6 @@ struct Lanes32 {
   static __device__ __forceinline__ reg_t add_max_relu(reg_t a, reg_t b, reg_t c) {
     return (u32)__viaddmax_s32_relu((int)a, (int)b, (int)c);
   }
-  static __device__ __forceinline__ reg_t max_relu(reg_t a, reg_t b) {
-    return (u32)__vimax_s32_relu((int)a, (int)b);
-  }
   static __device__ __forceinline__ reg_t max3(reg_t a, reg_t b, reg_t c) {
     return (u32)__vimax3_s32((int)a, (int)b, (int)c);
   }
@@ -175,10 +171,5 @@ struct TreeMax {
     }
   }
 };
-
-// (score desc, j asc, i asc): the end-cell tie rule (smallest target index, then query index).
-__device__ __forceinline__ bool better_end(int s, int j, int i, int s2, int j2, int i2) {
-  return s > s2 || (s == s2 && (j < j2 || (j == j2 && i < i2)));
-}
 
 }  // namespace swdask
