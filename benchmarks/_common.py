@@ -202,22 +202,21 @@ def timed_repeats(fn, repeats: int):
 # ------------------------------------------------------------------ kernel compilation
 
 def engine_variants(compute_capability: int, sources=None) -> list[tuple[str, str]]:
-    """Every kernel swdask can launch on such a GPU (``swdask.gpu._kernels.all_variants``:
-    benchmark-internal, not in swdask.lowlevel), as (source file, name expression); only
-    those of ``sources`` (file names) when given."""
-    from swdask.gpu import _kernels
+    """Every kernel swdask can launch on such a GPU (``swdask.lowlevel.kernel_variants``), as
+    (source file, name expression); only those of ``sources`` (file names) when given."""
+    from swdask.lowlevel import kernel_variants
 
     return [(source, name) for source, names in
-            _kernels.all_variants(compute_capability).items()
+            kernel_variants(compute_capability).items()
             if sources is None or source in sources for name in names]
 
 
 def pair_variants(forced) -> list[tuple[str, str]]:
     """The row-wise pairs kernels' instances for ``forced`` ((family, shape): family
-    "inter", "intra" or "long"), both scorings, both passes (``swdask.gpu._kernels``)."""
-    from swdask.gpu import _kernels
+    "inter", "intra" or "long"), both scorings, both passes (``swdask.lowlevel.pairs_kernel``)."""
+    from swdask.lowlevel import pairs_kernel
 
-    return [(_kernels.PAIRS_KERNELS[family][0], _kernels.pairs_name(family, shape, kind, rev))
+    return [pairs_kernel(family, shape, kind, rev)
             for family, shape in forced for kind in (0, 1) for rev in (False, True)]
 
 

@@ -35,8 +35,8 @@ import numpy as np
 import swdask
 from _common import (add_commit_argument, gpu_properties, read_fasta, read_sequences,
                      short_name, stamp, timed, write_result)
-from swdask.gpu.inter_task import choose_shape  # the engine's 16-bit shape: JSON "shape"
-from swdask.lowlevel import align_many, encode, prepare_query, prepare_targets, search
+from swdask.lowlevel import (align_many, encode, forward_shape, prepare_query, prepare_targets,
+                             search)
 
 COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
 
@@ -162,8 +162,8 @@ def main():
             cells = len(seq) * total_residues
             per_query.append({"name": short_name(name), "length": len(seq), "seconds": best,
                               "gcups": cells / best / 1e9, "all_seconds": times,
-                              "shape": list(shape or choose_shape(
-                                  len(seq), 2, targets.runtime.compute_capability))})
+                              "shape": list(shape or forward_shape(
+                                  len(seq), targets.runtime.compute_capability))})
         cells = sum(len(s) for s in q_seqs) * total_residues
         run = {"mode": "kernel", "positions": mode, "shape_override": shape,
                "seconds_total": total, "gcups_total": cells / total / 1e9, "reps": reps,

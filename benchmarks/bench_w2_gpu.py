@@ -219,8 +219,8 @@ def gpu_values(res, rows):
 def run(args):
     import cupy  # noqa: F401 - the timings synchronise the device
 
-    from swdask.gpu._pairs import to_device  # a batch on the GPU for the kernel-only timing
     from swdask.lowlevel import align_pairs, run_pairs
+    from swdask.lowlevel import pairs_to_device as to_device
 
     data = Path(args.data)
     header = stamp(args.commit, date=args.date or today())
@@ -329,7 +329,7 @@ def tune(args):
     """Kernel-only GCUPS of forced kernels and shapes (score only, and full) per set."""
     import cupy as cp
 
-    from swdask.gpu._pairs import to_device  # a batch on the GPU, as run_pairs takes it
+    from swdask.lowlevel import pairs_to_device as to_device
     from swdask.lowlevel import run_pairs
 
     data = Path(args.data)
@@ -378,8 +378,7 @@ def oneall(args):
     import cupy as cp
     import dask
 
-    from swdask.gpu._pairs import align_long_rows  # the intra-task kernel forced on rows
-    from swdask.lowlevel import align_many, encode, prepare_query
+    from swdask.lowlevel import align_long_rows, align_many, encode, prepare_query
 
     # (a) must stay all inter-task: the GPU search routes long rows itself unless told not to
     dask.config.set({"swdask.gpu.long-row-min": 0})

@@ -28,8 +28,8 @@ def main():
     import swdask
     # the accessor's own first stage (a cuDF column encoded in place, with the owner and
     # fingerprint that key the layout cache): no public equivalent
-    from swdask._cudf import device_targets
     from swdask.lowlevel import align_many, prepare_query, prepare_targets, search
+    from swdask.lowlevel import cudf_targets as device_targets
 
     swdask.register_cudf()
     frame = swdask.read_fasta(args.db).head(args.rows, npartitions=-1)

@@ -15,8 +15,13 @@ end-exclusive positions; a gap of length k costs ``gap_open + (k - 1) * gap_exte
 * :func:`get_backend`: the backend object (``"cpu"`` / ``"gpu"``) behind them.
 * GPU kernels alone (imported on use; CuPy needed): :func:`prepare_targets` lays targets out
   on the device for the inter-task kernel, :func:`search` runs one query against them
-  (kernel cells by name, inclusive, on the device), :func:`run_pairs` runs row-wise pairs
-  already on the device.
+  (kernel cells by name, inclusive, on the device; :func:`forward_shape` is the shape it
+  picks for a query length), :func:`pairs_to_device` and :func:`run_pairs` run row-wise
+  pairs on the device, :func:`align_long_rows` runs one query against chosen rows on the
+  intra-task kernel, :func:`cudf_targets` reads a cuDF column in place as the GPU backend's
+  input (with the layout cache's owner and fingerprint).
+* :func:`kernel_variants`: every CUDA kernel variant the package can launch, by source file
+  (to compile them ahead), and :func:`pairs_kernel` one row-wise pairs variant by name.
 """
 from __future__ import annotations
 
@@ -47,6 +52,57 @@ def run_pairs(*args, **kwargs):
     return run(*args, **kwargs)
 
 
-__all__ = ["Alignments", "EncodedSequences", "MODES", "Options", "PreparedQuery", "align_many",
+def forward_shape(query_length: int, compute_capability: int = 90) -> tuple[int, int]:
+    """(threads per target pair, rows per thread) of the 16-bit inter-task kernel for a query
+    of ``query_length`` on a GPU of this compute capability, when one shape is forced for
+    every target length (see :func:`swdask.gpu.inter_task.choose_shape`)."""
+    from .gpu.inter_task import choose_shape
+
+    return choose_shape(query_length, 2, compute_capability)
+
+
+def pairs_to_device(queries: EncodedSequences, targets: EncodedSequences, runtime=None):
+    """Two encoded columns as the device batch :func:`run_pairs` takes (see
+    :func:`swdask.gpu._pairs.to_device`)."""
+    from .gpu._pairs import to_device
+
+    return to_device(queries, targets, runtime=runtime)
+
+
+def align_long_rows(*args, **kwargs) -> dict:
+    """See :func:`swdask.gpu._pairs.align_long_rows`."""
+    from .gpu._pairs import align_long_rows as run
+
+    return run(*args, **kwargs)
+
+
+def cudf_targets(series, scoring, what: str = "target row"):
+    """A cuDF string Series as the GPU backend's targets, read in place: ``(targets, owner,
+    fingerprint)`` for :func:`align_many` (see :func:`swdask._cudf.device_targets`)."""
+    from ._cudf import device_targets
+
+    return device_targets(series, scoring, what)
+
+
+def kernel_variants(compute_capability: int = 90) -> dict[str, list[str]]:
+    """Every kernel variant the package can launch on a GPU of this compute capability, as
+    name expressions by source file (``get_backend("gpu").runtime.function(source, name)``
+    compiles one)."""
+    from .gpu._kernels import all_variants
+
+    return all_variants(compute_capability)
+
+
+def pairs_kernel(family: str, shape: tuple[int, int], kind: int, reverse: bool) -> tuple[str, str]:
+    """(source file, name expression) of one row-wise pairs kernel: ``family`` "inter",
+    "intra" or "long", its ``shape``, scoring ``kind`` (0 match/mismatch, 1 table) and
+    direction."""
+    from .gpu import _kernels
+
+    return _kernels.PAIRS_KERNELS[family][0], _kernels.pairs_name(family, shape, kind, reverse)
+
+
+__all__ = ["align_long_rows", "cudf_targets", "forward_shape", "kernel_variants",
+           "pairs_kernel", "pairs_to_device", "Alignments", "EncodedSequences", "MODES", "Options", "PreparedQuery", "align_many",
            "align_pairs", "encode", "get_backend", "position_mode", "prepare_query",
            "prepare_targets", "result_columns", "run_pairs", "search"]

@@ -37,14 +37,6 @@ LONG_MIN_CELLS = 1 << 28
 #: ... unless there are this many such pairs per multiprocessor: then one block per pair
 #: keeps every multiprocessor busy with no wavefront start-up.
 LONG_MAX_PAIRS_PER_SM = 2
-#: Target length from which a one-against-all row is faster on align_long_rows (one block per
-#: row) than in the inter-task search. Measured on an H200 (benchmarks/NOTES-w2.md): a
-#: 460-residue query against 18,563 proteins plus 4 long targets breaks even at 1,500 letters
-#: and is 1.3x / 1.9x / 4.6x faster split at 3,000 / 6,000 / 48,000. The one-against-all path
-#: applies it (swdask.gpu.inter_task.long_row_threshold), for at most a few long rows per
-#: multiprocessor (inter_task.LONG_ROWS_PER_SM: many long rows run faster in the inter-task
-#: search, measured on W1).
-LONG_ROW_MIN_TARGET = 2000
 
 #: Scores (and so the largest substitution x the shorter length) must stay below this.
 SCORE_LIMIT = 1 << 28
