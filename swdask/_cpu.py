@@ -48,7 +48,7 @@ from numba import types
 from numba.extending import overload
 
 from ._results import MODES
-from ._scoring import substitution_table
+from ._scoring import saturation_bound, substitution_table
 from ._simd import (LANES, add, add_where_positive, gather, load, load_codes, mask_eq, mask_gt,
                     maximum, permute, permute64, select, splat, store, sub_floor0)
 
@@ -244,11 +244,6 @@ def query_profile(query_codes: np.ndarray, matrix: np.ndarray) -> QueryProfile:
     table = substitution_table(matrix.T, (matrix.shape[0], LANES), pad=_PAD_SCORE,
                                dtype=np.int16)
     return QueryProfile(codes, scores, table.reshape(-1))
-
-
-def _saturation_bound(matrix_max: int) -> int:
-    """A lane whose best score reaches this may have wrapped (``diag + sub`` past 32767)."""
-    return _LANE_MAX - max(int(matrix_max), 0)
 
 
 def _mode_of(mode: str) -> int:
@@ -678,7 +673,7 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
     saturated = np.zeros(score.shape[0], dtype=np.bool_)
     with nb.parallel_chunksize(1):  # batches differ in cost: hand them out one at a time
         _one_to_many_lanes(profile.codes, table, residues, offsets, rows, gap_open, gap_extend,
-                           mode != MODE_NONE, _saturation_bound(scores.max()), score,
+                           mode != MODE_NONE, saturation_bound(_LANE_MAX, scores.max()), score,
                            query_end, target_end, saturated)
         if mode == MODE_FULL:
             hits = rows[~saturated[rows] & (score[rows] > 0)]
@@ -832,7 +827,7 @@ def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open,
     saturated = np.zeros(score.shape[0], dtype=np.bool_)
     with nb.parallel_chunksize(1):
         _pairs_lanes(table, stride, q_residues, q_offsets, t_residues, t_offsets, rows,
-                     gap_open, gap_extend, mode, _saturation_bound(matrix.max()), score,
+                     gap_open, gap_extend, mode, saturation_bound(_LANE_MAX, matrix.max()), score,
                      query_start, query_end, target_start, target_end, saturated)
     if mode == MODE_FULL:
         _check_starts(rows[~saturated[rows] & (score[rows] > 0)], query_start, target_start)

@@ -72,10 +72,29 @@ class Scoring:
         """The largest substitution score: bounds a local score by ``max_score * min(m, n)``."""
         return int(self.matrix.max())
 
+    def score_bound(self, query_length, target_length) -> int:
+        """The largest score an alignment of sequences this long can reach (the one bound every
+        kernel checks its lane width against): ``max(max_score, 0) * min(m, n)``; the
+        lengths may be arrays (then the largest over the pairs; 0 for none)."""
+        shorter = np.minimum(np.asarray(query_length, dtype=np.int64),
+                             np.asarray(target_length, dtype=np.int64))
+        return max(self.max_score, 0) * (int(shorter.max()) if shorter.size else 0)
+
+    def saturation_bound(self, lane_max: int) -> int:
+        """See :func:`saturation_bound` (with this scheme's largest substitution)."""
+        return saturation_bound(lane_max, self.max_score)
+
     @property
     def unknown_code(self) -> int:
         return UNKNOWN_CODE if self.unknown is None else self.alphabet.index(self.unknown)
 
+
+
+def saturation_bound(lane_max: int, max_substitution: int) -> int:
+    """A saturating lane (largest value ``lane_max``) whose best score reaches this may have
+    wrapped (``diagonal + substitution`` past ``lane_max``): every engine recomputes such
+    rows wider."""
+    return int(lane_max) - max(int(max_substitution), 0)
 
 
 def substitution_table(matrix: np.ndarray, shape, *, pad: int, offset: int = 0,

@@ -157,11 +157,8 @@ def kernel_scoring(scoring, score_bound: int, xp=np) -> KernelScoring:
 
 
 def score_bound(scoring, q_len, t_len) -> int:
-    """The largest score any of these pairs could reach."""
-    if len(q_len) == 0:
-        return 0
-    top = max(int(np.asarray(scoring.matrix).max()), 0)
-    return top * int(np.minimum(q_len, t_len).max())
+    """The largest score any of these pairs could reach (:meth:`Scoring.score_bound`)."""
+    return scoring.score_bound(q_len, t_len)
 
 
 # ------------------------------------------------------------------------------ shapes

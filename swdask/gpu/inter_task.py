@@ -185,7 +185,7 @@ def lanes16_fit(scoring) -> bool:
 
 def _check_lanes32(scoring, m: int):
     if (max(scoring.gap_open, scoring.gap_extend, int(np.abs(scoring.matrix).max())) >= 1 << 27
-            or max(scoring.max_score, 1) * m >= _LANE32_SCORE_LIMIT):
+            or scoring.score_bound(m, np.iinfo(np.int64).max) >= _LANE32_SCORE_LIMIT):
         raise ValueError(
             f"scores of this query (length {m}) under this scoring could exceed 2**29, beyond "
             "the GPU kernels' 32-bit lanes; use backend='cpu' (64-bit)")
@@ -422,7 +422,7 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
             raise RuntimeError("internal error: the GPU forward kernel returned an end cell "
                                "outside the matrix; please report it with the input")
         # a lane whose best reached this may have wrapped: recompute it in 32 bits
-        limit = _LANE16_MAX - max(scoring.max_score, 0)
+        limit = scoring.saturation_bound(_LANE16_MAX)
         saturated = result["score"] >= limit
         if bool(saturated.any()):
             again = targets.order[saturated[targets.order]]
@@ -452,8 +452,7 @@ def _long_rows_fit(scoring, m: int, long_lengths) -> bool:
     """Whether the intra-task kernel's int32 range holds every score of these rows."""
     from . import _pairs
 
-    top = max(int(np.asarray(scoring.matrix).max()), 0)
-    return top * min(m, int(long_lengths.max())) < _pairs.SCORE_LIMIT
+    return scoring.score_bound(m, long_lengths.max()) < _pairs.SCORE_LIMIT
 
 
 def _align_long(targets: DeviceTargets, codes, scoring, mode: str, result) -> None:
