@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import _api
+from . import _api, _many_queries
 from ._options import Options
 from ._sequences import prepare_query
 
@@ -38,6 +38,18 @@ def output_names(frame_columns, options: Options, prefix: str) -> dict[str, str]
     return names
 
 
+def keep_columns(frame_columns, keep) -> tuple[str, ...]:
+    """``keep=`` (columns of the frame copied into the hits), checked: a tuple of names."""
+    keep = (keep,) if isinstance(keep, str) else tuple(keep)
+    for name in keep:
+        check_columns(frame_columns, {"keep": name})
+    clash = set(keep) & set(_many_queries.HITS_COLUMNS)
+    if clash:
+        raise ValueError(f"keep= names {', '.join(sorted(clash))}, a column of the hits "
+                         "themselves; rename that column first")
+    return keep
+
+
 def join_results(frame, results):
     """``frame`` with the columns of ``results`` (same index and library) added."""
     out = frame.copy(deep=False)
@@ -63,6 +75,35 @@ class SeriesAccessor:
         partition)."""
         return _api.align_prepared(query, self._series, options)
 
+    @_api.takes_options
+    def search(self, queries, top: int = 10, *, options: Options):
+        """The ``top`` best hits of each of ``queries`` among the rows of the Series: a pandas
+        frame with columns ``query_id``, ``rank`` (1 = best), ``target_index`` (the row's
+        index label: merge on it to bring back the row's metadata), ``score`` and, as
+        ``positions`` asks, ``query_start``, ``query_end``, ``target_start``, ``target_end``
+        (0-based, end-exclusive). Hits are ranked by score, then by the rows' order; rows
+        scoring 0 are not hits, so a query may have fewer than ``top``. ``queries`` is a
+        list of sequences (ids 0, 1, ...), a Series (ids: its index) or a DataFrame with a
+        ``sequence`` column (ids: its ``id`` column, else its index). The column is encoded
+        (and on the GPU laid out) once for every query; each query scans for scores and end
+        cells, and only its ``top`` rows are aligned again for their start positions. The
+        options are those of :func:`swdask.align`."""
+        return self.search_with(queries, top, options)
+
+    def search_with(self, queries, top: int, options: Options, kept=None):
+        """:meth:`search` with the options parsed."""
+        top = _many_queries.check_top(top)
+        ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
+        return _many_queries.rank_hits(
+            self.search_prepared(ids, prepared, top, options, kept=kept), top)
+
+    def search_prepared(self, ids, queries, top: int, options: Options, partition: int = 0,
+                        kept=None):
+        """:meth:`search` for queries already encoded, before ranking (what the Dask accessor
+        runs per partition); ``kept``: a frame of other columns to copy for each hit."""
+        return _many_queries.search_column(queries, ids, self._series, options, top, partition,
+                                           kept)
+
 
 class DataFrameAccessor:
     """``frame.sw``: Smith-Waterman on sequence columns of a DataFrame (pandas or cuDF);
@@ -87,6 +128,32 @@ class DataFrameAccessor:
         names = output_names(self._frame.columns, options, prefix)
         return join_results(self._frame, _api.align_prepared(query, self._frame[column],
                                                               options, names))
+
+    @_api.takes_options
+    def search(self, queries, top: int = 10, column: str = "sequence", keep=(), *,
+               options: Options):
+        """The ``top`` best hits of each of ``queries`` among the rows of ``column`` (with the
+        columns named in ``keep`` copied from each hit's row): a pandas
+        frame with columns ``query_id``, ``rank`` (1 = best), ``target_index`` (the row's
+        index label: merge on it to bring back the row's metadata), ``score`` and, as
+        ``positions`` asks, ``query_start``, ``query_end``, ``target_start``, ``target_end``
+        (0-based, end-exclusive). Hits are ranked by score, then by the rows' order; rows
+        scoring 0 are not hits, so a query may have fewer than ``top``. ``queries`` is a
+        list of sequences (ids 0, 1, ...), a Series (ids: its index) or a DataFrame with a
+        ``sequence`` column (ids: its ``id`` column, else its index). The column is encoded
+        (and on the GPU laid out) once for every query; each query scans for scores and end
+        cells, and only its ``top`` rows are aligned again for their start positions. The
+        options are those of :func:`swdask.align`."""
+        check_columns(self._frame.columns, {"column": column})
+        keep = keep_columns(self._frame.columns, keep)
+        return SeriesAccessor(self._frame[column]).search_with(
+            queries, top, options, kept=self._frame[list(keep)])
+
+    def search_prepared(self, ids, queries, top: int, column: str, options: Options,
+                        partition: int = 0, keep=()):
+        """:meth:`search` for queries already encoded, before ranking (per Dask partition)."""
+        return SeriesAccessor(self._frame[column]).search_prepared(
+            ids, queries, top, options, partition, kept=self._frame[list(keep)])
 
     @_api.takes_options
     def align_pairs(self, query: str = "query", target: str = "target", prefix: str = "", *,

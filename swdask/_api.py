@@ -57,26 +57,43 @@ def _index_of(values):
     return None if callable(index) else index
 
 
+def column_targets(column, scoring, options: Options, what: str = "target row"):
+    """A column (pandas, cuDF, list, Arrow) as the engine's input: ``(targets, backend,
+    owner, fingerprint, library)``. A cuDF column is read in place on the GPU (``targets`` a
+    callable, called only when the GPU backend has no cached layout for ``owner``), unless
+    ``backend="cpu"``, which aligns a host copy; anything else is encoded by the chosen
+    backend. ``library`` ("pandas" or "cudf") is what the results are built as."""
+    index = _index_of(column)
+    if is_cudf(column):
+        if options.backend == "cpu":  # the CPU kernels on a host copy; results go back up
+            host = column.to_pandas()
+            encoded = _engine.get_backend("cpu").encode(host, scoring, labels=host.index,
+                                                        what=what)
+            return encoded, "cpu", None, (), "cudf"
+        from ._cudf import device_targets
+
+        encoded, owner, fingerprint = device_targets(column, scoring, what)
+        return encoded, "gpu", owner, fingerprint, "cudf"
+    backend = _engine.get_backend(options.backend)
+    encoded = backend.encode(column, scoring, labels=index, what=what)
+    return encoded, backend.name, None, (), "pandas"
+
+
+def to_frame(result, library: str, index, names=None):
+    """Results (Alignments) as a frame of ``library`` with ``index``."""
+    if library == "cudf":
+        return result.to_cudf(index=index, names=names)
+    return result.to_pandas(index=index, names=names)
+
+
 def align_prepared(query: PreparedQuery, targets, options: Options, names=None):
     """``query`` against every row of ``targets``: a frame of the column's library with its
     index (``names`` renames result columns). What every front end runs."""
-    index = _index_of(targets)
-    if is_cudf(targets):
-        if options.backend == "cpu":  # the CPU kernels on a host copy; results go back up
-            result = align_prepared(query, targets.to_pandas(), options, names)
-            from ._cudf import to_cudf
-
-            return to_cudf(result, index)
-        from ._cudf import device_targets
-
-        encoded, owner, fingerprint = device_targets(targets, query.scoring, "target row")
-        result = _engine.align_many(query, encoded, options.mode, backend="gpu", owner=owner,
-                                    fingerprint=fingerprint)
-        return result.to_cudf(index=index, names=names)
-    backend = _engine.get_backend(options.backend)
-    encoded = backend.encode(targets, query.scoring, labels=index, what="target row")
-    result = _engine.align_many(query, encoded, options.mode, backend=backend.name)
-    return result.to_pandas(index=index, names=names)
+    encoded, backend, owner, fingerprint, library = column_targets(targets, query.scoring,
+                                                                   options)
+    result = _engine.align_many(query, encoded, options.mode, backend=backend, owner=owner,
+                                fingerprint=fingerprint)
+    return to_frame(result, library, _index_of(targets), names)
 
 
 def align_pairs_with(queries, targets, options: Options, names=None):
@@ -84,22 +101,13 @@ def align_pairs_with(queries, targets, options: Options, names=None):
     library with the index of ``targets`` (of ``queries`` if ``targets`` has none)."""
     index = _index_of(targets) if _index_of(targets) is not None else _index_of(queries)
     scoring = options.scoring
-    if is_cudf(targets):
-        from ._cudf import encode_series, to_cudf
-
-        if options.backend == "cpu":
-            result = align_pairs_with(queries.to_pandas(), targets.to_pandas(), options, names)
-            return to_cudf(result, index)
-        encoded = [encode_series(queries, scoring, "query row"),
-                   encode_series(targets, scoring, "target row")]
-        result = _engine.align_pairs(*encoded, scoring, options.mode, backend="gpu")
-        return result.to_cudf(index=index, names=names)
-    backend = _engine.get_backend(options.backend)
-    encoded_queries = backend.encode(queries, scoring, labels=index, what="query row")
-    encoded_targets = backend.encode(targets, scoring, labels=index, what="target row")
-    result = _engine.align_pairs(encoded_queries, encoded_targets, scoring, options.mode,
-                                 backend=backend.name)
-    return result.to_pandas(index=index, names=names)
+    encoded = []
+    for column, what in ((queries, "query row"), (targets, "target row")):
+        sequences, backend, _owner, _fingerprint, library = column_targets(
+            column, scoring, options, what)
+        encoded.append(sequences() if callable(sequences) else sequences)
+    result = _engine.align_pairs(*encoded, scoring, options.mode, backend=backend)
+    return to_frame(result, library, index, names)
 
 
 @document

@@ -128,12 +128,3 @@ def device_targets(series, scoring, what: str):
                                     lambda: _raise_bad(series, scoring, what))
 
     return encoded, series._column, fingerprint
-
-
-def to_cudf(frame, index):
-    """A pandas frame of results as a cuDF frame with ``index``."""
-    import cudf
-
-    out = cudf.DataFrame(frame.reset_index(drop=True))  # cuDF 26.10 has no from_pandas
-    out.index = index
-    return out

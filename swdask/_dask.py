@@ -18,8 +18,8 @@ from __future__ import annotations
 import dask
 from dask.dataframe.extensions import register_dataframe_accessor, register_series_accessor
 
-from . import _engine
-from ._accessor import check_columns, output_names, register_cudf
+from . import _engine, _many_queries
+from ._accessor import check_columns, keep_columns, output_names, register_cudf
 from ._api import is_cudf, takes_options
 from ._metrics import one_to_many_cells, pair_cells, report_cells
 from ._options import Options
@@ -27,6 +27,8 @@ from ._sequences import prepare_query
 
 #: Prefix of every task key swdask puts in a graph (what the dashboard shows).
 TASK_PREFIX = "sw-align"
+#: Prefix of the many-queries search's tasks (one per partition).
+SEARCH_PREFIX = "sw-search"
 
 
 def _sw(partition):
@@ -64,6 +66,33 @@ def _pairs_partition(frame, query, target, prefix, options):
     return results
 
 
+def _search_partition(part, ids, queries, top, column, keep, options, partition_info=None):
+    partition = partition_info["number"] if partition_info else 0
+    series = part if column is None else part[column]
+    kept = part[list(keep)] if keep else None
+    hits = _sw(series).search_prepared(ids, queries, top, options, partition, kept)
+    report_cells(sum(len(q) for q in queries) * one_to_many_cells(1, series))
+    return hits
+
+
+def _lazy_search(collection, queries, top, column, keep, options):
+    """The lazy hits frame: one ``sw-search`` task per partition (every query against it,
+    only the hits out), then one task that ranks them."""
+    top = _many_queries.check_top(top)
+    ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
+    if options.backend != "gpu":
+        for query in prepared:
+            _engine.CpuBackend.prepare(query)
+    shipped = dask.delayed(prepared, pure=True)
+    meta = _search_partition(collection._meta, ids, prepared, top, column, keep, options)
+    partials = collection.map_partitions(_search_partition, ids, shipped, top, column, keep,
+                                         options, meta=meta, token=SEARCH_PREFIX,
+                                         align_dataframes=False)
+    ranked_meta = _many_queries.rank_hits(meta, top)
+    return partials.repartition(npartitions=1).map_partitions(
+        _many_queries.rank_hits, top, meta=ranked_meta, token=SEARCH_PREFIX + "-rank")
+
+
 @register_series_accessor("sw")
 class DaskSeriesAccessor:
     """``dask_series.sw``: lazy Smith-Waterman, one ``sw-align`` task per partition."""
@@ -80,6 +109,12 @@ class DaskSeriesAccessor:
             _series_partition, dask.delayed(prepared, pure=True), options, meta=meta,
             token=TASK_PREFIX,
         )
+
+    @takes_options
+    def search(self, queries, top: int = 10, *, options: Options):
+        """Lazy ``Series.sw.search``: a Dask frame of each query's ``top`` hits (one
+        partition), computed with one ``sw-search`` task per partition of the Series."""
+        return _lazy_search(self._series, queries, top, None, (), options)
 
 
 @register_dataframe_accessor("sw")
@@ -101,6 +136,15 @@ class DaskDataFrameAccessor:
             _frame_partition, dask.delayed(prepared, pure=True), column, prefix, options,
             meta=meta, token=TASK_PREFIX,
         )
+
+    @takes_options
+    def search(self, queries, top: int = 10, column: str = "sequence", keep=(), *,
+               options: Options):
+        """Lazy ``DataFrame.sw.search``: a Dask frame of each query's ``top`` hits (one
+        partition), computed with one ``sw-search`` task per partition of the frame."""
+        check_columns(self._frame.columns, {"column": column})
+        keep = keep_columns(self._frame.columns, keep)
+        return _lazy_search(self._frame, queries, top, column, keep, options)
 
     @takes_options
     def align_pairs(self, query: str = "query", target: str = "target", prefix: str = "", *,

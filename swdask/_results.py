@@ -111,6 +111,19 @@ def best_cell(scores, query_cells, target_cells) -> tuple[int, int, int]:
     return top, int(query_cells[k]), int(target_cells[k])
 
 
+def top_rows(alignments: "Alignments", top: int):
+    """The rows of the ``top`` best hits, best first: valid rows scoring above 0, by score
+    descending, then row ascending (the record order: the search's tie rule). An array of
+    the alignments' array module."""
+    xp = alignments.xp
+    rows = xp.flatnonzero(alignments.has_hit)
+    if int(rows.shape[0]) == 0:
+        return rows
+    score = alignments.columns["score"][rows]
+    order = xp.lexsort(xp.stack([rows, -score]))  # last key first: score, then row
+    return rows[order[:top]]
+
+
 @dataclass
 class Alignments:
     """Results for ``n`` rows: ``int64`` arrays by column name (NumPy or CuPy).
@@ -142,6 +155,11 @@ class Alignments:
     def has_hit(self):
         """Rows whose positions mean something: valid and scoring above 0."""
         return self.valid & (self.columns["score"] > 0)
+
+    def take(self, rows) -> "Alignments":
+        """The results of ``rows`` (row numbers, in that order)."""
+        return Alignments({k: v[rows] for k, v in self.columns.items()}, self.valid[rows],
+                          self.mode)
 
     def to_host(self) -> "Alignments":
         """The same results as NumPy arrays (a copy from the GPU; itself on the host)."""
@@ -185,4 +203,4 @@ class Alignments:
 
 
 __all__ = ["Alignments", "COLUMNS", "MODES", "best_cell", "empty_cells", "finish",
-           "position_mode", "result_columns"]
+           "position_mode", "result_columns", "top_rows"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from ._results import array_module
 from ._scoring import UNKNOWN_CODE, Scoring, ScoringError
 
 
@@ -35,8 +36,23 @@ class EncodedSequences:
         return len(self.valid)
 
     @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
+    def lengths(self):
+        return self.offsets[1:] - self.offsets[:-1]
+
+    def take(self, rows) -> "EncodedSequences":
+        """The sequences of ``rows`` (row numbers, in that order) as their own column, where
+        these arrays live (NumPy or CuPy: one gather, no loop)."""
+        xp = array_module(self.offsets)
+        rows = xp.asarray(rows, dtype=xp.int64)
+        starts = self.offsets[rows]
+        lengths = self.offsets[rows + 1] - starts
+        offsets = xp.zeros(int(rows.shape[0]) + 1, dtype=xp.int64)
+        xp.cumsum(lengths, out=offsets[1:])
+        total = int(offsets[-1])
+        position = xp.arange(total, dtype=xp.int64)
+        segment = xp.searchsorted(offsets[1:], position, side="right")
+        residues = self.residues[starts[segment] + position - offsets[segment]]
+        return EncodedSequences(residues, offsets, xp.asarray(self.valid)[rows])
 
 
 def to_arrow(values) -> pa.LargeStringArray:

@@ -1,0 +1,171 @@
+"""Many queries against one column: the best ``top`` hits of each, in one pass over the data.
+
+What ``.sw.search`` runs on each column (a pandas or cuDF column in memory, or each partition
+of a Dask frame): the column is encoded once, and with the GPU backend laid out once, for the
+whole batch of queries; each query then
+
+1. **scans** every row for its score and end cell only (mode ``"end"``: no start positions,
+   the costly half of a full alignment),
+2. keeps its ``top`` best rows (:func:`swdask._results.top_rows`: score descending, then
+   record order; on the GPU for GPU data, so only ``top`` row numbers leave it),
+3. and, when start positions are asked for, aligns just those rows again in full.
+
+Exactness: a row's score and cells do not depend on the other rows, so the hits equal those
+of a full alignment of every row followed by the same ranking (the tests check it). Rows
+scoring 0 are not hits; a query may have fewer than ``top``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from . import _engine
+from ._api import column_targets, is_cudf
+from ._results import COLUMNS, result_columns, top_rows
+from ._scoring import ScoringError
+from ._sequences import SequenceError, prepare_query
+
+#: Columns of the per-column hits, by kernel floor: the query's number in the batch, the row's
+#: number in the column, and the result columns of the mode.
+HIT_FIELDS = ("query", "row") + COLUMNS
+
+
+def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "auto",
+                   owner=None, fingerprint: tuple = ()) -> dict:
+    """The ``top`` best hits of each prepared query in ``queries`` against ``targets``
+    (EncodedSequences, or a callable giving them): host arrays by name, ``query`` (number in
+    ``queries``), ``row`` (in ``targets``), then ``mode``'s result columns (API conventions),
+    each query's hits best first, queries in order. ``owner``/``fingerprint`` name the column
+    for the GPU layout cache (without them the layout is kept for this batch only)."""
+    encoded = targets() if callable(targets) else targets
+    chosen = _engine.get_backend(backend, encoded.residues)
+    if owner is None:  # keep the layout for this batch: it dies with ``encoded``
+        owner, fingerprint = encoded, ("batch",)
+    names = ("query", "row") + result_columns(mode)
+    found = {name: [] for name in names}
+    for number, query in enumerate(queries):
+        scan = chosen.one_against_many(query, encoded, "end", owner=owner,
+                                       fingerprint=fingerprint)
+        rows = top_rows(scan, top)
+        if int(rows.shape[0]) == 0:
+            continue
+        if mode == "full":
+            hits = chosen.one_against_many(query, encoded.take(rows), "full").to_host()
+        else:
+            hits = scan.take(rows).to_host()
+        found["query"].append(np.full(len(hits), number, dtype=np.int64))
+        found["row"].append(np.asarray(_host(rows), dtype=np.int64))
+        for name in result_columns(mode):
+            found[name].append(hits.columns[name])
+    return {name: (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
+            for name, parts in found.items()}
+
+
+def _host(array):
+    return array.get() if hasattr(array, "__cuda_array_interface__") else array
+
+
+# ------------------------------------------------------------------------------ frames
+
+#: Columns of the hits frame, in order. ``target_index`` is the database row's index label
+#: (``hits.merge(db, left_on="target_index", right_index=True)`` brings its metadata back).
+HITS_COLUMNS = ("query_id", "rank", "target_index") + COLUMNS
+#: Sort keys that travel with a column's hits until they are ranked (then dropped): the
+#: query's number, the column's number (Dask partition), the row's number in it.
+_KEYS = ("_query", "_partition", "_row")
+
+
+def check_top(top) -> int:
+    """``top`` as a positive whole number of hits per query, or a ValueError saying so."""
+    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
+        raise ValueError(f"top must be a positive whole number of hits per query, got {top!r}")
+    return int(top)
+
+
+def query_table(queries) -> tuple[list, list]:
+    """``(ids, sequences)`` of the queries: a list of strings (ids 0, 1, ...), a Series (ids:
+    its index), or a DataFrame with a ``sequence`` column (ids: its ``id`` column, else its
+    index), pandas or cuDF."""
+    if is_cudf(queries):
+        queries = queries.to_pandas()
+    if isinstance(queries, str):
+        raise TypeError("queries must be several sequences (a list, Series or DataFrame); "
+                        "for one query string, pass [query] or use .sw.align(query)")
+    if isinstance(queries, pd.DataFrame):
+        if "sequence" not in queries.columns:
+            raise KeyError(f"the queries frame has no 'sequence' column (columns: "
+                           f"{', '.join(map(str, queries.columns))}); pass a frame with 'id' and "
+                           "'sequence' columns, as swdask.read_fasta gives, or a Series")
+        ids = queries["id"].tolist() if "id" in queries.columns else queries.index.tolist()
+        sequences = queries["sequence"].tolist()
+    elif isinstance(queries, pd.Series):
+        ids, sequences = queries.index.tolist(), queries.tolist()
+    else:
+        sequences = list(queries)
+        ids = list(range(len(sequences)))
+    if not sequences:
+        raise ValueError("queries is empty: pass at least one query sequence")
+    return ids, sequences
+
+
+def prepare_queries(queries, scoring) -> tuple[list, list]:
+    """``(ids, prepared queries)``; a bad query raises its error naming the query's id."""
+    ids, sequences = query_table(queries)
+    prepared = []
+    for query_id, sequence in zip(ids, sequences):
+        try:
+            prepared.append(prepare_query(sequence, scoring))
+        except (ScoringError, SequenceError) as exc:
+            raise type(exc)(f"query {query_id!r}: {exc}") from None
+    return ids, prepared
+
+
+def search_column(queries, ids, column, options, top: int, partition: int = 0, kept=None):
+    """Each prepared query's ``top`` hits in ``column`` (pandas or cuDF, in memory): a pandas
+    frame of :data:`HITS_COLUMNS` but ``rank``, plus the sort keys :func:`rank_hits` uses,
+    and the columns of ``kept`` (a frame of the column's rows) for each hit. Only the hits
+    leave a GPU."""
+    targets, backend, owner, fingerprint, _library = column_targets(column, options.scoring,
+                                                                    options)
+    found = search_encoded(queries, targets, top, options.mode, backend=backend, owner=owner,
+                           fingerprint=fingerprint)
+    rows = found["row"]
+    labels = column.index.take(rows) if hasattr(column, "index") else pd.Index(rows)
+    if is_cudf(labels):
+        labels = labels.to_pandas()
+    frame = pd.DataFrame({
+        "query_id": pd.Series(np.asarray(ids, dtype=object)[found["query"]], dtype=object),
+        "target_index": np.asarray(labels),
+        **{name: pd.array(found[name], dtype="Int64") for name in result_columns(options.mode)},
+        "_query": found["query"], "_partition": np.full(len(rows), partition, np.int64),
+        "_row": rows})
+    if kept is not None and len(kept.columns):
+        extra = kept.take(rows)
+        extra = extra.to_pandas() if is_cudf(extra) else extra
+        for name in kept.columns:
+            frame[name] = extra[name].array
+    for name in result_columns(options.mode)[1:]:  # no position where nothing aligned
+        frame.loc[frame[name] < 0, name] = pd.NA
+    return frame
+
+
+def rank_hits(partials, top: int):
+    """Hits of every column (partition) merged into each query's ``top`` best: score
+    descending, then record order (partition, then row); ``rank`` 1, 2, ...; queries in
+    their order."""
+    hits = partials if isinstance(partials, pd.DataFrame) else pd.concat(list(partials))
+    hits = hits.sort_values(["_query", "score", "_partition", "_row"],
+                            ascending=[True, False, True, True])
+    rank = hits.groupby("_query", sort=False).cumcount().to_numpy() + 1
+    hits = hits.assign(rank=rank)[rank <= top]
+    columns = [c for c in HITS_COLUMNS if c in hits.columns]
+    kept = [c for c in hits.columns if c not in HITS_COLUMNS and c not in _KEYS]
+    return hits[columns + kept].reset_index(drop=True)
+
+
+def empty_hits(mode: str):
+    """A hits frame with no row and the columns (and dtypes) of ``mode``."""
+    return rank_hits(pd.DataFrame({
+        "query_id": pd.Series([], dtype=object), "target_index": pd.Series([], dtype=object),
+        **{name: pd.Series([], dtype="Int64") for name in result_columns(mode)},
+        **{key: pd.Series([], dtype=np.int64) for key in _KEYS}}), 1)

@@ -1,0 +1,117 @@
+"""``.sw.search``: many queries against a column, each query's best hits in one pass. Every
+hit equals the per-query ``.sw.align`` followed by the documented ranking (score descending,
+then the rows' order), on pandas, on Dask partitions, and on the GPU backend (host emulation
+of the CUDA kernels here; the same code runs on CuPy arrays on a GPU)."""
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import swdask
+from swdask.gpu import _runtime
+
+POSITIONS = ["query_start", "query_end", "target_start", "target_end"]
+
+
+def reference_hits(frame, queries, top, column="sequence", **options):
+    """Per-query alignment of every row, then the ranking, written plainly."""
+    out = []
+    for number, query in enumerate(queries):
+        aligned = frame.sw.align(query, column=column, prefix="sw_", **options)
+        aligned = aligned.assign(_position=np.arange(len(aligned)))
+        aligned = aligned[aligned["sw_score"].fillna(0) > 0]
+        aligned = aligned.sort_values(["sw_score", "_position"], ascending=[False, True])
+        for rank, (label, row) in enumerate(aligned.head(top).iterrows(), start=1):
+            out.append((number, rank, label, *(row[c] for c in aligned.columns
+                                               if c.startswith("sw_"))))
+    return out
+
+
+def as_tuples(hits):
+    return [tuple(row) for row in hits.itertuples(index=False)]
+
+
+@pytest.fixture(scope="module")
+def database(protein_db):
+    db = protein_db.iloc[:300].reset_index(drop=True)
+    sequences = db.tolist()
+    sequences[5] = None
+    sequences[6] = ""
+    sequences[40] = sequences[41] = sequences[42]  # equal scores: record order decides
+    return pd.DataFrame({"id": [f"t{k}" for k in range(len(sequences))],
+                         "sequence": sequences}, index=np.arange(1000, 1000 + len(sequences)))
+
+
+@pytest.fixture(scope="module")
+def queries(protein_queries, database):
+    return [seq for _name, seq in protein_queries[:3]] + [database["sequence"][1042][10:90]]
+
+
+@pytest.mark.parametrize("positions", [True, "end", False])
+def test_equals_per_query_alignment_and_ranking(database, queries, positions):
+    hits = database.sw.search(queries, top=7, positions=positions)
+    want = reference_hits(database, queries, 7, positions=positions)
+    assert list(hits.columns[:3]) == ["query_id", "rank", "target_index"]
+    assert as_tuples(hits) == want
+    assert len(hits) == 7 * len(queries)
+    tie = hits[hits["query_id"] == 3]
+    assert tie["target_index"].tolist()[:3] == [1040, 1041, 1042]  # equal scores, in order
+
+
+def test_dask_partitions_equal_pandas(database, queries):
+    lazy = dd.from_pandas(database, npartitions=4).sw.search(queries, top=5)
+    assert all(key[0].startswith("sw-search") for key in lazy.__dask_keys__())
+    with dask.config.set(scheduler="sync"):
+        got = lazy.compute()
+    pd.testing.assert_frame_equal(got, database.sw.search(queries, top=5))
+    series = dd.from_pandas(database["sequence"], npartitions=3).sw.search(queries[:1], top=2)
+    with dask.config.set(scheduler="sync"):
+        assert as_tuples(series.compute()) == as_tuples(database.sw.search(queries[:1], top=2))
+
+
+def test_ids_from_series_and_frames(database, queries):
+    by_series = database.sw.search(pd.Series(queries[:2], index=["qa", "qb"]), top=1)
+    assert by_series["query_id"].tolist() == ["qa", "qb"]
+    frame = pd.DataFrame({"id": ["x", "y"], "sequence": queries[:2]})
+    assert database.sw.search(frame, top=1)["query_id"].tolist() == ["x", "y"]
+    series_hits = database["sequence"].sw.search(queries[:2], top=3)
+    assert as_tuples(series_hits) == as_tuples(database.sw.search(queries[:2], top=3))
+
+
+def test_no_hits_top_beyond_the_database_and_one_query():
+    dna = dict(matrix=None, match=2, mismatch=-3, gap_open=5, gap_extend=2)
+    db = pd.Series(["CCCC", None, "", "ACGA", "GGAC"])
+    hits = db.sw.search(["TTTT", "ACGT"], top=50, **dna)
+    assert set(hits["query_id"]) == {1}  # no T in the database: score 0 is no hit
+    assert hits["target_index"].tolist() == [3, 4, 0]  # ACG: 6, AC: 4, C: 2
+    assert hits["score"].tolist() == [6, 4, 2]
+    assert hits["rank"].tolist() == [1, 2, 3]
+    assert db.sw.search(["TTTT"], top=3, **dna).empty
+
+
+def test_errors_are_clear(database):
+    with pytest.raises(ValueError, match="queries is empty"):
+        database.sw.search([], top=3)
+    with pytest.raises(ValueError, match="top must be a positive"):
+        database.sw.search(["MKT"], top=0)
+    with pytest.raises(swdask.SequenceError, match="query 'bad'"):
+        database.sw.search(pd.Series(["MKT", "MK-T"], index=["ok", "bad"]))
+    with pytest.raises(TypeError, match="one query string"):
+        database.sw.search("MKTAYIAK")
+    with pytest.raises(KeyError, match="column='seq'"):
+        database.sw.search(["MKT"], column="seq")
+    with pytest.raises(ValueError, match="queries is empty"):
+        dd.from_pandas(database, npartitions=2).sw.search([])
+
+
+@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
+def test_gpu_backend_equals_cpu(database, queries, setting):
+    setting("gpu.runtime", "emulation")
+    small = database.iloc[:120]
+    for positions in (True, "end"):
+        got = small.sw.search(queries, top=6, backend="gpu", positions=positions)
+        want = small.sw.search(queries, top=6, backend="cpu", positions=positions)
+        pd.testing.assert_frame_equal(got, want)
