@@ -80,6 +80,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "dask-cudf and dask-cuda)")
     run.add_argument("--no-progress", action="store_true",
                      help="no progress bar on standard error")
+    run.add_argument("-v", "--verbose", action="store_true",
+                     help="print the seconds of each phase (start-up, queries, search, "
+                          "writing) on standard error")
     return parser
 
 
@@ -111,7 +114,7 @@ def main(argv=None) -> int:
     """Entry point of the ``swdask`` command (and ``python -m swdask``); the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from ._search import output_format, search, write_hits
+    from ._search import Phases, output_format, search, write_hits
 
     options = scoring_options(args, parser)
     if args.top < 1:
@@ -121,15 +124,20 @@ def main(argv=None) -> int:
     if args.scheduler and args.workers is not None:
         parser.error("--workers sizes a local cluster; with --scheduler the running "
                      "cluster's workers are used")
+    phases = Phases()
     try:
         output_format(args.output)
         hits = search(args.queries, args.database, top=args.top, blocksize=args.blocksize,
                       n_workers=args.workers, scheduler=args.scheduler,
-                      progress=not args.no_progress, backend=args.backend, **options)
-        write_hits(hits, args.output)
+                      progress=not args.no_progress, backend=args.backend, phases=phases,
+                      **options)
+        with phases("write"):
+            write_hits(hits, args.output)
     except (ValueError, OSError) as exc:  # bad input or options: a message, not a traceback
         print(f"swdask: error: {exc}", file=sys.stderr)
         return 1
+    if args.verbose:
+        print(f"swdask: phases: {phases.line()}", file=sys.stderr)
     if args.output != "-":
         print(f"swdask: wrote {len(hits)} hits ({hits['query_id'].nunique()} queries with "
               f"hits) to {args.output}", file=sys.stderr)
