@@ -5,6 +5,7 @@ Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFr
     import swdask
     hits = series.sw.align("MKTAYIAKQR", matrix="BLOSUM62", gap_open=11, gap_extend=1)
     frame = frame.sw.align(query, column="sequence")        # adds the result columns
+    hits = frame.sw.search(queries, top=10)                  # each query's 10 best rows
     pairs = frame.sw.align_pairs(query="read", target="contig")
     ddf = swdask.read_fasta("db.fasta.gz")                   # Dask: id, description, sequence
     with swdask.cluster() as client:                         # local cluster, or scheduler=ADDRESS

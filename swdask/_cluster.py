@@ -16,6 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import time
 from contextlib import contextmanager
 
 
@@ -52,6 +53,14 @@ def dashboard_link(client) -> str | None:
 def _local_cpu_cluster(n_workers, threads_per_worker, dashboard_address, options):
     from distributed import LocalCluster
 
+    if options.pop("processes", True) is False:
+        # one worker thread in this process: no worker processes to start, import swdask in,
+        # ship data to and stop; the numba kernels use every core from that one thread
+        if n_workers not in (None, 1) or threads_per_worker not in (None, 1):
+            raise ValueError("processes=False runs one worker thread in this process; "
+                             "n_workers and threads_per_worker size worker processes")
+        return LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                            dashboard_address=dashboard_address, **options)
     cores = available_cores()
     threads_per_worker = 1 if threads_per_worker is None else int(threads_per_worker)
     if n_workers is None:
@@ -101,7 +110,9 @@ def cluster(scheduler: str | None = None, n_workers: int | None = None,
             ``True`` requires the GPU cluster; ``False`` never starts one.
         dashboard_address: where the local dashboard listens (``":0"``: any free port).
         report: called with one line of text (the dashboard link); default prints to stderr.
-        options: passed to ``LocalCluster``/``LocalCUDACluster``.
+        options: passed to ``LocalCluster``/``LocalCUDACluster``; for a CPU cluster,
+            ``processes=False`` runs one worker thread inside this process instead of worker
+            processes (the numba kernels still use every core).
     """
     from distributed import Client
 
@@ -128,6 +139,8 @@ def cluster(scheduler: str | None = None, n_workers: int | None = None,
         workers = client.nthreads()
         threads = sum(workers.values())
         kind = "LocalCUDACluster" if use_gpu else "LocalCluster"
+        if options.get("processes") is False and not use_gpu:
+            kind = "LocalCluster in this process"
         where = f"started a {kind} of {len(workers)} worker(s), {threads} thread(s)"
     try:
         if report is not None:
@@ -178,4 +191,8 @@ def show_progress(futures, out=None, width: int = 40) -> None:
                 out.write("\n")
                 out.flush()
 
-    _Bar(futures, width=width)
+    bar = _Bar(futures, width=width)
+    # The bar has closed its connection; the scheduler's side of it notices on its next tick
+    # (the bar's interval). A cluster closed before that tick cancels it, and the scheduler
+    # logs the cancellation as an error with a traceback: let the tick pass first.
+    time.sleep(1.5 * bar.interval)

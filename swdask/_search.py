@@ -144,8 +144,12 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     # a GPU cluster only when the GPU engine is asked for: the pandas partitions of this job
     # are aligned on the CPU otherwise, where a LocalCluster uses every core
     gpu = {"gpu": "auto", "cudf": True}.get(backend, False)
-    if backend == "gpu" and scheduler is None and n_workers is None and gpu_count() == 0:
-        n_workers = 1  # no dask_cuda: one process drives the GPU, not one per core
+    if scheduler is None and n_workers is None and backend != "cudf" and gpu_count() == 0:
+        # A local job without dask_cuda runs in this process (one worker thread): no worker
+        # processes to start and import into, and the numba kernels use every core anyway
+        # (one CPU process per core measured slower on small jobs: benchmarks/results/search-*);
+        # a GPU is driven from this one process rather than from one process per core.
+        kwargs["processes"] = False
     with phases("startup"):
         started = cluster(scheduler, n_workers, gpu=gpu, **kwargs)
         client = started.__enter__()
