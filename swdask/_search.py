@@ -144,11 +144,12 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     # a GPU cluster only when the GPU engine is asked for: the pandas partitions of this job
     # are aligned on the CPU otherwise, where a LocalCluster uses every core
     gpu = {"gpu": "auto", "cudf": True}.get(backend, False)
-    if scheduler is None and n_workers is None and backend != "cudf" and gpu_count() == 0:
-        # A local job without dask_cuda runs in this process (one worker thread): no worker
-        # processes to start and import into, and the numba kernels use every core anyway
-        # (one CPU process per core measured slower on small jobs: benchmarks/results/search-*);
-        # a GPU is driven from this one process rather than from one process per core.
+    if backend == "gpu" and scheduler is None and n_workers is None and gpu_count() == 0:
+        # no dask_cuda: the GPU is driven from this process (one worker thread), not from one
+        # worker process per core sharing it. CPU jobs keep one process per core: on the
+        # 2-core machine, 100 queries against mmseqs2's DB took 24.7 s that way and 29.3 s in
+        # one process (numba on both cores); 10 queries 7.2 s and 6.1 s
+        # (benchmarks/results/search-amd-epyc-2026-11-23.json and the closing note of issue 10).
         kwargs["processes"] = False
     with phases("startup"):
         started = cluster(scheduler, n_workers, gpu=gpu, **kwargs)
