@@ -25,11 +25,6 @@ from ._results import COLUMNS, result_columns, top_rows
 from ._scoring import ScoringError
 from ._sequences import SequenceError, prepare_query
 
-#: Columns of the per-column hits, by kernel floor: the query's number in the batch, the row's
-#: number in the column, and the result columns of the mode.
-HIT_FIELDS = ("query", "row") + COLUMNS
-
-
 def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "auto",
                    owner=None, fingerprint: tuple = ()) -> dict:
     """The ``top`` best hits of each prepared query in ``queries`` against ``targets``
