@@ -50,6 +50,19 @@ def keep_columns(frame_columns, keep) -> tuple[str, ...]:
     return keep
 
 
+_SEARCH_DOC = """The ``top`` best hits of each of ``queries`` among the rows of {rows}: a
+        pandas frame with columns ``query_id``, ``rank`` (1 = best), ``target_index`` (the
+        row's index label: merge on it to bring back the row's metadata), ``score`` and, as
+        ``positions`` asks, ``query_start``, ``query_end``, ``target_start``, ``target_end``
+        (0-based, end-exclusive){keep}. Hits are ranked by score, then by the rows' order;
+        rows scoring 0 are not hits, so a query may have fewer than ``top``. ``queries`` is a
+        list of sequences (ids 0, 1, ...), a Series (ids: its index) or a DataFrame with a
+        ``sequence`` column (ids: its ``id`` column, else its index). The column is encoded
+        (and on the GPU laid out) once for every query; each query scans for scores and end
+        cells, and only its ``top`` rows are aligned again for their start positions. The
+        options are those of :func:`swdask.align`."""
+
+
 def join_results(frame, results):
     """``frame`` with the columns of ``results`` (same index and library) added."""
     out = frame.copy(deep=False)
@@ -77,17 +90,7 @@ class SeriesAccessor:
 
     @_api.takes_options
     def search(self, queries, top: int = 10, *, options: Options):
-        """The ``top`` best hits of each of ``queries`` among the rows of the Series: a pandas
-        frame with columns ``query_id``, ``rank`` (1 = best), ``target_index`` (the row's
-        index label: merge on it to bring back the row's metadata), ``score`` and, as
-        ``positions`` asks, ``query_start``, ``query_end``, ``target_start``, ``target_end``
-        (0-based, end-exclusive). Hits are ranked by score, then by the rows' order; rows
-        scoring 0 are not hits, so a query may have fewer than ``top``. ``queries`` is a
-        list of sequences (ids 0, 1, ...), a Series (ids: its index) or a DataFrame with a
-        ``sequence`` column (ids: its ``id`` column, else its index). The column is encoded
-        (and on the GPU laid out) once for every query; each query scans for scores and end
-        cells, and only its ``top`` rows are aligned again for their start positions. The
-        options are those of :func:`swdask.align`."""
+        # the docstring, shared with the DataFrame's, is set below the classes
         return self.search_with(queries, top, options)
 
     def search_with(self, queries, top: int, options: Options, kept=None):
@@ -132,28 +135,10 @@ class DataFrameAccessor:
     @_api.takes_options
     def search(self, queries, top: int = 10, column: str = "sequence", keep=(), *,
                options: Options):
-        """The ``top`` best hits of each of ``queries`` among the rows of ``column`` (with the
-        columns named in ``keep`` copied from each hit's row): a pandas
-        frame with columns ``query_id``, ``rank`` (1 = best), ``target_index`` (the row's
-        index label: merge on it to bring back the row's metadata), ``score`` and, as
-        ``positions`` asks, ``query_start``, ``query_end``, ``target_start``, ``target_end``
-        (0-based, end-exclusive). Hits are ranked by score, then by the rows' order; rows
-        scoring 0 are not hits, so a query may have fewer than ``top``. ``queries`` is a
-        list of sequences (ids 0, 1, ...), a Series (ids: its index) or a DataFrame with a
-        ``sequence`` column (ids: its ``id`` column, else its index). The column is encoded
-        (and on the GPU laid out) once for every query; each query scans for scores and end
-        cells, and only its ``top`` rows are aligned again for their start positions. The
-        options are those of :func:`swdask.align`."""
         check_columns(self._frame.columns, {"column": column})
         keep = keep_columns(self._frame.columns, keep)
         return SeriesAccessor(self._frame[column]).search_with(
             queries, top, options, kept=self._frame[list(keep)])
-
-    def search_prepared(self, ids, queries, top: int, column: str, options: Options,
-                        partition: int = 0, keep=()):
-        """:meth:`search` for queries already encoded, before ranking (per Dask partition)."""
-        return SeriesAccessor(self._frame[column]).search_prepared(
-            ids, queries, top, options, partition, kept=self._frame[list(keep)])
 
     @_api.takes_options
     def align_pairs(self, query: str = "query", target: str = "target", prefix: str = "", *,
@@ -189,3 +174,8 @@ def register_cudf() -> None:
     cudf.api.extensions.register_series_accessor("sw")(SeriesAccessor)
     cudf.api.extensions.register_dataframe_accessor("sw")(DataFrameAccessor)
     _cudf_registered = True
+
+
+SeriesAccessor.search.__doc__ = _SEARCH_DOC.format(rows="the Series", keep="")
+DataFrameAccessor.search.__doc__ = _SEARCH_DOC.format(
+    rows="``column``", keep=", then the columns named in ``keep``, copied from each hit's row")

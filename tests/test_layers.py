@@ -20,7 +20,8 @@ PACKAGE = Path(swdask.__file__).parent
 KERNEL_FLOORS = ("swdask._cpu", "swdask._simd", "swdask.gpu")
 #: The floors above the kernels (engine and up).
 UPPER = ("swdask._engine", "swdask._api", "swdask._accessor", "swdask._dask", "swdask._cudf",
-         "swdask._search", "swdask.cli", "swdask.lowlevel", "swdask._options")
+         "swdask._search", "swdask.cli", "swdask.lowlevel", "swdask._options",
+         "swdask._many_queries")
 #: The bottom floor: imports nothing of swdask but itself.
 BOTTOM = ("swdask._settings", "swdask._results")
 
@@ -113,6 +114,7 @@ OPTION_NAMES = ["matrix", "gap_open", "gap_extend", "match", "mismatch", "on_unk
 @pytest.mark.parametrize("method", [
     pd.Series.sw.align, pd.DataFrame.sw.align, pd.DataFrame.sw.align_pairs,
     dd.Series.sw.align, dd.DataFrame.sw.align, dd.DataFrame.sw.align_pairs,
+    pd.Series.sw.search, pd.DataFrame.sw.search, dd.Series.sw.search, dd.DataFrame.sw.search,
     swdask.align, swdask.align_pairs,
 ], ids=lambda m: m.__qualname__)
 def test_signatures_name_their_parameters(method):
