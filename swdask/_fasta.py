@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+import numba as nb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -104,6 +105,94 @@ def parse_block(data: bytes, path: str = "<bytes>", first_line: int = 1) -> pa.T
     Raises :class:`FastaError` naming ``path`` and the line (counted from ``first_line``).
     """
     arr = np.frombuffer(data, dtype=np.uint8)
+    scanned = _scan(arr)
+    if scanned[0]:  # well-formed text: the one-pass scan has every piece
+        _, residues, lengths, header_spans, header_bytes, header_lines = scanned
+        return _records(_strings(lengths, residues), _strings(header_spans, header_bytes),
+                        header_lines, path, first_line)
+    return _parse_checked(arr, path, first_line)
+
+
+@nb.njit(cache=True, nogil=True)
+def _failed():
+    empty_bytes, empty_ints = np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.int64)
+    return False, empty_bytes, empty_ints, empty_ints, empty_bytes, empty_ints
+
+
+@nb.njit(cache=True, nogil=True)
+def _scan(arr):
+    """One pass (two, counting first) over FASTA bytes, in numba: the residues, each record's
+    residue count, and the header lines (each from its '>' to its newline, included) with
+    their line numbers. Returns ``ok = False`` as soon as anything is off (a control byte, a
+    lone carriage return, a non-ASCII residue, data before the first header, no header):
+    :func:`_parse_checked` then finds the problem and names its line. Numba rather than
+    NumPy here because NumPy needs a dozen passes over the bytes (masks, repeats, gathers)
+    for what one loop does. On the 2-core development machine, a 137 MB FASTA file (mmseqs2's
+    DB.fasta twelve times) parsed at 67-129 MB/s with NumPy alone and at 162-254 MB/s
+    through this scan, six interleaved runs each (parse_block, one core)."""
+    n = arr.size
+    headers = 0
+    header_total = 0
+    residue_total = 0
+    in_header = False
+    at_line_start = True
+    for k in range(n):
+        byte = arr[k]
+        if at_line_start:
+            in_header = byte == 62
+            headers += in_header
+        at_line_start = byte == 10
+        if byte < 32 or byte >= 127:
+            if byte == 13:  # a carriage return must end its line
+                if k + 1 >= n or arr[k + 1] != 10:
+                    return _failed()
+            elif byte != 10 and byte != 9 and not (in_header and byte >= 128):
+                return _failed()  # control bytes, DEL, non-ASCII outside a header
+        if in_header:
+            header_total += 1
+        elif byte > 32:
+            if headers == 0:  # sequence data before the first header
+                return _failed()
+            residue_total += 1
+    if headers == 0:
+        return _failed()
+    residues = np.empty(residue_total, dtype=np.uint8)
+    lengths = np.zeros(headers, dtype=np.int64)
+    spans = np.zeros(headers, dtype=np.int64)
+    header_bytes = np.empty(header_total, dtype=np.uint8)
+    header_lines = np.empty(headers, dtype=np.int64)
+    record = -1
+    line = 0
+    r = 0
+    h = 0
+    in_header = False
+    at_line_start = True
+    for k in range(n):
+        byte = arr[k]
+        if at_line_start:
+            in_header = byte == 62
+            if in_header:
+                record += 1
+                header_lines[record] = line
+        if byte == 10:
+            at_line_start = True
+            line += 1
+        else:
+            at_line_start = False
+        if in_header:
+            header_bytes[h] = byte
+            h += 1
+            spans[record] += 1
+        elif byte > 32:
+            residues[r] = byte
+            r += 1
+            lengths[record] += 1
+    return True, residues, lengths, spans, header_bytes, header_lines
+
+
+def _parse_checked(arr: np.ndarray, path: str, first_line: int) -> pa.Table:
+    """:func:`parse_block` with NumPy, checking everything and naming the line of the first
+    problem (the path of text :func:`_scan` did not take)."""
     n = arr.size
     newlines = np.flatnonzero(arr == _NEWLINE)
     _check_bytes(arr, newlines, path, first_line)
@@ -141,10 +230,14 @@ def parse_block(data: bytes, path: str = "<bytes>", first_line: int = 1) -> pa.T
                                 in_header_line)
     if lengths.sum() != residues.size:  # pragma: no cover - a bug, not bad input
         raise AssertionError("FASTA parser: residue count mismatch")
-    sequences = _strings(lengths, residues)
+    return _records(_strings(lengths, residues),
+                    _strings(line_spans[header_lines], arr[in_header_line]), header_lines, path,
+                    first_line)
 
-    # header lines as strings (">text", maybe "\r", newline), the '>' cut off, blanks trimmed
-    raw_headers = _strings(line_spans[header_lines], arr[in_header_line])
+
+def _records(sequences, raw_headers, header_lines, path: str, first_line: int) -> pa.Table:
+    """The table from the sequences and the raw header lines (">text", maybe "\r", newline),
+    the '>' cut off and blanks trimmed; ``header_lines``: their line numbers in the block."""
     try:
         raw_headers.validate(full=True)
     except pa.ArrowInvalid:

@@ -15,6 +15,8 @@ from pathlib import Path
 import dask
 import numpy as np
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 from Bio.SeqIO.FastaIO import SimpleFastaParser
 
@@ -406,3 +408,25 @@ def test_cudf_backend_matches_pandas():
 def _configured_cudf(make):
     with dask.config.set({"dataframe.backend": "cudf"}):
         return make()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b">", b">id desc", b">caf\xc3\xa9", b"ACGT", b"ac gt", b"\t*-", b"",
+                                 b"\r", b"\x00", b"\x7f", b"\xc3\xa9", b"MKV", b" ", b"> x"]),
+                max_size=12),
+       st.sampled_from([b"\n", b"\r\n"]))
+def test_one_pass_scan_equals_the_checked_parser(pieces, newline):
+    """The numba scan (well-formed text) and the NumPy parser (which names problems) agree on
+    every input: the same table, or the same error."""
+    from swdask import _fasta
+
+    data = newline.join(pieces)
+
+    def outcome(parse):
+        try:
+            return parse().to_pylist()
+        except FastaError as exc:
+            return str(exc)
+
+    assert outcome(lambda: _fasta.parse_block(data, "f.fa")) == outcome(
+        lambda: _fasta._parse_checked(np.frombuffer(data, np.uint8), "f.fa", 1))
