@@ -661,9 +661,11 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
         scores, table = profile, None
     else:
         scores, table = profile.scores, profile.lane_table
-    # longest first: lanes of a batch end together, and parallel chunks finish together
+    # longest first: lanes of a batch end together, and parallel chunks finish together (a
+    # caller that aligns many queries passes them in this order already: then no sort)
     lengths = offsets[rows + 1] - offsets[rows]
-    rows = rows[np.argsort(-lengths, kind="stable")]
+    if not (lengths[1:] <= lengths[:-1]).all():
+        rows = rows[np.argsort(-lengths, kind="stable")]
     if table is None or not _gaps_fit_lanes(gap_open, gap_extend):
         _scalar_one_to_many(scores, m, residues, offsets, rows, gap_open, gap_extend,
                             mode == MODE_FULL, score, query_start, query_end, target_start,

@@ -75,7 +75,7 @@ class CpuBackend:
 
         targets = _on_host(targets() if callable(targets) else targets)
         cells = empty_cells(len(targets))
-        rows = np.flatnonzero(targets.valid & (targets.lengths > 0))
+        rows = targets.rows_longest_first
         if rows.size and len(query):
             profile = self.prepare(query).profiles["cpu"]
             with _CPU_KERNEL_LOCK:

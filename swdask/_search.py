@@ -21,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from ._fasta import expand_paths, parse_blocksize
+from ._api import OPTION_PARAMETERS
 from ._many_queries import check_top, prepare_queries
 from ._options import Options
 
@@ -33,7 +34,8 @@ HIT_COLUMNS = ("query_id", "rank", "target_id", "score", "query_start", "query_e
 _MIN_BLOCK = 2**20
 _MAX_BLOCK = 64 * 2**20
 
-_SCORING_KEYS = ("matrix", "gap_open", "gap_extend", "match", "mismatch", "on_unknown")
+#: The scoring keywords of every alignment entry point (the options less positions, backend).
+_SCORING_KEYS = tuple(p.name for p in OPTION_PARAMETERS if p.name not in ("positions", "backend"))
 
 
 class Phases:

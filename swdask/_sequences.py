@@ -6,6 +6,7 @@ plus ``n + 1`` offsets; we keep that layout so the engine never loops over Pytho
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +39,15 @@ class EncodedSequences:
     @property
     def lengths(self):
         return self.offsets[1:] - self.offsets[:-1]
+
+    @cached_property
+    def rows_longest_first(self):
+        """The rows with work to do (valid, non-empty), longest first (ties in row order),
+        computed once per column: a search runs every query over the same order."""
+        xp = array_module(self.offsets)
+        lengths = self.lengths
+        rows = xp.flatnonzero(xp.asarray(self.valid) & (lengths > 0))
+        return rows[xp.argsort(-lengths[rows], kind="stable")]
 
     def take(self, rows) -> "EncodedSequences":
         """The sequences of ``rows`` (row numbers, in that order) as their own column, where
