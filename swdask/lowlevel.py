@@ -13,6 +13,8 @@ end-exclusive positions; a gap of length k costs ``gap_open + (k - 1) * gap_exte
   (NumPy or CuPy arrays by column name, ``-1`` positions where the score is 0;
   ``.to_host()``, ``.to_pandas()``, ``.to_cudf()``).
 * :func:`get_backend`: the backend object (``"cpu"`` / ``"gpu"``) behind them.
+* :func:`search_many`: many prepared queries against one encoded column, each query's best
+  hits (what ``.sw.search`` runs on each column or partition).
 * GPU kernels alone (imported on use; CuPy needed): :func:`prepare_targets` lays targets out
   on the device for the inter-task kernel, :func:`search` runs one query against them
   (kernel cells by name, inclusive, on the device; :func:`forward_shape` is the shape it
@@ -26,6 +28,7 @@ end-exclusive positions; a gap of length k costs ``gap_open + (k - 1) * gap_exte
 from __future__ import annotations
 
 from ._engine import align_many, align_pairs, get_backend
+from ._many_queries import search_encoded as search_many
 from ._options import Options
 from ._results import MODES, Alignments, position_mode, result_columns
 from ._sequences import EncodedSequences, PreparedQuery, encode, prepare_query
@@ -102,7 +105,7 @@ def pairs_kernel(family: str, shape: tuple[int, int], kind: int, reverse: bool) 
     return _kernels.PAIRS_KERNELS[family][0], _kernels.pairs_name(family, shape, kind, reverse)
 
 
-__all__ = ["align_long_rows", "cudf_targets", "forward_shape", "kernel_variants",
+__all__ = ["search_many", "align_long_rows", "cudf_targets", "forward_shape", "kernel_variants",
            "pairs_kernel", "pairs_to_device", "Alignments", "EncodedSequences", "MODES", "Options", "PreparedQuery", "align_many",
            "align_pairs", "encode", "get_backend", "position_mode", "prepare_query",
            "prepare_targets", "result_columns", "run_pairs", "search"]
