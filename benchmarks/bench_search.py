@@ -14,6 +14,24 @@ residues), ``ssearch36_wall_seconds``, and in the same run the engine alone
 this process, no cluster, no reading or writing; best of the repeats).
 
     python benchmarks/bench_search.py --sets 10 100 --out benchmarks/results
+
+GPU sets (``--gpu``, on the GPU machine: ``ci/gpu_run.sh``'s ``search`` step), for each
+``--backends`` (``gpu``; ``cudf`` where cuDF and dask-cuda are importable):
+
+* ``search-W1``: the 20 queries of ``cudasw_queries.fasta`` against sp500k, top 10. The first
+  run is a fresh machine's (empty CuPy and numba caches: ``wall_seconds_cold``), then
+  ``--repeats`` warm runs. Beside it, in the same run: reading sp500k alone
+  (``read_seconds``, ``read_mb_per_s``: ``swdask.read_fasta`` into pandas), the engine
+  alone (``engine_seconds``: search of the encoded database in this process), and the check
+  that the job's hits equal the per-query ``.sw.align`` (full positions) + ranking on every
+  query (``check_mismatches``).
+* ``search-1000``: ``--sample`` proteins drawn from ``--sample-from`` (mmseqs2's DB.fasta.gz,
+  ``seed`` in the JSON) against sp500k, top 10, one warm run; the first 100 of them are also
+  searched against the sample's source with the GPU and the CPU backends and the hits
+  compared (``exactness``).
+
+``kernel_tcups`` is the W1 kernel-only figure of the same run (``--w1-json``, the W1 JSON
+that ``bench_w1_gpu.py`` wrote in the same device call).
 """
 from __future__ import annotations
 
@@ -31,7 +49,7 @@ from pathlib import Path
 from _common import add_commit_argument, read_fasta, stamp, write_result
 
 
-def _engine_seconds(queries, database, repeats: int) -> float:
+def _engine_seconds(queries, database, repeats: int, backend: str = "cpu") -> float:
     """The search engine alone: every query against the encoded database, top 10, all
     positions, in this process (best of ``repeats``)."""
     import swdask
@@ -43,7 +61,7 @@ def _engine_seconds(queries, database, repeats: int) -> float:
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
-        search_many(prepared, encoded, 10, "full", backend="cpu")
+        search_many(prepared, encoded, 10, "full", backend=backend)
         best = min(best, time.perf_counter() - start)
     return best
 
@@ -72,6 +90,164 @@ def _phases(stderr: str) -> dict[str, float]:
             re.findall(r"(\w+) ([0-9.]+) s", line.partition(":")[2].partition(":")[2])}
 
 
+def _job(query_file, database, output, backend, env=None) -> tuple[float, dict]:
+    """One ``swdask search`` process: its wall clock and the phases it reports."""
+    command = [sys.executable, "-m", "swdask", "search", str(query_file), str(database),
+               "--top", "10", "-o", str(output), "--backend", backend, "--no-progress",
+               "--verbose"]
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, env=env)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
+    return seconds, _phases(done.stderr)
+
+
+def _cold_env(work: Path) -> dict:
+    """The environment of a fresh machine's run: empty CuPy and numba caches."""
+    cold = work / "cold-caches"
+    shutil.rmtree(cold, ignore_errors=True)
+    return {**os.environ, "CUPY_CACHE_DIR": str(cold / "cupy"),
+            "NUMBA_CACHE_DIR": str(cold / "numba")}
+
+
+def _backends(wanted) -> list[str]:
+    import importlib.util
+
+    have_cudf = all(importlib.util.find_spec(m) for m in ("cudf", "dask_cudf", "dask_cuda"))
+    chosen = [b for b in wanted if b != "cudf" or have_cudf]
+    if len(chosen) < len(wanted):
+        print("cudf backend skipped: cuDF/dask-cuda not importable here")
+    return chosen
+
+
+def _hits_key(path) -> "object":
+    import pandas as pd
+
+    hits = pd.read_csv(path, sep="\t", keep_default_na=False, dtype=str)
+    return hits.drop(columns=["target_description"]).reset_index(drop=True)
+
+
+def _per_query_hits(queries, database, top: int = 10):
+    """The hits of each query by ``.sw.align`` (GPU, every position) of the whole database,
+    ranked (score descending, then record order), as the job writes them."""
+    import pandas as pd
+
+    import swdask  # noqa: F401 - registers .sw
+
+    tables = []
+    for query_id, sequence in zip(queries["id"], queries["sequence"]):
+        found = database["sequence"].sw.align(sequence, matrix="BLOSUM62", gap_open=11,
+                                              gap_extend=1, backend="gpu")
+        found = found[found["score"] > 0]
+        found = found.assign(_row=found.index)
+        found = found.sort_values(["score", "_row"], ascending=[False, True]).head(top)
+        tables.append(pd.DataFrame({
+            "query_id": query_id, "rank": range(1, len(found) + 1),
+            "target_id": database["id"].to_numpy()[found.index.to_numpy()],
+            **{c: found[c].to_numpy() for c in ("score", "query_start", "query_end",
+                                                "target_start", "target_end")}}))
+    table = pd.concat(tables, ignore_index=True)
+    return table.astype(str)
+
+
+def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
+    import gzip as gz
+    import json
+
+    import numpy as np
+
+    runs = []
+    kernel_tcups = None
+    if args.w1_json and Path(args.w1_json).exists():
+        kernel_tcups = json.loads(Path(args.w1_json).read_text())["gcups_total"] / 1000
+    import swdask  # noqa: F401 - imported before the read is timed
+
+    db_path = Path(args.db)
+    read_seconds = float("inf")
+    for _ in range(2):  # the second read finds the file in the page cache, as the jobs do
+        start = time.perf_counter()
+        db_frame = read_fasta(db_path)
+        read_seconds = min(read_seconds, time.perf_counter() - start)
+    residues = int(db_frame["sequence"].str.len().sum())
+    size_mb = db_path.stat().st_size / 1e6
+    common = {**header, "gpus": 1, "database": db_path.name, "database_residues": residues,
+              "kernel_tcups": kernel_tcups, "kernel_source": args.w1_json,
+              "read_seconds": read_seconds, "read_mb_per_s": size_mb / read_seconds}
+    print(f"read {db_path.name}: {size_mb:.0f} MB in {read_seconds:.2f} s "
+          f"({size_mb / read_seconds:.0f} MB/s)")
+    sets = []
+    if "W1" in args.gpu_sets:
+        sets.append(("search-W1", read_fasta(args.gpu_queries), None))
+    if "1000" in args.gpu_sets:
+        with gz.open(args.sample_from, "rt") if args.sample_from.endswith(".gz") else \
+                open(args.sample_from) as handle:
+            source_text = handle.read()
+        source = work / "sample-source.fasta"
+        source.write_text(source_text)
+        pool = read_fasta(source)
+        rng = np.random.default_rng(args.seed)
+        chosen = np.sort(rng.choice(len(pool), size=min(args.sample, len(pool)), replace=False))
+        sets.append((f"search-{args.sample}", pool.iloc[chosen].reset_index(drop=True), source))
+    for workload, queries, source in sets:
+        query_file = work / f"{workload}.fasta"
+        _write_fasta(query_file, queries)
+        cells = int(queries["sequence"].str.len().sum()) * residues
+        for backend in _backends(args.backends):
+            output = work / f"{workload}-{backend}.tsv"
+            record = {"workload": workload, **common, "backend": backend,
+                      "queries": len(queries), "cells": cells}
+            if workload == "search-W1":
+                cold, cold_phases = _job(query_file, db_path, output, backend, _cold_env(work))
+                record.update(wall_seconds_cold=cold, phases_cold=cold_phases)
+                print(f"{workload} {backend} cold: {cold:.2f} s {cold_phases}")
+            walls, phases = [], {}
+            for _ in range(args.repeats if workload == "search-W1" else 1):
+                seconds, found = _job(query_file, db_path, output, backend)
+                if not walls or seconds < min(walls):
+                    phases = found
+                walls.append(seconds)
+            wall = min(walls)
+            record.update(wall_seconds=wall, wall_seconds_all=walls, phases=phases,
+                          effective_tcups=cells / wall / 1e12)
+            if kernel_tcups:
+                record["effective_over_kernel"] = cells / wall / 1e12 / kernel_tcups
+            print(f"{workload} {backend}: {wall:.2f} s {phases}, "
+                  f"{cells / wall / 1e12:.2f} TCUPS effective (kernel {kernel_tcups})")
+            if workload == "search-W1" and backend == "gpu":
+                engine = _engine_seconds(queries, db_frame, 2, backend="gpu")
+                record.update(engine_seconds=engine, engine_tcups=cells / engine / 1e12)
+                print(f"  engine alone {engine:.2f} s ({cells / engine / 1e12:.2f} TCUPS)")
+                expected = _per_query_hits(queries, db_frame)
+                got = _hits_key(output)
+                same = got.shape == expected.shape and bool((got.values == expected.values)
+                                                            .all())
+                record.update(check="per-query .sw.align (GPU, full) + ranking, every query",
+                              check_rows=len(expected),
+                              check_mismatches=0 if same else
+                              int((got.values != expected.values).any(axis=1).sum())
+                              if got.shape == expected.shape else len(expected))
+                print(f"  check against per-query align: {record['check_mismatches']} "
+                      f"mismatching rows of {len(expected)}")
+            if source is not None and backend == "gpu":
+                record["seed"] = args.seed
+                first = work / "exactness-queries.fasta"
+                subset = queries.iloc[:100]
+                _write_fasta(first, subset)
+                gpu_hits, cpu_hits = work / "exact-gpu.tsv", work / "exact-cpu.tsv"
+                _job(first, source, gpu_hits, "gpu")
+                _job(first, source, cpu_hits, "cpu")
+                a, b = _hits_key(gpu_hits), _hits_key(cpu_hits)
+                record["exactness"] = {
+                    "queries": len(subset), "database": "sample source (mmseqs2 DB.fasta.gz)",
+                    "rows": len(b), "equal": bool(a.shape == b.shape and (a.values == b.values)
+                                                  .all())}
+                print(f"  exactness GPU vs CPU: {record['exactness']}")
+            runs.append(record)
+    return runs
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", type=int, nargs="+", default=[10, 100],
@@ -82,7 +258,22 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--out", default="benchmarks/results")
     add_commit_argument(parser)
+    parser.add_argument("--gpu", action="store_true", help="the GPU sets (see above)")
+    parser.add_argument("--gpu-sets", nargs="+", default=["W1", "1000"])
+    parser.add_argument("--backends", nargs="+", default=["gpu", "cudf"])
+    parser.add_argument("--gpu-queries", help="W1's queries (cudasw_queries.fasta)")
+    parser.add_argument("--sample-from", default=str(MMSEQS / "DB.fasta.gz"))
+    parser.add_argument("--sample", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=10)
+    parser.add_argument("--w1-json", help="the same run's W1 kernel-only JSON")
     args = parser.parse_args()
+    if args.gpu:
+        work = Path(tempfile.mkdtemp(prefix="swdask-bench-search-"))
+        runs = _gpu_sets(args, work, stamp(args.commit))
+        path = write_result(args.out, "search", {**stamp(args.commit), "runs": runs})
+        print(f"wrote {path}")
+        shutil.rmtree(work, ignore_errors=True)
+        return 0
     ssearch = shutil.which("ssearch36")
     cores = len(os.sched_getaffinity(0))
     queries = read_fasta(args.queries)

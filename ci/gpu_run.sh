@@ -14,6 +14,8 @@
 #           (bench_w2_gpu.py precompile tests -> precompile.log), then every test marked gpu
 #           under tests/ (GPU_TESTS narrows it) -> gpu-tests.{log,xml}
 #   w1      benchmarks/bench_w1_gpu.py -> W1-<device>-<date>.json, w1.log
+#   search  benchmarks/bench_search.py --gpu: the whole `swdask search` job on W1 and on 1,000
+#           queries (after w1, whose JSON gives kernel_tcups) -> search-<device>-<date>.json
 #   w1long  benchmarks/bench_w1_long_rows_gpu.py: W1 queries with/without the long-row
 #           routing (kernel only, a few queries) -> W1-long-rows-*.json, w1long.log
 #   w2      ci/steps/w2.sh (W2: every pair set, one JSON each) -> $OUT/w2/, w2-*.log
@@ -75,7 +77,7 @@ else
   export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-STEPS=(setup tests w1 w1long w2 profile daskcudf notebook)
+STEPS=(setup tests w1 search w1long w2 profile daskcudf notebook)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -108,6 +110,19 @@ step_w1() {
   timeout "${W1_TIMEOUT:-300}" python3 benchmarks/bench_w1_gpu.py --db "$BENCH_DIR/sp500k.fa" \
     --queries "$CARRY/cudasw_queries.fasta" --out "$OUT" --commit "$COMMIT" \
     ${W1_ARGS:-} 2>&1 | tee "$OUT/w1.log"
+}
+
+step_search() {
+  # issue 10: the whole `swdask search` job (W1 and 1,000 queries vs sp500k), its phases, the
+  # read and engine-alone figures, the checks; kernel_tcups from this call's W1 JSON (run
+  # the w1 step first, in the same call)
+  [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
+  local w1json
+  w1json=$(ls -t "$OUT"/W1-nvidia-*.json 2>/dev/null | grep -v -e long -e dask -e tail | head -1)
+  timeout "${SEARCH_TIMEOUT:-400}" python3 benchmarks/bench_search.py --gpu \
+    --db "$BENCH_DIR/sp500k.fa" --gpu-queries "$CARRY/cudasw_queries.fasta" \
+    --sample-from "$CARRY/DB.fasta.gz" --w1-json "${w1json:-}" --out "$OUT" \
+    --commit "$COMMIT" ${SEARCH_ARGS:-} 2>&1 | tee "$OUT/search.log"
 }
 
 step_w1long() {

@@ -54,12 +54,16 @@ def _local_cpu_cluster(n_workers, threads_per_worker, dashboard_address, options
     from distributed import LocalCluster
 
     if options.pop("processes", True) is False:
-        # one worker thread in this process: no worker processes to start, import swdask in,
-        # ship data to and stop; the numba kernels use every core from that one thread
-        if n_workers not in (None, 1) or threads_per_worker not in (None, 1):
-            raise ValueError("processes=False runs one worker thread in this process; "
-                             "n_workers and threads_per_worker size worker processes")
-        return LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+        # one worker in this process: no worker processes to start, import swdask in, ship
+        # data to and stop. One thread by default (the numba kernels use every core from it);
+        # a GPU job gives it more, so that partitions are read while the GPU searches.
+        if n_workers not in (None, 1):
+            raise ValueError("processes=False runs one worker in this process; n_workers "
+                             "sizes worker processes")
+        threads = 1 if threads_per_worker is None else int(threads_per_worker)
+        if threads < 1:
+            raise ValueError(f"threads_per_worker must be at least 1, got {threads}")
+        return LocalCluster(n_workers=1, threads_per_worker=threads, processes=False,
                             dashboard_address=dashboard_address, **options)
     cores = available_cores()
     threads_per_worker = 1 if threads_per_worker is None else int(threads_per_worker)
@@ -111,8 +115,9 @@ def cluster(scheduler: str | None = None, n_workers: int | None = None,
         dashboard_address: where the local dashboard listens (``":0"``: any free port).
         report: called with one line of text (the dashboard link); default prints to stderr.
         options: passed to ``LocalCluster``/``LocalCUDACluster``; for a CPU cluster,
-            ``processes=False`` runs one worker thread inside this process instead of worker
-            processes (the numba kernels still use every core).
+            ``processes=False`` runs one worker inside this process instead of worker
+            processes, with ``threads_per_worker`` threads (default 1: the numba kernels
+            still use every core).
     """
     from distributed import Client
 

@@ -22,7 +22,8 @@ pandas, cuDF and Dask, ``swdask.align``, the search) comes through :func:`align_
 from __future__ import annotations
 
 import threading
-from typing import Callable, Protocol
+from contextlib import nullcontext
+from typing import Callable, ContextManager, Protocol
 
 import numpy as np
 
@@ -50,6 +51,12 @@ class Backend(Protocol):
 
     def pairs(self, queries: EncodedSequences, targets: EncodedSequences, scoring: Scoring,
               mode: str) -> Alignments:
+        ...
+
+    def batch(self) -> "ContextManager":
+        """Held while a batch of queries runs against one column (the many-queries
+        search): the GPU runs one batch at a time per process, so that threads reading the
+        next partitions overlap the GPU instead of queueing layouts in its memory."""
         ...
 
 
@@ -97,6 +104,11 @@ class CpuBackend:
                            targets.offsets, rows, scoring.gap_open, scoring.gap_extend, mode,
                            **cells)
         return finish(cells, valid, mode)
+
+    @staticmethod
+    def batch():
+        # the kernels take _CPU_KERNEL_LOCK per call; between calls, threads may interleave
+        return nullcontext()
 
 
 def _on_host(encoded: EncodedSequences) -> EncodedSequences:

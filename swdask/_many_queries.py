@@ -21,9 +21,9 @@ import pandas as pd
 
 from . import _engine
 from ._api import column_targets, is_cudf
-from ._results import COLUMNS, result_columns, top_rows
+from ._results import COLUMNS, array_module, result_columns, top_rows
 from ._scoring import ScoringError
-from ._sequences import SequenceError, prepare_query
+from ._sequences import SequenceError, prepare_query, query_column
 
 def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "auto",
                    owner=None, fingerprint: tuple = ()) -> dict:
@@ -31,29 +31,45 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     (EncodedSequences, or a callable giving them): host arrays by name, ``query`` (number in
     ``queries``), ``row`` (in ``targets``), then ``mode``'s result columns (API conventions),
     each query's hits best first, queries in order. ``owner``/``fingerprint`` name the column
-    for the GPU layout cache (without them the layout is kept for this batch only)."""
+    for the GPU layout cache (without them the layout is kept for this batch only).
+
+    Every query scans the column for scores and end cells; its ``top`` rows stay where the
+    scan ran. Start positions (mode ``"full"``) then come from one row-wise batch of every
+    query's top rows (``backend.pairs``: one launch for the whole batch rather than one
+    small search per query; the pair kernels keep the same tie rule, so the positions are
+    those a full search of the row gives)."""
     encoded = targets() if callable(targets) else targets
     chosen = _engine.get_backend(backend, encoded.residues)
     if owner is None:  # keep the layout for this batch: it dies with ``encoded``
         owner, fingerprint = encoded, ("batch",)
     names = ("query", "row") + result_columns(mode)
-    found = {name: [] for name in names}
-    for number, query in enumerate(queries):
-        scan = chosen.one_against_many(query, encoded, "end", owner=owner,
-                                       fingerprint=fingerprint)
-        rows = top_rows(scan, top)
-        if int(rows.shape[0]) == 0:
-            continue
+    numbers, picked, scanned = [], [], []
+    with chosen.batch():
+        for number, query in enumerate(queries):
+            scan = chosen.one_against_many(query, encoded, "end", owner=owner,
+                                           fingerprint=fingerprint)
+            rows = top_rows(scan, top)
+            if int(rows.shape[0]) == 0:
+                continue
+            numbers.append(np.full(int(rows.shape[0]), number, dtype=np.int64))
+            picked.append(rows)
+            if mode != "full":
+                scanned.append(scan.take(rows))
+        if not picked:
+            return {name: np.zeros(0, dtype=np.int64) for name in names}
+        query_of_hit = np.concatenate(numbers)
+        xp = array_module(picked[0])
+        rows = xp.concatenate(picked)
         if mode == "full":
-            hits = chosen.one_against_many(query, encoded.take(rows), "full").to_host()
+            hits = chosen.pairs(query_column(queries).take(query_of_hit), encoded.take(rows),
+                                queries[0].scoring, "full").to_host()
+            columns = hits.columns
         else:
-            hits = scan.take(rows).to_host()
-        found["query"].append(np.full(len(hits), number, dtype=np.int64))
-        found["row"].append(np.asarray(_host(rows), dtype=np.int64))
-        for name in result_columns(mode):
-            found[name].append(hits.columns[name])
-    return {name: (np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64))
-            for name, parts in found.items()}
+            columns = {name: _host(xp.concatenate([s.columns[name] for s in scanned]))
+                       for name in result_columns(mode)}
+    found = {"query": query_of_hit, "row": np.asarray(_host(rows), dtype=np.int64)}
+    found.update({name: np.asarray(columns[name]) for name in result_columns(mode)})
+    return found
 
 
 def _host(array):

@@ -33,6 +33,7 @@ HIT_COLUMNS = ("query_id", "rank", "target_id", "score", "query_start", "query_e
 #: Bounds of the automatic partition size of the database.
 _MIN_BLOCK = 2**20
 _MAX_BLOCK = 64 * 2**20
+_MAX_GPU_BLOCK = 256 * 2**20
 
 #: The scoring keywords of every alignment entry point (the options less positions, backend).
 _SCORING_KEYS = tuple(p.name for p in OPTION_PARAMETERS if p.name not in ("positions", "backend"))
@@ -65,13 +66,20 @@ def hits_table(hits: pd.DataFrame) -> pd.DataFrame:
     return table[list(HIT_COLUMNS)].reset_index(drop=True)
 
 
-def auto_blocksize(paths, n_threads: int) -> int:
-    """Partition size for the database: two partitions (each one task for every query) per
-    thread of the cluster, between 1 MiB and 64 MiB."""
+def auto_blocksize(paths, n_threads: int, gpus: int = 0) -> int:
+    """Partition size for the database (each partition is one task running every query).
+
+    CPU: two partitions per thread of the cluster, between 1 MiB and 64 MiB. GPU (``gpus``
+    devices): four partitions per GPU, between 1 MiB and 256 MiB: a GPU search wants many
+    rows per launch (a partition of sp500k's 60 MB holds ~125,000 rows) and the next
+    partitions are read on the host while the GPU searches one."""
     fs, paths = expand_paths(paths)
     total = sum(int(fs.size(p)) for p in paths)
-    wanted_partitions = max(1, 2 * n_threads)
-    return int(min(_MAX_BLOCK, max(_MIN_BLOCK, math.ceil(total / wanted_partitions))))
+    if gpus:
+        wanted_partitions, largest = 4 * gpus, _MAX_GPU_BLOCK
+    else:
+        wanted_partitions, largest = max(1, 2 * n_threads), _MAX_BLOCK
+    return int(min(largest, max(_MIN_BLOCK, math.ceil(total / wanted_partitions))))
 
 
 def output_format(output: str) -> str:
@@ -118,7 +126,7 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     starts, so a mistake costs no start-up time. ``phases`` (a :class:`Phases`) collects the
     seconds of each phase.
     """
-    from ._cluster import cluster, gpu_count, show_progress
+    from ._cluster import available_cores, cluster, gpu_count, show_progress
     from ._fasta import read_fasta
 
     phases = phases if phases is not None else Phases()
@@ -152,7 +160,9 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         # 2-core machine, 100 queries against mmseqs2's DB took 24.7 s that way and 29.3 s in
         # one process (numba on both cores); 10 queries 7.2 s and 6.1 s
         # (benchmarks/results/search-amd-epyc-2026-11-23.json and the closing note of issue 10).
+        # Its threads read partitions while one of them drives the GPU (GpuBackend.batch).
         kwargs["processes"] = False
+        kwargs["threads_per_worker"] = min(available_cores(), 8)
     with phases("startup"):
         started = cluster(scheduler, n_workers, gpu=gpu, **kwargs)
         client = started.__enter__()
@@ -160,7 +170,9 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         with phases("search"):
             if blocksize == "auto":
                 n_threads = sum(client.nthreads().values())
-                blocksize = auto_blocksize(database_path, max(1, n_threads))
+                # GPU engine: the GPUs of the cluster (one per worker), one for in-process
+                gpus = len(client.nthreads()) if backend in ("gpu", "cudf") else 0
+                blocksize = auto_blocksize(database_path, max(1, n_threads), gpus)
             database = read_fasta(database_path, blocksize=blocksize,
                                   backend="cudf" if backend == "cudf" else "pandas")
             lazy = database.sw.search(queries, top=top, column="sequence",

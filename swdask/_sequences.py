@@ -201,6 +201,18 @@ class PreparedQuery:
         return len(self.codes)
 
 
+def query_column(queries) -> EncodedSequences:
+    """Prepared queries as one column of encoded sequences (host arrays), row ``k`` the
+    ``k``-th query: what row-wise pairs take as their query side."""
+    lengths = np.fromiter((len(q) for q in queries), dtype=np.int64, count=len(queries))
+    offsets = np.zeros(len(queries) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    residues = (np.concatenate([q.codes for q in queries]) if len(queries)
+                else np.zeros(0, dtype=np.uint8))
+    return EncodedSequences(residues.astype(np.uint8, copy=False), offsets,
+                            np.ones(len(queries), dtype=bool))
+
+
 def prepare_query(query, scoring: Scoring, what: str = "query") -> PreparedQuery:
     """Encode ``query`` (a sequence string) under ``scoring``; a :class:`PreparedQuery` is
     returned as it is. Raises :class:`SequenceError` (a bad letter) or

@@ -48,6 +48,9 @@ from ._runtime import get_runtime, is_out_of_memory
 _SEARCH_SHARE = 0.4
 #: Below this budget a failed allocation is final (one row per chunk cannot shrink further).
 _MIN_BUDGET = 1 << 20
+#: One batch of queries against one column at a time in this process (:meth:`GpuBackend.batch`;
+#: a worker process drives one GPU, and so does an in-process cluster).
+_BATCH_LOCK = threading.Lock()
 
 
 # ------------------------------------------------------------------------------------ cache
@@ -249,6 +252,13 @@ class GpuBackend:
                 clear_cache()
                 runtime.release_cached_memory()
                 budget //= 2
+
+    @staticmethod
+    def batch():
+        """The GPU for one batch of queries against one column (threads of an in-process
+        cluster take turns: one partition's layout and searches on the device at a time,
+        while other threads read and encode the next partitions on the host)."""
+        return _BATCH_LOCK
 
     def pairs(self, queries, targets, scoring, mode: str):
         from . import _pairs
