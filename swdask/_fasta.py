@@ -121,73 +121,85 @@ def _failed():
 
 @nb.njit(cache=True, nogil=True)
 def _scan(arr):
-    """One pass (two, counting first) over FASTA bytes, in numba: the residues, each record's
-    residue count, and the header lines (each from its '>' to its newline, included) with
-    their line numbers. Returns ``ok = False`` as soon as anything is off (a control byte, a
-    lone carriage return, a non-ASCII residue, data before the first header, no header):
-    :func:`_parse_checked` then finds the problem and names its line. Numba rather than
-    NumPy here because NumPy needs a dozen passes over the bytes (masks, repeats, gathers)
-    for what one loop does. On the 2-core development machine, a 137 MB FASTA file (mmseqs2's
-    DB.fasta twelve times) parsed at 67-129 MB/s with NumPy alone and at 162-254 MB/s
-    through this scan, six interleaved runs each (parse_block, one core)."""
+    """One pass over FASTA bytes, in numba, line by line: the residues, each record's residue
+    count, and the header lines (each from its '>' to its newline, included) with their line
+    numbers. Returns ``ok = False`` as soon as anything is off (a control byte, a lone
+    carriage return, a non-ASCII residue, data before the first header, no header):
+    :func:`_parse_checked` then finds the problem and names its line.
+
+    Numba rather than NumPy because NumPy needs a dozen passes over the bytes (masks,
+    repeats, gathers) for what one loop does. Line by line, a sequence line's inner loop only
+    tests and copies bytes; residues go to a buffer as large as the text (cut to size at the
+    end) so that no counting pass comes first. Measured on the 2-core development machine
+    (one core, sp500k.fa, 231 MB): NumPy alone ~100 MB/s, a byte-by-byte two-pass scan
+    154 MB/s, this one (see benchmarks/NOTES-cpu.md)."""
     n = arr.size
-    headers = 0
-    header_total = 0
-    residue_total = 0
-    in_header = False
-    at_line_start = True
+    most = 1  # records: at most one per '>' in the text
     for k in range(n):
-        byte = arr[k]
-        if at_line_start:
-            in_header = byte == 62
-            headers += in_header
-        at_line_start = byte == 10
-        if byte < 32 or byte >= 127:
-            if byte == 13:  # a carriage return must end its line
-                if k + 1 >= n or arr[k + 1] != 10:
-                    return _failed()
-            elif byte != 10 and byte != 9 and not (in_header and byte >= 128):
-                return _failed()  # control bytes, DEL, non-ASCII outside a header
-        if in_header:
-            header_total += 1
-        elif byte > 32:
-            if headers == 0:  # sequence data before the first header
-                return _failed()
-            residue_total += 1
-    if headers == 0:
-        return _failed()
-    residues = np.empty(residue_total, dtype=np.uint8)
-    lengths = np.zeros(headers, dtype=np.int64)
-    spans = np.zeros(headers, dtype=np.int64)
-    header_bytes = np.empty(header_total, dtype=np.uint8)
-    header_lines = np.empty(headers, dtype=np.int64)
+        most += arr[k] == 62
+    residues = np.empty(n, dtype=np.uint8)
+    lengths = np.zeros(most, dtype=np.int64)
+    header_starts = np.empty(most, dtype=np.int64)
+    spans = np.zeros(most, dtype=np.int64)
+    header_lines = np.empty(most, dtype=np.int64)
     record = -1
     line = 0
     r = 0
+    k = 0
+    while k < n:
+        if arr[k] == 62:  # a header line, its newline included
+            record += 1
+            header_starts[record] = k
+            header_lines[record] = line
+            j = k
+            while j < n:
+                byte = arr[j]
+                j += 1
+                if byte == 10:
+                    break
+                if byte < 32 or byte == 127:
+                    if byte == 13:
+                        if j >= n or arr[j] != 10:
+                            return _failed()
+                    elif byte != 9:
+                        return _failed()
+            spans[record] = j - k
+        else:  # a sequence line (or a blank one)
+            j = k
+            start = r
+            while j < n:
+                byte = arr[j]
+                j += 1
+                if byte > 32:
+                    if byte >= 127:
+                        return _failed()
+                    residues[r] = byte
+                    r += 1
+                elif byte == 10:
+                    break
+                elif byte == 13:
+                    if j >= n or arr[j] != 10:
+                        return _failed()
+                elif byte != 32 and byte != 9:
+                    return _failed()
+            if r > start:
+                if record < 0:  # sequence data before the first header
+                    return _failed()
+                lengths[record] += r - start
+        line += 1
+        k = j
+    if record < 0:
+        return _failed()
+    headers = record + 1
+    header_bytes = np.empty(spans[:headers].sum(), dtype=np.uint8)
     h = 0
-    in_header = False
-    at_line_start = True
-    for k in range(n):
-        byte = arr[k]
-        if at_line_start:
-            in_header = byte == 62
-            if in_header:
-                record += 1
-                header_lines[record] = line
-        if byte == 10:
-            at_line_start = True
-            line += 1
-        else:
-            at_line_start = False
-        if in_header:
-            header_bytes[h] = byte
+    for index in range(headers):
+        first = header_starts[index]
+        for k in range(spans[index]):
+            header_bytes[h] = arr[first + k]
             h += 1
-            spans[record] += 1
-        elif byte > 32:
-            residues[r] = byte
-            r += 1
-            lengths[record] += 1
-    return True, residues, lengths, spans, header_bytes, header_lines
+    return (True, residues[:r].copy(), lengths[:headers].copy(), spans[:headers].copy(),
+            header_bytes, header_lines[:headers].copy())
 
 
 def _parse_checked(arr: np.ndarray, path: str, first_line: int) -> pa.Table:
@@ -365,10 +377,12 @@ class _Scan:
         arr = np.frombuffer(chunk, dtype=np.uint8)
         if not arr.size:
             return
-        at_line_start = np.empty(arr.size, dtype=bool)
-        at_line_start[0] = self.previous == _NEWLINE
-        np.equal(arr[:-1], _NEWLINE, out=at_line_start[1:])
-        headers = np.flatnonzero(at_line_start & (arr == _GT))
+        # every '>', then those at a line start (one pass over the bytes, then a gather)
+        headers = np.flatnonzero(arr == _GT)
+        before = arr[np.maximum(headers - 1, 0)]
+        if headers.size and headers[0] == 0:
+            before[0] = self.previous
+        headers = headers[before == _NEWLINE]
         if not self.seen_header:
             self._check_preamble(chunk, int(headers[0]) if headers.size else arr.size)
         if headers.size:

@@ -53,6 +53,8 @@ class EncodedSequences:
         """The sequences of ``rows`` (row numbers, in that order) as their own column, where
         these arrays live (NumPy or CuPy: one gather, no loop)."""
         xp = array_module(self.offsets)
+        if xp is np and hasattr(rows, "__cuda_array_interface__"):
+            rows = rows.get()  # row numbers from the GPU, sequences on the host
         rows = xp.asarray(rows, dtype=xp.int64)
         starts = self.offsets[rows]
         lengths = self.offsets[rows + 1] - starts

@@ -39,7 +39,7 @@ if not _gpu_available():
 
 import cupy  # noqa: E402
 
-from swdask.gpu import encode_on_device  # noqa: E402
+from swdask.gpu._encode import encode_on_device  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

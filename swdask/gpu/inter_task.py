@@ -452,7 +452,7 @@ def _long_rows_fit(scoring, m: int, long_lengths) -> bool:
     """Whether the intra-task kernel's int32 range holds every score of these rows."""
     from . import _pairs
 
-    return scoring.score_bound(m, long_lengths.max()) < _pairs.SCORE_LIMIT
+    return scoring.score_bound(m, int(long_lengths.max())) < _pairs.SCORE_LIMIT
 
 
 def _align_long(targets: DeviceTargets, codes, scoring, mode: str, result) -> None:
