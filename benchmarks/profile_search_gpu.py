@@ -45,7 +45,7 @@ def main() -> None:
 
     from swdask._search import auto_blocksize
     from swdask.lowlevel import Options, get_backend, prepare_query
-    from swdask._results import top_rows
+    from swdask._results import top_candidates
     from swdask._sequences import query_column
 
     queries = swdask.read_fasta(args.queries, blocksize=None).compute()
@@ -73,7 +73,7 @@ def main() -> None:
             for query in prepared:
                 scan = gpu.one_against_many(query, encoded, "end", owner=encoded,
                                             fingerprint=("profile",))
-                picked.append(top_rows(scan, args.top))
+                picked.append(top_candidates(scan, args.top))
 
         _timed(f"[{number}] scan {len(prepared)} queries (layout cached after the first)",
                scan_all, sync)

@@ -44,6 +44,18 @@ def gpu_count() -> int:
         return 0
 
 
+def local_gpu_count() -> int:
+    """CUDA GPUs this process sees (``CUDA_VISIBLE_DEVICES`` applies), by CuPy; 0 without
+    CuPy or a driver. Cheaper than :func:`gpu_count` (no dask_cuda import), for deciding
+    whether a job needs a cluster at all."""
+    try:
+        import cupy
+
+        return int(cupy.cuda.runtime.getDeviceCount())
+    except Exception:  # noqa: BLE001 - no CuPy, no driver, no device: no GPU here
+        return 0
+
+
 def dashboard_link(client) -> str | None:
     """The dashboard URL, or None when the scheduler serves none."""
     services = client.scheduler_info().get("services", {})
@@ -54,16 +66,12 @@ def _local_cpu_cluster(n_workers, threads_per_worker, dashboard_address, options
     from distributed import LocalCluster
 
     if options.pop("processes", True) is False:
-        # one worker in this process: no worker processes to start, import swdask in, ship
-        # data to and stop. One thread by default (the numba kernels use every core from it);
-        # a GPU job gives it more, so that partitions are read while the GPU searches.
-        if n_workers not in (None, 1):
-            raise ValueError("processes=False runs one worker in this process; n_workers "
-                             "sizes worker processes")
-        threads = 1 if threads_per_worker is None else int(threads_per_worker)
-        if threads < 1:
-            raise ValueError(f"threads_per_worker must be at least 1, got {threads}")
-        return LocalCluster(n_workers=1, threads_per_worker=threads, processes=False,
+        # one worker thread in this process: no worker processes to start, import swdask in,
+        # ship data to and stop; the numba kernels use every core from that one thread
+        if n_workers not in (None, 1) or threads_per_worker not in (None, 1):
+            raise ValueError("processes=False runs one worker thread in this process; "
+                             "n_workers and threads_per_worker size worker processes")
+        return LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                             dashboard_address=dashboard_address, **options)
     cores = available_cores()
     threads_per_worker = 1 if threads_per_worker is None else int(threads_per_worker)
@@ -115,9 +123,8 @@ def cluster(scheduler: str | None = None, n_workers: int | None = None,
         dashboard_address: where the local dashboard listens (``":0"``: any free port).
         report: called with one line of text (the dashboard link); default prints to stderr.
         options: passed to ``LocalCluster``/``LocalCUDACluster``; for a CPU cluster,
-            ``processes=False`` runs one worker inside this process instead of worker
-            processes, with ``threads_per_worker`` threads (default 1: the numba kernels
-            still use every core).
+            ``processes=False`` runs one worker thread inside this process instead of worker
+            processes (the numba kernels still use every core).
     """
     from distributed import Client
 
@@ -162,6 +169,52 @@ def cluster(scheduler: str | None = None, n_workers: int | None = None,
             started.close()
 
 
+class _Drawer:
+    """Draws a text progress bar on ``out``: redrawn in place on a terminal, one line per 10%
+    otherwise (a log file, CI). Shared by the cluster's and the threaded scheduler's bars."""
+
+    def __init__(self, out, width: int):
+        self.out = out
+        self.width = width
+        self.interactive = hasattr(out, "isatty") and out.isatty()
+        self.last_step = -1
+
+    def draw(self, fraction: float, elapsed: float, detail: str = "") -> None:
+        from dask.utils import format_time
+
+        percent = int(100 * fraction)
+        line = (f"[{'#' * int(self.width * fraction):<{self.width}}] {percent:3d}% "
+                f"{detail}{format_time(elapsed)}")
+        if self.interactive:
+            self.out.write("\r" + line)
+        elif percent // 10 != self.last_step:
+            self.last_step = percent // 10
+            self.out.write(line + "\n")
+        self.out.flush()
+
+    def stop(self) -> None:
+        if self.interactive:
+            self.out.write("\n")
+            self.out.flush()
+
+
+@contextmanager
+def local_progress(out=None, width: int = 40):
+    """A progress bar of the tasks that Dask's local (threaded) scheduler runs inside the
+    block, drawn as :func:`show_progress` draws it (Dask's own ``ProgressBar`` tracks them)."""
+    from dask.diagnostics import ProgressBar
+
+    drawer = _Drawer(sys.stderr if out is None else out, width)
+
+    class _Bar(ProgressBar):
+        def _draw_bar(self, frac, elapsed):
+            drawer.draw(frac, elapsed)
+
+    with _Bar(out=None):
+        yield
+    drawer.stop()
+
+
 def show_progress(futures, out=None, width: int = 40) -> None:
     """Block until ``futures`` finish, drawing a text progress bar of their tasks on ``out``
     (default stderr, so that results written to stdout stay clean).
@@ -171,30 +224,16 @@ def show_progress(futures, out=None, width: int = 40) -> None:
     terminal (a log file, CI), it writes one line per 10% instead of redrawing in place.
     """
     from distributed.diagnostics.progressbar import TextProgressBar
-    from dask.utils import format_time
 
-    out = sys.stderr if out is None else out
-    interactive = hasattr(out, "isatty") and out.isatty()
+    drawer = _Drawer(sys.stderr if out is None else out, width)
 
     class _Bar(TextProgressBar):
-        _last_step = -1
-
         def _draw_bar(self, remaining, all, **kwargs):
             fraction = (1 - remaining / all) if all else 1.0
-            percent = int(100 * fraction)
-            line = (f"[{'#' * int(width * fraction):<{width}}] {percent:3d}% "
-                    f"{all - remaining}/{all} tasks {format_time(self.elapsed)}")
-            if interactive:
-                out.write("\r" + line)
-            elif percent // 10 != self._last_step:
-                self._last_step = percent // 10
-                out.write(line + "\n")
-            out.flush()
+            drawer.draw(fraction, self.elapsed, f"{all - remaining}/{all} tasks ")
 
         def _draw_stop(self, **kwargs):
-            if interactive:
-                out.write("\n")
-                out.flush()
+            drawer.stop()
 
     bar = _Bar(futures, width=width)
     # The bar has closed its connection; the scheduler's side of it notices on its next tick

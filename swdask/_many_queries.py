@@ -6,9 +6,13 @@ whole batch of queries; each query then
 
 1. **scans** every row for its score and end cell only (mode ``"end"``: no start positions,
    the costly half of a full alignment),
-2. keeps its ``top`` best rows (:func:`swdask._results.top_rows`: score descending, then
+2. keeps its ``top`` best rows (:func:`swdask._results.top_candidates`: score descending, then
    record order; on the GPU for GPU data, so only ``top`` row numbers leave it),
-3. and, when start positions are asked for, aligns just those rows again in full.
+3. and, when start positions are asked for, aligns just those rows again in full: every
+   query's top rows together, as one batch of row-wise pairs.
+
+Nothing is read back from the GPU between queries (the kernels of the next query queue
+behind the last), only once the batch is done.
 
 Exactness: a row's score and cells do not depend on the other rows, so the hits equal those
 of a full alignment of every row followed by the same ranking (the tests check it). Rows
@@ -21,7 +25,7 @@ import pandas as pd
 
 from . import _engine
 from ._api import column_targets, is_cudf
-from ._results import COLUMNS, array_module, result_columns, top_rows
+from ._results import COLUMNS, array_module, result_columns, top_candidates
 from ._scoring import ScoringError
 from ._sequences import SequenceError, prepare_query, query_column
 
@@ -43,31 +47,35 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     if owner is None:  # keep the layout for this batch: it dies with ``encoded``
         owner, fingerprint = encoded, ("batch",)
     names = ("query", "row") + result_columns(mode)
-    numbers, picked, scanned = [], [], []
+    counts, picked, is_hit, scanned = [], [], [], []
     with chosen.batch():
-        for number, query in enumerate(queries):
+        # queue every query's scan and top rows without reading anything back, so the GPU
+        # goes from one query to the next without waiting for the host
+        for query in queries:
             scan = chosen.one_against_many(query, encoded, "end", owner=owner,
                                            fingerprint=fingerprint)
-            rows = top_rows(scan, top)
-            if int(rows.shape[0]) == 0:
-                continue
-            numbers.append(np.full(int(rows.shape[0]), number, dtype=np.int64))
+            rows = top_candidates(scan, top)
+            counts.append(int(rows.shape[0]))
             picked.append(rows)
+            is_hit.append(scan.has_hit[rows])
             if mode != "full":
                 scanned.append(scan.take(rows))
-        if not picked:
+        if not picked or not sum(counts):
             return {name: np.zeros(0, dtype=np.int64) for name in names}
-        query_of_hit = np.concatenate(numbers)
         xp = array_module(picked[0])
-        rows = xp.concatenate(picked)
+        keep = np.asarray(_host(xp.concatenate(is_hit)), dtype=bool)
+        query_of_hit = np.repeat(np.arange(len(queries), dtype=np.int64), counts)[keep]
+        rows = np.asarray(_host(xp.concatenate(picked)), dtype=np.int64)[keep]
+        if not rows.size:
+            return {name: np.zeros(0, dtype=np.int64) for name in names}
         if mode == "full":
             hits = chosen.pairs(query_column(queries).take(query_of_hit), encoded.take(rows),
                                 queries[0].scoring, "full").to_host()
             columns = hits.columns
         else:
-            columns = {name: _host(xp.concatenate([s.columns[name] for s in scanned]))
+            columns = {name: np.asarray(_host(xp.concatenate([s.columns[name] for s in scanned])))[keep]
                        for name in result_columns(mode)}
-    found = {"query": query_of_hit, "row": np.asarray(_host(rows), dtype=np.int64)}
+    found = {"query": query_of_hit, "row": rows}
     found.update({name: np.asarray(columns[name]) for name in result_columns(mode)})
     return found
 

@@ -111,17 +111,21 @@ def best_cell(scores, query_cells, target_cells) -> tuple[int, int, int]:
     return top, int(query_cells[k]), int(target_cells[k])
 
 
-def top_rows(alignments: "Alignments", top: int):
-    """The rows of the ``top`` best hits, best first: valid rows scoring above 0, by score
-    descending, then row ascending (the record order: the search's tie rule). An array of
-    the alignments' array module."""
+def top_candidates(alignments: "Alignments", top: int):
+    """The rows of the ``top`` best hits, best first: rows with a hit (valid, score above 0)
+    by score descending, then row ascending (the record order: the search's tie rule).
+    Nothing is read back (no wait for the GPU): rows without a hit come last and fill the
+    ``min(top, n)`` rows returned, so the caller drops them (``alignments.has_hit[rows]``)
+    once the results are on the host. An array of the alignments' array module."""
     xp = alignments.xp
-    rows = xp.flatnonzero(alignments.has_hit)
-    if int(rows.shape[0]) == 0:
-        return rows
-    score = alignments.columns["score"][rows]
-    order = xp.lexsort(xp.stack([rows, -score]))  # last key first: score, then row
-    return rows[order[:top]]
+    n = len(alignments)
+    rows = xp.arange(n, dtype=xp.int64)
+    # one int64 key: hits by score descending, then row; then every row without a hit
+    key = xp.where(alignments.has_hit, -alignments.columns["score"].astype(xp.int64), 1)
+    key = key * (n + 1) + rows
+    if n > top:
+        rows = xp.argpartition(key, top - 1)[:top]
+    return rows[xp.argsort(key[rows])]
 
 
 @dataclass
@@ -203,4 +207,4 @@ class Alignments:
 
 
 __all__ = ["Alignments", "COLUMNS", "MODES", "best_cell", "empty_cells", "finish",
-           "position_mode", "result_columns", "top_rows"]
+           "position_mode", "result_columns", "top_candidates"]

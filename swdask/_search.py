@@ -5,6 +5,12 @@ one ``sw-search`` task per database partition runs every query against it in one
 returns only each query's best hits, and one last task ranks them. Each partition is read,
 encoded and (on the GPU) laid out once for all the queries.
 
+Where it runs: on the CPU, a local cluster of one worker process per core (or the cluster of
+``--scheduler``). With the GPU engine on one local GPU and no cluster asked for, in this
+process on Dask's threaded scheduler (no cluster to start; threads read the partitions while
+one drives the GPU); on several local GPUs, a LocalCUDACluster of one worker per GPU. For the
+GPU the partitions read in parallel are joined into one per GPU before the search.
+
 Ranking: score descending, ties broken by the target's place in the database (its record
 number, the index of :func:`swdask.read_fasta`), so the result does not depend on the
 partitioning. Targets that score 0 (no local alignment at all) are not hits, so a query may
@@ -15,7 +21,7 @@ from __future__ import annotations
 
 import math
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import pandas as pd
@@ -70,13 +76,12 @@ def auto_blocksize(paths, n_threads: int, gpus: int = 0) -> int:
     """Partition size for the database (each partition is one task running every query).
 
     CPU: two partitions per thread of the cluster, between 1 MiB and 64 MiB. GPU (``gpus``
-    devices): four partitions per GPU, between 1 MiB and 256 MiB: a GPU search wants many
-    rows per launch (a partition of sp500k's 60 MB holds ~125,000 rows) and the next
-    partitions are read on the host while the GPU searches one."""
+    devices): one partition per thread (at least four per GPU), between 1 MiB and 256 MiB,
+    read in parallel and then joined into one per GPU (see :func:`_lazy_search`)."""
     fs, paths = expand_paths(paths)
     total = sum(int(fs.size(p)) for p in paths)
-    if gpus:
-        wanted_partitions, largest = 4 * gpus, _MAX_GPU_BLOCK
+    if gpus:  # read in parallel, then joined into one partition per GPU (_lazy_search)
+        wanted_partitions, largest = max(n_threads, 4 * gpus), _MAX_GPU_BLOCK
     else:
         wanted_partitions, largest = max(1, 2 * n_threads), _MAX_BLOCK
     return int(min(largest, max(_MIN_BLOCK, math.ceil(total / wanted_partitions))))
@@ -116,6 +121,25 @@ def write_hits(hits: pd.DataFrame, output: str, stdout=None) -> None:
         hits.to_csv(target, sep="," if fmt == "csv" else "\t", index=False)
 
 
+def _lazy_search(database_path, queries, top, options, backend, blocksize, threads: int,
+                 gpus: int):
+    """The database read and searched, lazily (a Dask frame of hits). With the GPU engine
+    (``gpus`` devices) the partitions read in parallel are joined into one per GPU before
+    the search: each partition's search pays the tail of its longest rows, so W1 on four
+    partitions of sp500k took 3.8 s of kernels where the whole of it in one took 2.5 s (H200,
+    benchmarks/profile_search_gpu.py)."""
+    from ._fasta import read_fasta
+
+    if blocksize == "auto":
+        blocksize = auto_blocksize(database_path, threads, gpus)
+    database = read_fasta(database_path, blocksize=blocksize,
+                          backend="cudf" if backend == "cudf" else "pandas")
+    if gpus and database.npartitions > gpus:
+        database = database.repartition(npartitions=gpus)
+    return database.sw.search(queries, top=top, column="sequence", keep=("id", "description"),
+                              matrix=options.scoring, backend=options.backend)
+
+
 def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_workers=None,
            scheduler=None, progress: bool = True, backend: str = "auto", report=None,
            phases: Phases | None = None, **scoring_options) -> pd.DataFrame:
@@ -126,7 +150,8 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     starts, so a mistake costs no start-up time. ``phases`` (a :class:`Phases`) collects the
     seconds of each phase.
     """
-    from ._cluster import available_cores, cluster, gpu_count, show_progress
+    from ._cluster import (_report_to_stderr, available_cores, cluster, local_gpu_count,
+                           local_progress, show_progress)
     from ._fasta import read_fasta
 
     phases = phases if phases is not None else Phases()
@@ -150,34 +175,35 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     expand_paths(database_path)  # a missing file fails here, before a cluster starts
     if blocksize != "auto":
         parse_blocksize(blocksize)
-    kwargs = {} if report is None else {"report": report}
+    report = report or _report_to_stderr
+    gpu_engine = backend in ("gpu", "cudf")
+    if gpu_engine and scheduler is None and n_workers is None and local_gpu_count() <= 1:
+        # One local GPU and no cluster asked for: no cluster at all. Dask's threaded scheduler
+        # runs the job in this process: its threads read partitions while one of them drives
+        # the GPU (GpuBackend.batch); a cluster would cost its start-up and its transfers
+        # (distributed imported and an in-process LocalCluster started: 1.9 s of an 11 s W1
+        # job on an H200, benchmarks/results/search-nvidia-h200-2026-11-23.json).
+        threads = min(available_cores(), 8)
+        report(f"running in this process on one GPU (Dask's threaded scheduler, {threads} "
+               "threads); no dashboard: pass --scheduler to run on a cluster and watch it")
+        with phases("search"):
+            lazy = _lazy_search(database_path, queries, top, options, backend, blocksize,
+                                threads, gpus=1)
+            with local_progress() if progress else nullcontext():
+                hits = lazy.compute(scheduler="threads", num_workers=threads)
+        return hits_table(hits)
     # a GPU cluster only when the GPU engine is asked for: the pandas partitions of this job
     # are aligned on the CPU otherwise, where a LocalCluster uses every core
     gpu = {"gpu": "auto", "cudf": True}.get(backend, False)
-    if backend == "gpu" and scheduler is None and n_workers is None and gpu_count() == 0:
-        # no dask_cuda: the GPU is driven from this process (one worker thread), not from one
-        # worker process per core sharing it. CPU jobs keep one process per core: on the
-        # 2-core machine, 100 queries against mmseqs2's DB took 24.7 s that way and 29.3 s in
-        # one process (numba on both cores); 10 queries 7.2 s and 6.1 s
-        # (benchmarks/results/search-amd-epyc-2026-11-23.json and the closing note of issue 10).
-        # Its threads read partitions while one of them drives the GPU (GpuBackend.batch).
-        kwargs["processes"] = False
-        kwargs["threads_per_worker"] = min(available_cores(), 8)
     with phases("startup"):
-        started = cluster(scheduler, n_workers, gpu=gpu, **kwargs)
+        started = cluster(scheduler, n_workers, gpu=gpu, report=report)
         client = started.__enter__()
     try:
         with phases("search"):
-            if blocksize == "auto":
-                n_threads = sum(client.nthreads().values())
-                # GPU engine: the GPUs of the cluster (one per worker), one for in-process
-                gpus = len(client.nthreads()) if backend in ("gpu", "cudf") else 0
-                blocksize = auto_blocksize(database_path, max(1, n_threads), gpus)
-            database = read_fasta(database_path, blocksize=blocksize,
-                                  backend="cudf" if backend == "cudf" else "pandas")
-            lazy = database.sw.search(queries, top=top, column="sequence",
-                                      keep=("id", "description"), matrix=options.scoring,
-                                      backend=options.backend)
+            workers = client.nthreads()
+            lazy = _lazy_search(database_path, queries, top, options, backend, blocksize,
+                                max(1, sum(workers.values())),
+                                gpus=len(workers) if gpu_engine else 0)
             future = client.compute(lazy)
             if progress:
                 show_progress([future])

@@ -69,15 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
                      help="use a running Dask scheduler (tcp://host:8786) instead of "
                           "starting a local cluster")
     run.add_argument("--workers", type=int,
-                     help="worker processes of the local cluster (default: one per core)")
+                     help="worker processes of the local cluster (default: one per core, "
+                          "or one per GPU)")
     run.add_argument("--blocksize", default="auto",
-                     help="database bytes per partition, e.g. 64MB (default auto: enough "
-                          "partitions to keep every worker busy, 1 to 64 MiB)")
+                     help="database bytes per partition, e.g. 64MB (default auto: CPU, "
+                          "enough partitions to keep every worker busy, 1 to 64 MiB; GPU, "
+                          "read in parallel, then one partition per GPU)")
     run.add_argument("--backend", choices=("auto", "cpu", "gpu", "cudf"), default="auto",
                      help="alignment engine (default auto: CPU for these partitions); gpu: "
                           "CUDA kernels on pandas partitions; cudf: the database as cuDF "
-                          "partitions in GPU memory on a LocalCUDACluster (needs cuDF, "
-                          "dask-cudf and dask-cuda)")
+                          "partitions in GPU memory (needs cuDF and dask-cudf). On one "
+                          "local GPU without --scheduler or --workers, both run in this "
+                          "process without a cluster; on several, a LocalCUDACluster "
+                          "(needs dask-cuda) has one worker per GPU")
     run.add_argument("--no-progress", action="store_true",
                      help="no progress bar on standard error")
     run.add_argument("-v", "--verbose", action="store_true",

@@ -295,3 +295,30 @@ def test_search_function_rejects_an_unknown_backend():
 
     with pytest.raises(ValueError, match="backend must be 'auto', 'cpu', 'gpu' or 'cudf'"):
         search(QUERIES, DB, backend="tpu", progress=False)
+
+
+@pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
+                    reason="the host emulation needs g++")
+def test_one_local_gpu_runs_in_this_process(tmp_path, capsys, monkeypatch, setting):
+    """--backend gpu on a machine with one GPU and no cluster asked for: no cluster, Dask's
+    threaded scheduler in this process, the partitions read in parallel and joined into
+    one; the hits equal the expected ones (the GPU kernels run in the host emulation)."""
+    import swdask._cluster as cluster_module
+
+    setting("gpu.runtime", "emulation")
+    monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: 1)
+    started = []
+    monkeypatch.setattr(cluster_module, "cluster", lambda *a, **k: started.append(a))
+    db = tmp_path / "db.fasta"
+    db.write_text("".join(f">{name} {description}\n{sequence}\n"
+                          for name, description, sequence in records(DB)[:12]))
+    queries = tmp_path / "q.fasta"
+    queries.write_text("".join(f">{name}\n{sequence[:60]}\n"
+                               for name, _, sequence in records(QUERIES)[:2]))
+    out = tmp_path / "hits.tsv"
+    assert main(["search", str(queries), str(db), "--top", "4", "-o", str(out),
+                 "--backend", "gpu", "--blocksize", "200", "--verbose"]) == 0
+    assert not started  # no cluster was started
+    err = capsys.readouterr().err
+    assert "in this process on one GPU" in err and "100%" in err
+    check_hits(read_tsv(out), expected_hits(queries, db, 4))

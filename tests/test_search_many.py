@@ -115,3 +115,22 @@ def test_gpu_backend_equals_cpu(database, queries, setting):
         got = small.sw.search(queries, top=6, backend="gpu", positions=positions)
         want = small.sw.search(queries, top=6, backend="cpu", positions=positions)
         pd.testing.assert_frame_equal(got, want)
+
+
+@pytest.mark.parametrize("top", [1, 3, 10, 50])
+def test_top_candidates_order_and_tie_rule(top):
+    """The top rows come best first (score descending, then row), rows without a hit (score
+    0, null rows) only after every hit, and exactly min(top, n) of them."""
+    from swdask._results import finish, top_candidates
+
+    rng = np.random.default_rng(top)
+    n = 40
+    score = rng.integers(0, 4, n)  # many ties and many zeros
+    valid = rng.random(n) > 0.2
+    found = finish({"score": score}, valid, "none")
+    rows = top_candidates(found, top)
+    hits = [r for r in range(n) if valid[r] and score[r] > 0]
+    expected = sorted(hits, key=lambda r: (-score[r], r))[:top]
+    assert len(rows) == min(top, n)
+    assert list(rows[:len(expected)]) == expected
+    assert not found.has_hit[rows[len(expected):]].any()

@@ -232,6 +232,8 @@ class DeviceTargets:
     pad_code: int
     long_rows: object = None
     long_row_min: int | None = None
+    #: the longest of ``long_rows`` (read once here, not once per query)
+    longest_long_row: int = 0
 
     def __len__(self) -> int:
         return int(self.lengths.shape[0])
@@ -289,8 +291,9 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
     order = rows[xp.argsort(-lengths[rows], kind="stable")] if rows.size else rows
     pad_code = alphabet_size
     pairs = _pair_layout(runtime, residues, offsets, lengths, order, 2, pad_code)
+    longest = int(lengths[long_rows].max()) if long_rows.shape[0] else 0
     return DeviceTargets(runtime, residues, offsets, lengths, valid, order, pairs, pad_code,
-                         long_rows, long_row_min)
+                         long_rows, long_row_min, longest)
 
 
 # ----------------------------------------------------------------------------------- kernels
@@ -390,7 +393,7 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     inter_rows = targets.order  # rows the inter-task kernels align (forward and reverse)
     on_long_kernel = False
     if long_rows is not None and long_rows.shape[0]:
-        on_long_kernel = _long_rows_fit(scoring, m, targets.lengths[long_rows])
+        on_long_kernel = _long_rows_fit(scoring, m, targets.longest_long_row)
         if not on_long_kernel:
             # the intra-task kernel's int32 range is narrower than the 32-bit inter-task
             # kernels': such rows take those (exact as well, only slower)
@@ -418,13 +421,18 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
         if track_end:
             result["query_end"] = _scatter(xp, n, slot_rows, end_i, -1)
             result["target_end"] = _scatter(xp, n, slot_rows, end_j, -1)
-        if track_end and bool(((score > 0) & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any()):
-            raise RuntimeError("internal error: the GPU forward kernel returned an end cell "
-                               "outside the matrix; please report it with the input")
         # a lane whose best reached this may have wrapped: recompute it in 32 bits
         limit = scoring.saturation_bound(_LANE16_MAX)
         saturated = result["score"] >= limit
-        if bool(saturated.any()):
+        # both checks come back in one transfer (each read waits for the kernels)
+        flags = [saturated.any()]
+        if track_end:
+            flags.append(((score > 0) & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any())
+        flags = xp.stack(flags).get() if xp is not np else np.stack(flags)
+        if track_end and flags[1]:
+            raise RuntimeError("internal error: the GPU forward kernel returned an end cell "
+                               "outside the matrix; please report it with the input")
+        if flags[0]:
             again = targets.order[saturated[targets.order]]
             wide_rows = again if wide_rows is None else xp.concatenate([wide_rows, again])
     else:
@@ -448,11 +456,12 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     return result
 
 
-def _long_rows_fit(scoring, m: int, long_lengths) -> bool:
-    """Whether the intra-task kernel's int32 range holds every score of these rows."""
+def _long_rows_fit(scoring, m: int, longest: int) -> bool:
+    """Whether the intra-task kernel's int32 range holds every score of rows up to
+    ``longest`` letters."""
     from . import _pairs
 
-    return scoring.score_bound(m, int(long_lengths.max())) < _pairs.SCORE_LIMIT
+    return scoring.score_bound(m, longest) < _pairs.SCORE_LIMIT
 
 
 def _align_long(targets: DeviceTargets, codes, scoring, mode: str, result) -> None:
