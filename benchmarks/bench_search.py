@@ -85,9 +85,14 @@ def _run(command: list[str], stdout=None) -> tuple[float, str]:
 
 
 def _phases(stderr: str) -> dict[str, float]:
+    """The job's phases (``--verbose``); stages inside its tasks, when it reports them, as
+    ``task_<stage>`` (thread-seconds)."""
     line = next((ln for ln in stderr.splitlines() if ln.startswith("swdask: phases:")), "")
-    return {name: float(value) for name, value in
-            re.findall(r"(\w+) ([0-9.]+) s", line.partition(":")[2].partition(":")[2])}
+    job, _, tasks = line.partition(":")[2].partition(":")[2].partition(";")
+    found = {name: float(value) for name, value in re.findall(r"(\w+) ([0-9.]+) s", job)}
+    found.update({f"task_{name}": float(value) for name, value in
+                  re.findall(r"(\w+) ([0-9.]+) s", tasks.partition(":")[2])})
+    return found
 
 
 def _job(query_file, database, output, backend, env=None) -> tuple[float, dict]:
@@ -230,6 +235,10 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
                               if got.shape == expected.shape else len(expected))
                 print(f"  check against per-query align: {record['check_mismatches']} "
                       f"mismatching rows of {len(expected)}")
+            if backend != "gpu" and (work / f"{workload}-gpu.tsv").exists():
+                same = _hits_key(output).equals(_hits_key(work / f"{workload}-gpu.tsv"))
+                record["equal_to_gpu_backend"] = bool(same)
+                print(f"  hits equal to --backend gpu's: {same}")
             if source is not None and backend == "gpu":
                 record["seed"] = args.seed
                 first = work / "exactness-queries.fasta"

@@ -42,6 +42,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._timing import stage
+
 #: How much of a file the planning scan reads at a time (also the read size for streams).
 _SCAN_CHUNK = 16 * 2**20
 
@@ -443,6 +445,11 @@ def _plan_file(fs, path: str, compression: str | None, blocksize: int | None,
 
 
 def _read_part(part: _Part, fs) -> pd.DataFrame:
+    with stage("read"):
+        return _read_part_timed(part, fs)
+
+
+def _read_part_timed(part: _Part, fs) -> pd.DataFrame:
     size = int(fs.size(part.path))
     if size != part.file_size:
         raise FastaError(

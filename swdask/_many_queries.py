@@ -28,6 +28,7 @@ from ._api import column_targets, is_cudf
 from ._results import COLUMNS, array_module, result_columns, top_candidates
 from ._scoring import ScoringError
 from ._sequences import SequenceError, prepare_query, query_column
+from ._timing import stage
 
 def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "auto",
                    owner=None, fingerprint: tuple = ()) -> dict:
@@ -42,35 +43,38 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     query's top rows (``backend.pairs``: one launch for the whole batch rather than one
     small search per query; the pair kernels keep the same tie rule, so the positions are
     those a full search of the row gives)."""
-    encoded = targets() if callable(targets) else targets
+    with stage("encode"):
+        encoded = targets() if callable(targets) else targets
     chosen = _engine.get_backend(backend, encoded.residues)
     if owner is None:  # keep the layout for this batch: it dies with ``encoded``
         owner, fingerprint = encoded, ("batch",)
     names = ("query", "row") + result_columns(mode)
     counts, picked, is_hit, scanned = [], [], [], []
     with chosen.batch():
-        # queue every query's scan and top rows without reading anything back, so the GPU
-        # goes from one query to the next without waiting for the host
-        for query in queries:
-            scan = chosen.one_against_many(query, encoded, "end", owner=owner,
-                                           fingerprint=fingerprint)
-            rows = top_candidates(scan, top)
-            counts.append(int(rows.shape[0]))
-            picked.append(rows)
-            is_hit.append(scan.has_hit[rows])
-            if mode != "full":
-                scanned.append(scan.take(rows))
-        if not picked or not sum(counts):
-            return {name: np.zeros(0, dtype=np.int64) for name in names}
-        xp = array_module(picked[0])
-        keep = np.asarray(_host(xp.concatenate(is_hit)), dtype=bool)
+        with stage("scan"):
+            # queue every query's scan and top rows without reading anything back, so the
+            # GPU goes from one query to the next without waiting for the host
+            for query in queries:
+                scan = chosen.one_against_many(query, encoded, "end", owner=owner,
+                                               fingerprint=fingerprint)
+                rows = top_candidates(scan, top)
+                counts.append(int(rows.shape[0]))
+                picked.append(rows)
+                is_hit.append(scan.has_hit[rows])
+                if mode != "full":
+                    scanned.append(scan.take(rows))
+            if not picked or not sum(counts):
+                return {name: np.zeros(0, dtype=np.int64) for name in names}
+            xp = array_module(picked[0])
+            keep = np.asarray(_host(xp.concatenate(is_hit)), dtype=bool)
         query_of_hit = np.repeat(np.arange(len(queries), dtype=np.int64), counts)[keep]
         rows = np.asarray(_host(xp.concatenate(picked)), dtype=np.int64)[keep]
         if not rows.size:
             return {name: np.zeros(0, dtype=np.int64) for name in names}
         if mode == "full":
-            hits = chosen.pairs(query_column(queries).take(query_of_hit), encoded.take(rows),
-                                queries[0].scoring, "full").to_host()
+            with stage("positions"):
+                hits = chosen.pairs(query_column(queries).take(query_of_hit),
+                                    encoded.take(rows), queries[0].scoring, "full").to_host()
             columns = hits.columns
         else:
             columns = {name: np.asarray(_host(xp.concatenate([s.columns[name] for s in scanned])))[keep]

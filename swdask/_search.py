@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from . import _timing
 from ._fasta import expand_paths, parse_blocksize
 from ._api import OPTION_PARAMETERS
 from ._many_queries import check_top, prepare_queries
@@ -50,6 +51,9 @@ class Phases:
 
     def __init__(self):
         self.seconds: dict[str, float] = {}
+        #: thread-seconds by stage inside the tasks (:mod:`swdask._timing`), when they ran
+        #: in this process
+        self.in_tasks: dict[str, float] = {}
 
     @contextmanager
     def __call__(self, name: str):
@@ -59,8 +63,22 @@ class Phases:
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
 
+    def process_start(self) -> None:
+        """Record phase ``imports``: the seconds from this process's start (the OS's record,
+        by psutil, a Dask dependency) to now: the interpreter and the imports of swdask."""
+        try:
+            import psutil
+
+            self.seconds["imports"] = max(0.0, time.time() - psutil.Process().create_time())
+        except Exception:  # noqa: BLE001 - no psutil or no record: the phase is left out
+            pass
+
     def line(self) -> str:
-        return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.seconds.items())
+        text = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.seconds.items())
+        if self.in_tasks:
+            text += "; inside the search (thread-seconds): " + ", ".join(
+                f"{name} {seconds:.2f} s" for name, seconds in self.in_tasks.items())
+        return text
 
 
 def hits_table(hits: pd.DataFrame) -> pd.DataFrame:
@@ -177,7 +195,10 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         parse_blocksize(blocksize)
     report = report or _report_to_stderr
     gpu_engine = backend in ("gpu", "cudf")
-    if gpu_engine and scheduler is None and n_workers is None and local_gpu_count() <= 1:
+    with phases("startup"):  # for the GPU engine: CuPy imported and the GPUs counted
+        one_local_gpu = (gpu_engine and scheduler is None and n_workers is None
+                         and local_gpu_count() <= 1)
+    if one_local_gpu:
         # One local GPU and no cluster asked for: no cluster at all. Dask's threaded scheduler
         # runs the job in this process: its threads read partitions while one of them drives
         # the GPU (GpuBackend.batch); a cluster would cost its start-up and its transfers
@@ -189,8 +210,10 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         with phases("search"):
             lazy = _lazy_search(database_path, queries, top, options, backend, blocksize,
                                 threads, gpus=1)
+            _timing.take()  # from zero: only this job's tasks
             with local_progress() if progress else nullcontext():
                 hits = lazy.compute(scheduler="threads", num_workers=threads)
+        phases.in_tasks = _timing.take()
         return hits_table(hits)
     # a GPU cluster only when the GPU engine is asked for: the pandas partitions of this job
     # are aligned on the CPU otherwise, where a LocalCluster uses every core

@@ -129,6 +129,7 @@ def main(argv=None) -> int:
         parser.error("--workers sizes a local cluster; with --scheduler the running "
                      "cluster's workers are used")
     phases = Phases()
+    phases.process_start()
     try:
         output_format(args.output)
         hits = search(args.queries, args.database, top=args.top, blocksize=args.blocksize,
