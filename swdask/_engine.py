@@ -27,9 +27,9 @@ from typing import Callable, ContextManager, Protocol
 
 import numpy as np
 
-from ._results import Alignments, empty_cells, finish, on_device
+from ._results import Alignments, empty_cells, finish, kernel_mode, on_device
 from ._scoring import Scoring
-from ._sequences import EncodedSequences, PreparedQuery, encode
+from ._sequences import EncodedSequences, PreparedQuery, encode, query_column
 
 # The numba kernels are parallel (prange) already; two threads entering them at once (Dask's
 # threaded scheduler) gain nothing and can abort numba's fallback "workqueue" threading layer.
@@ -145,7 +145,14 @@ def align_many(query: PreparedQuery, targets, mode: str, *, backend: str = "auto
     the targets' kernel layout for the next query against the same column (the GPU does)."""
     residues = None if callable(targets) else targets.residues
     chosen = get_backend(backend, residues)
-    return chosen.one_against_many(query, targets, mode, owner=owner, fingerprint=fingerprint)
+    found = chosen.one_against_many(query, targets, kernel_mode(mode), owner=owner,
+                                    fingerprint=fingerprint)
+    if mode != "alignment":
+        return found
+    targets = targets() if callable(targets) else targets
+    rows = np.arange(len(targets), dtype=np.int64)
+    return with_alignments(query_column([query]), np.zeros_like(rows), targets, rows,
+                           found, query.scoring)
 
 
 def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: Scoring,
@@ -155,4 +162,25 @@ def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: S
         raise ValueError(f"align_pairs needs as many queries as targets, got {len(queries)} "
                          f"and {len(targets)}")
     chosen = get_backend(backend, queries.residues, targets.residues)
-    return chosen.pairs(queries, targets, scoring, mode)
+    found = chosen.pairs(queries, targets, scoring, kernel_mode(mode))
+    if mode != "alignment":
+        return found
+    rows = np.arange(len(targets), dtype=np.int64)
+    return with_alignments(queries, rows, targets, rows, found, scoring)
+
+
+def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSequences,
+                    target_rows, found: Alignments, scoring: Scoring) -> Alignments:
+    """``found`` (mode ``"full"``) with the alignment columns of its hits added: row ``k``
+    aligned ``queries[query_rows[k]]`` and ``targets[target_rows[k]]``. The traceback runs
+    on the host (:mod:`swdask._traceback`; GPU inputs and results come to it)."""
+    from . import _traceback
+
+    host = found.to_host()
+    columns = _traceback.trace(_on_host(queries), np.asarray(_host(query_rows)),
+                               _on_host(targets), np.asarray(_host(target_rows)), host, scoring)
+    return Alignments({**host.columns, **columns}, host.valid, "alignment")
+
+
+def _host(array):
+    return array.get() if on_device(array) else array

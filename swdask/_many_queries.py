@@ -25,7 +25,7 @@ import pandas as pd
 
 from . import _engine
 from ._api import column_targets, is_cudf
-from ._results import COLUMNS, array_module, result_columns, top_candidates
+from ._results import COLUMNS, array_module, column_array, result_columns, top_candidates
 from ._scoring import ScoringError
 from ._sequences import SequenceError, prepare_query, query_column
 from ._timing import stage
@@ -71,10 +71,14 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
         rows = np.asarray(_host(xp.concatenate(picked)), dtype=np.int64)[keep]
         if not rows.size:
             return {name: np.zeros(0, dtype=np.int64) for name in names}
-        if mode == "full":
+        if mode in ("full", "alignment"):
             with stage("positions"):
                 hits = chosen.pairs(query_column(queries).take(query_of_hit),
                                     encoded.take(rows), queries[0].scoring, "full").to_host()
+            if mode == "alignment":
+                with stage("traceback"):
+                    hits = _engine.with_alignments(query_column(queries), query_of_hit,
+                                                   encoded, rows, hits, queries[0].scoring)
             columns = hits.columns
         else:
             columns = {name: np.asarray(_host(xp.concatenate([s.columns[name] for s in scanned])))[keep]
@@ -159,7 +163,8 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
     frame = pd.DataFrame({
         "query_id": pd.Series(np.asarray(ids, dtype=object)[found["query"]], dtype=object),
         "target_index": np.asarray(labels),
-        **{name: pd.array(found[name], dtype="Int64") for name in result_columns(options.mode)},
+        **{name: column_array(name, found[name], np.zeros(len(rows), dtype=bool))
+           for name in result_columns(options.mode)},
         "_query": found["query"], "_partition": np.full(len(rows), partition, np.int64),
         "_row": rows})
     if kept is not None and len(kept.columns):
@@ -167,7 +172,9 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
         extra = extra.to_pandas() if is_cudf(extra) else extra
         for name in kept.columns:
             frame[name] = extra[name].array
-    for name in result_columns(options.mode)[1:]:  # no position where nothing aligned
+    for name in COLUMNS[1:]:  # no position where nothing aligned
+        if name not in frame.columns:
+            continue
         frame.loc[frame[name] < 0, name] = pd.NA
     return frame
 
@@ -190,5 +197,6 @@ def empty_hits(mode: str):
     """A hits frame with no row and the columns (and dtypes) of ``mode``."""
     return rank_hits(pd.DataFrame({
         "query_id": pd.Series([], dtype=object), "target_index": pd.Series([], dtype=object),
-        **{name: pd.Series([], dtype="Int64") for name in result_columns(mode)},
+        **{name: pd.Series(column_array(name, np.zeros(0), np.zeros(0, dtype=bool)))
+           for name in result_columns(mode)},
         **{key: pd.Series([], dtype=np.int64) for key in _KEYS}}), 1)

@@ -27,7 +27,9 @@ SCORING_DOC = """
             DNA) or ``"raise"``. Other characters (whitespace, digits, ``-``, ``.``, control and
             non-ASCII characters) always raise.
         positions: ``True`` for start and end positions, ``"end"`` for ends only, ``False`` for
-            the score only.
+            the score only, ``"alignment"`` for start and end and the alignment itself
+            (``cigar``, ``alignment_length``, ``matches``, ``mismatches``, ``gap_opens``,
+            ``identity``; traced on the CPU).
         backend: where the kernels run: ``"auto"`` (the GPU when the sequences are on it, as
             in a cuDF column; else the CPU), ``"cpu"`` (numba) or ``"gpu"`` (CUDA via CuPy).
 """
@@ -41,6 +43,17 @@ RESULT_DOC = """
         smallest target end, then the smallest query end; the start is the one closest to that end
         (largest target start, then largest query start). Null sequences give nulls; empty ones
         score 0; positions are null where the score is 0.
+
+        With ``positions="alignment"``, also: ``cigar`` (SAM's extended CIGAR over the aligned
+        segments: ``=`` identical residues, ``X`` substitution, ``I`` a query residue against a
+        gap in the target, ``D`` a target residue against a gap in the query; its ``=`` + ``X``
+        + ``I`` spans the query segment, ``=`` + ``X`` + ``D`` the target segment, and it
+        re-scores to ``score``), ``alignment_length`` (its columns), ``matches``,
+        ``mismatches``, ``gap_opens`` (gap runs) and ``identity`` (matches /
+        alignment_length), null where the score is 0. Among equally scoring paths, read from
+        the end backwards, a substitution is preceded by a substitution before an ``I`` before
+        a ``D``; an ``I`` by a substitution (gap opened) before an ``I`` (extended) before a
+        ``D``; a ``D`` by a substitution before a ``D`` before an ``I``.
 """
 
 

@@ -3,8 +3,9 @@
 Everything above the kernels speaks this module's terms:
 
 * **Modes** (:data:`MODES`): what a call computes. ``"none"`` the score only, ``"end"`` the
-  score and the end positions, ``"full"`` start and end positions too (``"alignment"`` is the
-  name reserved for the traceback mode). :func:`position_mode` turns the API's
+  score and the end positions, ``"full"`` start and end positions too, ``"alignment"`` also
+  the alignment itself (:data:`ALIGNMENT_COLUMNS`, by :mod:`swdask._traceback` after the
+  kernels ran in mode ``"full"``: :func:`kernel_mode`). :func:`position_mode` turns the API's
   ``positions=`` argument (``True``, ``"end"``, ``False``, or a mode name) into a mode, and
   :func:`result_columns` gives the columns a mode returns, in order.
 * **Kernel cells** (:func:`empty_cells`): what every kernel writes, by name: ``score`` and
@@ -31,27 +32,40 @@ from dataclasses import dataclass
 import numpy as np
 
 #: The modes, from least to most work.
-MODES = ("none", "end", "full")
-#: Every result column, in order; positions are 0-based, ends exclusive.
+MODES = ("none", "end", "full", "alignment")
+#: Every result column the kernels give, in order; positions are 0-based, ends exclusive.
 COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
+#: What the traceback adds (mode ``"alignment"``; :mod:`swdask._traceback` says what each
+#: holds): a string, four counts and a fraction.
+ALIGNMENT_COLUMNS = ("cigar", "alignment_length", "matches", "mismatches", "gap_opens",
+                     "identity")
 _COLUMNS_OF = {
     "none": ("score",),
     "end": ("score", "query_end", "target_end"),
     "full": COLUMNS,
+    "alignment": COLUMNS + ALIGNMENT_COLUMNS,
 }
-_POSITIONS = {True: "full", False: "none", "full": "full", "end": "end", "none": "none"}
+_POSITIONS = {True: "full", False: "none", "full": "full", "end": "end", "none": "none",
+              "alignment": "alignment"}
 
 
 def position_mode(positions) -> str:
-    """The mode (``"full"``, ``"end"`` or ``"none"``) of the user's ``positions=`` argument:
-    ``True`` (start and end), ``"end"`` (ends only) or ``False`` (score only)."""
+    """The mode (``"full"``, ``"end"``, ``"none"`` or ``"alignment"``) of the user's
+    ``positions=`` argument: ``True`` (start and end), ``"end"`` (ends only), ``False`` (score
+    only) or ``"alignment"`` (start and end, and the alignment: CIGAR and counts)."""
     try:
         return _POSITIONS[positions]
     except (KeyError, TypeError):
         raise ValueError(
-            f"positions must be True (start and end), 'end' (ends only) or False (score only), "
-            f"got {positions!r}"
+            f"positions must be True (start and end), 'end' (ends only), False (score only) or "
+            f"'alignment' (positions, CIGAR and identity), got {positions!r}"
         ) from None
+
+
+def kernel_mode(mode: str) -> str:
+    """What the kernels compute for ``mode``: the alignment mode needs every position, and
+    the traceback does the rest."""
+    return "full" if mode == "alignment" else mode
 
 
 def result_columns(mode: str) -> tuple[str, ...]:
@@ -91,10 +105,26 @@ def finish(cells: dict, valid, mode: str) -> "Alignments":
     score = xp.where(valid, xp.maximum(cells["score"], 0), 0).astype(xp.int64)
     has_hit = score > 0
     columns = {"score": score}
-    for name in result_columns(mode)[1:]:
+    for name in result_columns(kernel_mode(mode))[1:]:
         cell = cells[name].astype(xp.int64)
         columns[name] = xp.where(has_hit, cell + 1 if name.endswith("_end") else cell, -1)
     return Alignments(columns, valid, position_mode(mode))
+
+
+def column_array(name: str, values, missing):
+    """One result column as a pandas array, null where ``missing``: ``Int64`` for scores,
+    positions and counts, ``string`` for the CIGAR, ``Float64`` for the identity."""
+    import pandas as pd
+
+    missing = np.asarray(missing, dtype=bool)
+    if name == "cigar":
+        values = np.asarray(values, dtype=object).copy()
+        values[missing] = None
+        return pd.array(values, dtype=pd.StringDtype())
+    if name == "identity":
+        return pd.arrays.FloatingArray(np.asarray(values, dtype=np.float64), missing.copy())
+    return pd.arrays.IntegerArray(np.asarray(values).astype(np.int64, copy=False),
+                                  missing.copy())
 
 
 def best_cell(scores, query_cells, target_cells) -> tuple[int, int, int]:
@@ -147,7 +177,7 @@ class Alignments:
         return int(self.valid.shape[0])
 
     def __getattr__(self, name):
-        if name in COLUMNS:  # score, query_start, ...: None when the mode has no such column
+        if name in COLUMNS + ALIGNMENT_COLUMNS:  # None when the mode has no such column
             return self.__dict__["columns"].get(name)
         raise AttributeError(name)
 
@@ -171,21 +201,23 @@ class Alignments:
             return self
         import cupy
 
-        return Alignments({k: cupy.asnumpy(v) for k, v in self.columns.items()},
-                          cupy.asnumpy(self.valid), self.mode)
+        return Alignments({k: cupy.asnumpy(v) if on_device(v) else v
+                           for k, v in self.columns.items()}, cupy.asnumpy(self.valid),
+                          self.mode)
 
     def to_pandas(self, index=None, names=None):
-        """A pandas DataFrame of nullable ``Int64`` columns (null for null inputs, and for the
-        positions of zero scores); ``names`` maps a column to its name in the frame."""
+        """A pandas DataFrame of nullable columns: ``Int64`` (null for null inputs, and for
+        the positions of zero scores), the alignment's ``cigar`` as strings and ``identity``
+        as ``Float64`` (null where there is no hit); ``names`` maps a column to its name."""
         import pandas as pd
 
         host = self.to_host()
         valid = np.asarray(host.valid, dtype=bool)
+        no_hit = ~np.asarray(host.has_hit, dtype=bool)
         data = {}
         for name, values in host.columns.items():
-            mask = ~valid if name == "score" else ~valid | (values < 0)
-            data[(names or {}).get(name, name)] = pd.arrays.IntegerArray(
-                values.astype(np.int64, copy=False), mask)
+            data[(names or {}).get(name, name)] = column_array(
+                name, values, ~valid if name == "score" else no_hit)
         return pd.DataFrame(data, index=index)
 
     def to_cudf(self, index=None, names=None):
@@ -206,5 +238,6 @@ class Alignments:
         return frame
 
 
-__all__ = ["Alignments", "COLUMNS", "MODES", "best_cell", "empty_cells", "finish",
-           "position_mode", "result_columns", "top_candidates"]
+__all__ = ["ALIGNMENT_COLUMNS", "Alignments", "COLUMNS", "MODES", "best_cell", "column_array",
+           "empty_cells", "finish", "kernel_mode", "position_mode", "result_columns",
+           "top_candidates"]

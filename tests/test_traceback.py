@@ -1,0 +1,210 @@
+"""The alignment itself (``positions="alignment"``): CIGAR and counts.
+
+Every traced row is checked against references independent of swdask's traceback:
+* the CIGAR walked over the two sequences (pure Python here) re-scores to the row's score
+  under the scheme's own table (built without swdask), and its spans equal the positions;
+* the path is one of Biopython's optimal global alignments of the two segments (its
+  ``PairwiseAligner`` enumerates them all), so the counts equal Biopython's for that path;
+* the tie rule: among the optimal paths, the one the documented preferences pick, found by
+  a brute-force reading of every optimal path in pure Python on small cases.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import swdask
+
+from .conftest import Scheme, mutate
+
+BLOSUM = Scheme()
+DNA = Scheme(matrix=None, match=2, mismatch=-3, gap_open=5, gap_extend=2)
+ALIGNMENT = ["cigar", "alignment_length", "matches", "mismatches", "gap_opens", "identity"]
+
+
+def walk(cigar: str, query: str, target: str, scheme: Scheme):
+    """Re-score ``cigar`` from the segment starts; the score, the residues it spans and the
+    gapped strings."""
+    score, i, j = 0, 0, 0
+    top, bottom = [], []
+    for length, op in re.findall(r"(\d+)([=XID])", cigar):
+        length = int(length)
+        if op in "=X":
+            for _ in range(length):
+                a, b = query[i], target[j]
+                assert (a == b) == (op == "="), (cigar, i, j)
+                score += scheme.table[a][b]
+                top.append(a)
+                bottom.append(b)
+                i += 1
+                j += 1
+        elif op == "I":
+            score -= scheme.gap_open + (length - 1) * scheme.gap_extend
+            top.append(query[i:i + length])
+            bottom.append("-" * length)
+            i += length
+        else:
+            score -= scheme.gap_open + (length - 1) * scheme.gap_extend
+            top.append("-" * length)
+            bottom.append(target[j:j + length])
+            j += length
+    return score, i, j, "".join(top), "".join(bottom)
+
+
+def check_rows(frame: pd.DataFrame, queries, targets, scheme: Scheme, biopython=True):
+    """Every row's alignment against the references (see the module docstring)."""
+    assert list(frame.columns[-len(ALIGNMENT):]) == ALIGNMENT
+    traced = 0
+    for k, (query, target) in enumerate(zip(queries, targets)):
+        row = frame.iloc[k]
+        if pd.isna(row["score"]) or row["score"] == 0:
+            assert all(pd.isna(row[c]) for c in ALIGNMENT)
+            continue
+        a = scheme.canonical(query)[row["query_start"]:row["query_end"]]
+        b = scheme.canonical(target)[row["target_start"]:row["target_end"]]
+        score, used_a, used_b, top, bottom = walk(row["cigar"], a, b, scheme)
+        assert (score, used_a, used_b) == (row["score"], len(a), len(b)), k
+        columns = len(top)
+        matches = sum(x == y for x, y in zip(top, bottom))
+        gaps = len(re.findall(r"-+", top)) + len(re.findall(r"-+", bottom))
+        assert (row["alignment_length"], row["matches"], row["gap_opens"]) == (
+            columns, matches, gaps)
+        assert row["mismatches"] == columns - matches - top.count("-") - bottom.count("-")
+        assert row["identity"] == pytest.approx(matches / columns)
+        if biopython:
+            alignments = scheme.global_aligner.align(a, b)
+            assert alignments.score == row["score"]
+            if len(alignments) <= 200:
+                assert (top, bottom) in {(x[0], x[1]) for x in alignments}, k
+        traced += 1
+    return traced
+
+
+def test_real_proteins_each_query(protein_queries, protein_db):
+    targets = protein_db.iloc[:120]
+    traced = 0
+    for _, query in protein_queries[:3]:
+        frame = targets.sw.align(query, positions="alignment", **BLOSUM.options)
+        assert frame.index.equals(targets.index)
+        traced += check_rows(frame, [query] * len(targets), targets.tolist(), BLOSUM)
+    assert traced > 300
+
+
+def test_dna_pairs_with_gaps(dna_region):
+    rng = np.random.default_rng(7)
+    queries, targets = [], []
+    for k in range(60):
+        start = int(rng.integers(0, len(dna_region) - 300))
+        piece = dna_region[start:start + int(rng.integers(20, 300))]
+        queries.append(piece)
+        targets.append(mutate(piece, rng, 0.15, "ACGT"))
+    queries[3], targets[4] = None, ""
+    frame = pd.DataFrame({"query": queries, "target": targets}).sw.align_pairs(
+        positions="alignment", **DNA.options)
+    assert frame["cigar"].str.contains("I").any() and frame["cigar"].str.contains("D").any()
+    assert check_rows(frame, [q or "" for q in queries], targets, DNA) == 58
+
+
+def brute_force_path(a: str, b: str, scheme: Scheme) -> str:
+    """The optimal global path of ``a`` and ``b`` that starts and ends with a substitution
+    and that the documented preferences pick, by plain recursion from the end (tiny inputs)."""
+    from functools import lru_cache
+
+    neg = -(10 ** 9)
+
+    @lru_cache(maxsize=None)
+    def best(i, j, state):  # best score of a path from (0, 0) to (i, j) ending in `state`
+        if i == 0 and j == 0:
+            return 0 if state == "S" else neg
+        if state == "S":
+            if i == 0 or j == 0:
+                return neg
+            return max(best(i - 1, j - 1, s) for s in "SID") + scheme.table[a[i - 1]][b[j - 1]]
+        if state == "I":
+            if i == 0:
+                return neg
+            return max(best(i - 1, j, "S") - scheme.gap_open, best(i - 1, j, "I")
+                       - scheme.gap_extend, best(i - 1, j, "D") - scheme.gap_open)
+        if j == 0:
+            return neg
+        return max(best(i, j - 1, "S") - scheme.gap_open, best(i, j - 1, "D")
+                   - scheme.gap_extend, best(i, j - 1, "I") - scheme.gap_open)
+
+    ops, i, j, state = [], len(a), len(b), "S"
+    while i or j:
+        if state == "S":
+            ops.append("=" if a[i - 1] == b[j - 1] else "X")
+            want = best(i, j, "S") - scheme.table[a[i - 1]][b[j - 1]]
+            i, j = i - 1, j - 1
+            state = next(s for s in "SID" if best(i, j, s) == want)
+        elif state == "I":
+            ops.append("I")
+            value = best(i, j, "I")
+            i -= 1
+            state = next(s for s, cost in (("S", scheme.gap_open), ("I", scheme.gap_extend),
+                                           ("D", scheme.gap_open))
+                         if best(i, j, s) - cost == value)
+        else:
+            ops.append("D")
+            value = best(i, j, "D")
+            j -= 1
+            state = next(s for s, cost in (("S", scheme.gap_open), ("D", scheme.gap_extend),
+                                           ("I", scheme.gap_open))
+                         if best(i, j, s) - cost == value)
+    path = "".join(reversed(ops))
+    return "".join(f"{len(run.group())}{run.group()[0]}" for run in re.finditer(r"(.)\1*", path))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text("ACGT", min_size=1, max_size=14), st.text("ACGT", min_size=1, max_size=14),
+       st.sampled_from([(2, 3, 5, 2), (1, 1, 2, 1), (1, 2, 2, 2), (3, 1, 3, 1)]))
+def test_tie_rule_on_small_dna(query, target, scores):
+    """Many equally scoring paths (small alphabets, cheap gaps): the CIGAR is the one the
+    documented preferences pick."""
+    match, mismatch, gap_open, gap_extend = scores
+    scheme = Scheme(matrix=None, match=match, mismatch=-mismatch, gap_open=gap_open,
+                    gap_extend=gap_extend)
+    frame = swdask.align(query, [target], positions="alignment", **scheme.options)
+    row = frame.iloc[0]
+    if row["score"] == 0:
+        assert pd.isna(row["cigar"])
+        return
+    a = query[row["query_start"]:row["query_end"]]
+    b = target[row["target_start"]:row["target_end"]]
+    assert row["cigar"] == brute_force_path(a, b, scheme)
+    check_rows(frame, [query], [target], scheme)
+
+
+def test_search_with_alignments_equals_align(protein_queries, protein_db):
+    frame = pd.DataFrame({"sequence": protein_db.iloc[:150].tolist()})
+    queries = [q for _, q in protein_queries[:2]]
+    hits = frame.sw.search(queries, top=5, positions="alignment", **BLOSUM.options)
+    assert list(hits.columns[-len(ALIGNMENT):]) == ALIGNMENT
+    for number, query in enumerate(queries):
+        mine = hits[hits["query_id"] == number]
+        full = frame["sequence"].sw.align(query, positions="alignment", **BLOSUM.options)
+        expected = full.loc[mine["target_index"]].reset_index(drop=True)
+        got = mine[list(expected.columns)].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+
+
+def test_dask_partitions_give_the_same_alignments(protein_queries, protein_db):
+    import dask.dataframe as dd
+
+    series = protein_db.iloc[:90].reset_index(drop=True)
+    query = protein_queries[0][1]
+    want = series.sw.align(query, positions="alignment", **BLOSUM.options)
+    got = dd.from_pandas(series, npartitions=3).sw.align(
+        query, positions="alignment", **BLOSUM.options).compute(scheduler="sync")
+    pd.testing.assert_frame_equal(got, want)
+
+
+def test_too_long_for_the_setting_is_a_clear_error(setting):
+    setting("traceback.max-cells", 100)
+    with pytest.raises(ValueError, match="swdask.traceback.max-cells"):
+        swdask.align("MKVLAAGIVGALLAA", ["MKVLAAGIVGALLAA"], positions="alignment")
