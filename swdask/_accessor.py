@@ -54,7 +54,15 @@ _SEARCH_DOC = """The ``top`` best hits of each of ``queries`` among the rows of 
         pandas frame with columns ``query_id``, ``rank`` (1 = best), ``target_index`` (the
         row's index label: merge on it to bring back the row's metadata), ``score`` and, as
         ``positions`` asks, ``query_start``, ``query_end``, ``target_start``, ``target_end``
-        (0-based, end-exclusive){keep}. Hits are ranked by score, then by the rows' order;
+        (0-based, end-exclusive){keep}. With ``statistics="auto"`` (the default) and a
+        scoring for which NCBI BLAST publishes gapped Karlin-Altschul parameters (BLOSUM45/
+        50/62/80/90, PAM30/70/250 with their gap costs), also ``bitscore`` and ``evalue``
+        after ``score``: E-values for the query's length against every row searched (all
+        partitions), with BLAST's length adjustment (see :mod:`swdask._statistics`;
+        swdask's gap_open/gap_extend 11/1 is BLAST's 10/1, BLAST's default 11/1 is swdask's
+        12/1). ``statistics="blast"`` asks for them always (null, with a warning, where no
+        parameters are published), ``None`` leaves them out. Hits are ranked by score, then by
+        the rows' order;
         rows scoring 0 are not hits, so a query may have fewer than ``top``. ``queries`` is a
         list of sequences (ids 0, 1, ...), a Series (ids: its index) or a DataFrame with a
         ``sequence`` column (ids: its ``id`` column, else its index). The column is encoded
@@ -89,16 +97,19 @@ class SeriesAccessor:
         return _api.align_prepared(query, self._series, options)
 
     @_api.takes_options
-    def search(self, queries, top: int = 10, *, options: Options):
+    def search(self, queries, top: int = 10, statistics="auto", *, options: Options):
         # the docstring, shared with the DataFrame's, is set below the classes
-        return self.search_with(queries, top, options)
+        return self.search_with(queries, top, options, statistics=statistics)
 
-    def search_with(self, queries, top: int, options: Options, kept=None):
+    def search_with(self, queries, top: int, options: Options, kept=None,
+                    statistics="auto"):
         """:meth:`search` with the options parsed."""
         top = _many_queries.check_top(top)
         ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
+        stats = _many_queries.hit_statistics(statistics, options.scoring, prepared)
+        totals = _many_queries.database_totals(self._series) if stats else (0, 0)
         return _many_queries.rank_hits(
-            self.search_prepared(ids, prepared, top, options, kept=kept), top)
+            self.search_prepared(ids, prepared, top, options, kept=kept), top, stats, *totals)
 
     def search_prepared(self, ids, queries, top: int, options: Options, partition: int = 0,
                         kept=None):
@@ -133,12 +144,12 @@ class DataFrameAccessor:
                                                               options, names))
 
     @_api.takes_options
-    def search(self, queries, top: int = 10, column: str = "sequence", keep=(), *,
-               options: Options):
+    def search(self, queries, top: int = 10, column: str = "sequence", keep=(),
+               statistics="auto", *, options: Options):
         check_columns(self._frame.columns, {"column": column})
         keep = keep_columns(self._frame.columns, keep)
         return SeriesAccessor(self._frame[column]).search_with(
-            queries, top, options, kept=self._frame[list(keep)])
+            queries, top, options, kept=self._frame[list(keep)], statistics=statistics)
 
     @_api.takes_options
     def align_pairs(self, query: str = "query", target: str = "target", prefix: str = "", *,

@@ -75,11 +75,13 @@ def _search_partition(part, ids, queries, top, column, keep, options, partition_
     return hits
 
 
-def _lazy_search(collection, queries, top, column, keep, options):
+def _lazy_search(collection, queries, top, column, keep, options, statistics="auto"):
     """The lazy hits frame: one ``sw-search`` task per partition (every query against it,
-    only the hits out), then one task that ranks them."""
+    only the hits out), then one task that ranks them (with the whole database's residues
+    and sequences, a reduction over the same partitions, for E-values)."""
     top = _many_queries.check_top(top)
     ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
+    stats = _many_queries.hit_statistics(statistics, options.scoring, prepared)
     if options.backend != "gpu":
         for query in prepared:
             _engine.CpuBackend.prepare(query)
@@ -88,9 +90,14 @@ def _lazy_search(collection, queries, top, column, keep, options):
     partials = collection.map_partitions(_search_partition, ids, shipped, top, column, keep,
                                          options, meta=meta, token=SEARCH_PREFIX,
                                          align_dataframes=False)
-    ranked_meta = _many_queries.rank_hits(meta, top)
+    ranked_meta = _many_queries.rank_hits(meta, top, stats)
+    totals = (0, 0)
+    if stats is not None:  # Dask scalars: reductions over the partitions the search reads
+        series = collection if column is None else collection[column]
+        totals = (series.str.len().sum(), series.count())
     return partials.repartition(npartitions=1).map_partitions(
-        _many_queries.rank_hits, top, meta=ranked_meta, token=SEARCH_PREFIX + "-rank")
+        _many_queries.rank_hits, top, stats, *totals, meta=ranked_meta,
+        token=SEARCH_PREFIX + "-rank")
 
 
 @register_series_accessor("sw")
@@ -111,10 +118,10 @@ class DaskSeriesAccessor:
         )
 
     @takes_options
-    def search(self, queries, top: int = 10, *, options: Options):
+    def search(self, queries, top: int = 10, statistics="auto", *, options: Options):
         """Lazy ``Series.sw.search``: a Dask frame of each query's ``top`` hits (one
         partition), computed with one ``sw-search`` task per partition of the Series."""
-        return _lazy_search(self._series, queries, top, None, (), options)
+        return _lazy_search(self._series, queries, top, None, (), options, statistics)
 
 
 @register_dataframe_accessor("sw")
@@ -138,13 +145,13 @@ class DaskDataFrameAccessor:
         )
 
     @takes_options
-    def search(self, queries, top: int = 10, column: str = "sequence", keep=(), *,
-               options: Options):
+    def search(self, queries, top: int = 10, column: str = "sequence", keep=(),
+               statistics="auto", *, options: Options):
         """Lazy ``DataFrame.sw.search``: a Dask frame of each query's ``top`` hits (one
         partition), computed with one ``sw-search`` task per partition of the frame."""
         check_columns(self._frame.columns, {"column": column})
         keep = keep_columns(self._frame.columns, keep)
-        return _lazy_search(self._frame, queries, top, column, keep, options)
+        return _lazy_search(self._frame, queries, top, column, keep, options, statistics)
 
     @takes_options
     def align_pairs(self, query: str = "query", target: str = "target", prefix: str = "", *,

@@ -20,6 +20,8 @@ scoring 0 are not hits; a query may have fewer than ``top``.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -28,6 +30,7 @@ from ._api import column_targets, is_cudf
 from ._results import COLUMNS, array_module, column_array, result_columns, top_candidates
 from ._scoring import ScoringError
 from ._sequences import SequenceError, prepare_query, query_column
+from ._statistics import KarlinAltschul, blast_parameters
 from ._timing import stage
 
 def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "auto",
@@ -179,17 +182,75 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
     return frame
 
 
-def rank_hits(partials, top: int):
+@dataclass(frozen=True)
+class HitStatistics:
+    """What the ranking needs for ``bitscore`` and ``evalue``: the Karlin-Altschul
+    parameters (None: the columns stay null) and each query's length, by query number."""
+
+    parameters: KarlinAltschul | None
+    query_lengths: tuple
+
+
+def hit_statistics(statistics, scoring, queries) -> HitStatistics | None:
+    """``statistics`` of the search API: ``"auto"`` (bit scores and E-values where NCBI BLAST
+    publishes the scoring's parameters, else no such columns), ``"blast"`` (those columns
+    always; null, with a warning, without published parameters) or ``None`` (none)."""
+    if statistics is None:
+        return None
+    if statistics not in ("auto", "blast"):
+        raise ValueError(f"statistics must be 'auto', 'blast' or None, got {statistics!r}")
+    parameters = blast_parameters(scoring, warn=statistics == "blast")
+    if parameters is None and statistics == "auto":
+        return None
+    return HitStatistics(parameters, tuple(len(q) for q in queries))
+
+
+def database_totals(column) -> tuple[int, int]:
+    """``(residues, sequences)`` of a column (pandas or cuDF): the search space's database
+    side; nulls are not sequences, empty strings are."""
+    total = column.str.len().sum()
+    return (0 if pd.isna(total) else int(total)), int(column.count())
+
+
+def add_statistics(hits: pd.DataFrame, statistics: HitStatistics, residues: int,
+                   sequences: int) -> pd.DataFrame:
+    """``hits`` with ``bitscore`` and ``evalue`` (``Float64``): each hit's query length
+    against the whole database (``residues`` in ``sequences``)."""
+    missing = np.ones(len(hits), dtype=bool)
+    bits = np.zeros(len(hits))
+    evalue = np.zeros(len(hits))
+    parameters = statistics.parameters
+    if parameters is not None and len(hits):
+        numbers = hits["_query"].to_numpy()
+        scores = hits["score"].to_numpy(dtype=np.float64, na_value=0)
+        bits = parameters.bit_score(scores)
+        for number in np.unique(numbers):
+            chosen = numbers == number
+            evalue[chosen] = parameters.evalue(scores[chosen],
+                                               statistics.query_lengths[number], residues,
+                                               sequences)
+        missing[:] = False
+    return hits.assign(bitscore=pd.arrays.FloatingArray(bits, missing.copy()),
+                       evalue=pd.arrays.FloatingArray(evalue, missing.copy()))
+
+
+def rank_hits(partials, top: int, statistics: HitStatistics | None = None, residues=0,
+              sequences=0):
     """Hits of every column (partition) merged into each query's ``top`` best: score
     descending, then record order (partition, then row); ``rank`` 1, 2, ...; queries in
-    their order."""
+    their order. With ``statistics`` (and the whole database's ``residues`` in
+    ``sequences``), the hits' ``bitscore`` and ``evalue`` after the score."""
     hits = partials if isinstance(partials, pd.DataFrame) else pd.concat(list(partials))
     hits = hits.sort_values(["_query", "score", "_partition", "_row"],
                             ascending=[True, False, True, True])
     rank = hits.groupby("_query", sort=False).cumcount().to_numpy() + 1
     hits = hits.assign(rank=rank)[rank <= top]
+    if statistics is not None:
+        hits = add_statistics(hits, statistics, int(residues), int(sequences))
     columns = [c for c in HITS_COLUMNS if c in hits.columns]
-    kept = [c for c in hits.columns if c not in HITS_COLUMNS and c not in _KEYS]
+    columns[columns.index("score") + 1:columns.index("score") + 1] = [
+        c for c in ("bitscore", "evalue") if c in hits.columns]
+    kept = [c for c in hits.columns if c not in columns and c not in _KEYS]
     return hits[columns + kept].reset_index(drop=True)
 
 

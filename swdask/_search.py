@@ -31,11 +31,18 @@ from ._fasta import expand_paths, parse_blocksize
 from ._api import OPTION_PARAMETERS
 from ._many_queries import check_top, prepare_queries
 from ._options import Options
+from ._results import ALIGNMENT_COLUMNS
 
 #: Columns of the hits table, in order. Positions are 0-based and end-exclusive:
 #: query[query_start:query_end] and target[target_start:target_end] are the aligned segments.
 HIT_COLUMNS = ("query_id", "rank", "target_id", "score", "query_start", "query_end",
                "target_start", "target_end", "target_description")
+#: Columns that come after ``score`` when the search computed them (statistics), and before
+#: ``target_description`` (the alignment).
+_STATISTICS_COLUMNS = ("bitscore", "evalue")
+#: BLAST's tabular output (-outfmt 6 / ssearch36 -m 8), in order.
+BLAST6_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart",
+                  "qend", "sstart", "send", "evalue", "bitscore")
 
 #: Bounds of the automatic partition size of the database.
 _MIN_BLOCK = 2**20
@@ -87,7 +94,10 @@ def hits_table(hits: pd.DataFrame) -> pd.DataFrame:
     table = hits.rename(columns={"id": "target_id", "description": "target_description"})
     table = table.astype({"query_id": strings, "target_id": strings,
                           "target_description": strings})
-    return table[list(HIT_COLUMNS)].reset_index(drop=True)
+    columns = list(HIT_COLUMNS)
+    columns[4:4] = [c for c in _STATISTICS_COLUMNS if c in table.columns]
+    columns[-1:-1] = [c for c in ALIGNMENT_COLUMNS if c in table.columns]
+    return table[columns].reset_index(drop=True)
 
 
 def auto_blocksize(paths, n_threads: int, gpus: int = 0) -> int:
@@ -105,8 +115,15 @@ def auto_blocksize(paths, n_threads: int, gpus: int = 0) -> int:
     return int(min(largest, max(_MIN_BLOCK, math.ceil(total / wanted_partitions))))
 
 
-def output_format(output: str) -> str:
-    """``"parquet"``, ``"csv"`` or ``"tsv"`` from the output name (``-`` is TSV on stdout)."""
+def output_format(output: str, fmt: str = "auto") -> str:
+    """``"parquet"``, ``"csv"``, ``"tsv"`` or ``"blast6"``: ``fmt`` unless ``"auto"``, else
+    from the output name (``-`` is TSV on stdout; ``.m8``/``.blast6`` is BLAST's tabular)."""
+    if fmt not in ("auto", "tsv", "csv", "parquet", "blast6"):
+        raise ValueError(f"--format must be auto, tsv, csv, parquet or blast6, got {fmt!r}")
+    if fmt == "parquet" and output == "-":
+        raise ValueError("--format parquet cannot go to standard output; name a file with -o")
+    if fmt != "auto":
+        return fmt
     if output == "-":
         return "tsv"
     name = Path(output).name.lower()
@@ -116,31 +133,100 @@ def output_format(output: str) -> str:
             break
     if name.endswith((".parquet", ".pq")):
         return "parquet"
+    if name.endswith((".m8", ".blast6")):
+        return "blast6"
     if name.endswith(".csv"):
         return "csv"
     if name.endswith((".tsv", ".tab", ".txt")):
         return "tsv"
     raise ValueError(
         f"-o {output!r}: the suffix says neither TSV nor Parquet; name the output *.tsv "
-        "(tab-separated text; also .tab, .txt, .csv, with .gz for compression) or *.parquet, "
-        "or '-' for TSV on standard output"
+        "(tab-separated text; also .tab, .txt, .csv, with .gz for compression), *.parquet or "
+        "*.m8 (BLAST tabular), or '-' for TSV on standard output; or give --format"
     )
 
 
-def write_hits(hits: pd.DataFrame, output: str, stdout=None) -> None:
-    """Write the hits table to ``output`` in the format its suffix names."""
+def check_statistics(fmt: str, evalue, scoring_options: dict):
+    """The search's ``statistics`` for an output format and an ``--evalue`` filter: ``"auto"``
+    for the tables, ``"blast"`` where E-values are needed (blast6, ``--evalue``), which must
+    then exist for the scoring: a ValueError saying so otherwise, before any work."""
+    from ._scoring import make_scoring
+    from ._statistics import blast_parameters
+
+    if fmt != "blast6" and evalue is None:
+        return "auto"
+    scoring = make_scoring(**{k: v for k, v in scoring_options.items() if k != "on_unknown"})
+    if blast_parameters(scoring, warn=False) is None:
+        wanted = "--format blast6" if fmt == "blast6" else "--evalue"
+        raise ValueError(
+            f"{wanted} needs E-values, and NCBI BLAST publishes no statistics for "
+            f"{scoring.name} with gap_open={scoring.gap_open}, gap_extend={scoring.gap_extend}"
+            f" (swdask's gap costs; BLAST's are one less on the opening); choose a protein "
+            f"matrix and gap cost BLAST supports (e.g. BLOSUM62 with --gap-open 12 "
+            f"--gap-extend 1, BLAST's default), or write TSV/Parquet without --evalue")
+    return "blast"
+
+
+def blast6_table(hits: pd.DataFrame) -> pd.DataFrame:
+    """The hits (with alignments and statistics) as BLAST's 12 tabular columns, formatted as
+    BLAST writes them: pident with 3 decimals, E-values in 2 significant digits (0.0 below
+    the smallest double), bit scores with one decimal; coordinates 1-based, inclusive."""
+    def evalue_text(value):
+        return "0.0" if value == 0 else f"{value:.2e}"
+
+    return pd.DataFrame({
+        "qseqid": hits["query_id"], "sseqid": hits["target_id"],
+        "pident": [f"{100 * v:.3f}" for v in hits["identity"]],
+        "length": hits["alignment_length"], "mismatch": hits["mismatches"],
+        "gapopen": hits["gap_opens"], "qstart": hits["query_start"] + 1,
+        "qend": hits["query_end"], "sstart": hits["target_start"] + 1,
+        "send": hits["target_end"], "evalue": [evalue_text(v) for v in hits["evalue"]],
+        "bitscore": [f"{v:.1f}" for v in hits["bitscore"]]})
+
+
+def write_hits(hits: pd.DataFrame, output: str, fmt: str = "auto", stdout=None) -> None:
+    """Write the hits table to ``output`` in ``fmt`` (:func:`output_format`), whole or not at
+    all: a file is written under a temporary name beside it, then renamed."""
+    import os
     import sys
 
-    fmt = output_format(output)
+    fmt = output_format(output, fmt)
+    if output == "-":
+        target = stdout or sys.stdout
+        _write(hits, target, fmt)
+        return
+    folder, name = os.path.split(os.path.abspath(output))
+    temporary = os.path.join(folder, f".{name}.swdask-partial")
+    try:
+        _write(hits, temporary, fmt, compression_of=output)
+        os.replace(temporary, output)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
+
+
+def _write(hits: pd.DataFrame, target, fmt: str, compression_of=None) -> None:
+    compression = "infer" if compression_of is None else _compression(compression_of)
     if fmt == "parquet":
-        hits.to_parquet(output, index=False)
+        hits.to_parquet(target, index=False)
+    elif fmt == "blast6":
+        blast6_table(hits).to_csv(target, sep="\t", index=False, header=False,
+                                  compression=compression)
     else:
-        target = (stdout or sys.stdout) if output == "-" else output
-        hits.to_csv(target, sep="," if fmt == "csv" else "\t", index=False)
+        hits.to_csv(target, sep="," if fmt == "csv" else "\t", index=False,
+                    compression=compression)
+
+
+def _compression(output: str):
+    """pandas' compression for the output's suffix (the temporary name has none)."""
+    for suffix, name in ((".gz", "gzip"), (".bz2", "bz2"), (".xz", "xz"), (".zst", "zstd")):
+        if output.lower().endswith(suffix):
+            return name
+    return None
 
 
 def _lazy_search(database_path, queries, top, options, backend, blocksize, threads: int,
-                 gpus: int):
+                 gpus: int, statistics="auto"):
     """The database read and searched, lazily (a Dask frame of hits). With the GPU engine
     (``gpus`` devices) the partitions read in parallel are joined into one per GPU before
     the search: each partition's search pays the tail of its longest rows, so W1 on four
@@ -155,18 +241,21 @@ def _lazy_search(database_path, queries, top, options, backend, blocksize, threa
     if gpus and database.npartitions > gpus:
         database = database.repartition(npartitions=gpus)
     return database.sw.search(queries, top=top, column="sequence", keep=("id", "description"),
-                              matrix=options.scoring, backend=options.backend)
+                              statistics=statistics, matrix=options.scoring,
+                              positions=options.mode, backend=options.backend)
 
 
 def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_workers=None,
            scheduler=None, progress: bool = True, backend: str = "auto", report=None,
-           phases: Phases | None = None, **scoring_options) -> pd.DataFrame:
+           phases: Phases | None = None, positions=True, statistics="auto", evalue=None,
+           **scoring_options) -> pd.DataFrame:
     """Run the search on a Dask cluster (started for it, or ``scheduler``); the hits table.
 
     ``scoring_options`` are those of :func:`swdask.align` (matrix, gap_open, gap_extend,
-    match, mismatch, on_unknown). Scoring, queries and options are checked before any cluster
-    starts, so a mistake costs no start-up time. ``phases`` (a :class:`Phases`) collects the
-    seconds of each phase.
+    match, mismatch, on_unknown); ``positions`` (``True`` or ``"alignment"``) and
+    ``statistics`` those of ``.sw.search``; ``evalue`` keeps hits of at most that E-value.
+    Scoring, queries and options are checked before any cluster starts, so a mistake costs no
+    start-up time. ``phases`` (a :class:`Phases`) collects the seconds of each phase.
     """
     from ._cluster import (_report_to_stderr, available_cores, cluster, local_gpu_count,
                            local_progress, show_progress)
@@ -181,7 +270,10 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         raise ValueError(f"backend must be 'auto', 'cpu', 'gpu' or 'cudf', got {backend!r}")
     # "cudf": the database partitions live on the GPUs as cuDF frames (read_fasta's cuDF
     # backend, its frame library) and the GPU backend reads them there
-    options = Options.parse(**scoring_options, backend="gpu" if backend == "cudf" else backend)
+    options = Options.parse(**scoring_options, positions=positions,
+                            backend="gpu" if backend == "cudf" else backend)
+    if evalue is not None and statistics != "blast":
+        raise ValueError("evalue= filters on E-values: pass statistics='blast' with it")
     with phases("queries"):
         queries = read_fasta(queries_path, blocksize=None).compute(scheduler="sync")
         if queries.empty:
@@ -209,12 +301,12 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
                "threads); no dashboard: pass --scheduler to run on a cluster and watch it")
         with phases("search"):
             lazy = _lazy_search(database_path, queries, top, options, backend, blocksize,
-                                threads, gpus=1)
+                                threads, gpus=1, statistics=statistics)
             _timing.take()  # from zero: only this job's tasks
             with local_progress() if progress else nullcontext():
                 hits = lazy.compute(scheduler="threads", num_workers=threads)
         phases.in_tasks = _timing.take()
-        return hits_table(hits)
+        return hits_table(_below(hits, evalue))
     # a GPU cluster only when the GPU engine is asked for: the pandas partitions of this job
     # are aligned on the CPU otherwise, where a LocalCluster uses every core
     gpu = {"gpu": "auto", "cudf": True}.get(backend, False)
@@ -226,7 +318,8 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
             workers = client.nthreads()
             lazy = _lazy_search(database_path, queries, top, options, backend, blocksize,
                                 max(1, sum(workers.values())),
-                                gpus=len(workers) if gpu_engine else 0)
+                                gpus=len(workers) if gpu_engine else 0,
+                                statistics=statistics)
             future = client.compute(lazy)
             if progress:
                 show_progress([future])
@@ -234,4 +327,12 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     finally:
         with phases("shutdown"):
             started.__exit__(None, None, None)
-    return hits_table(hits)
+    return hits_table(_below(hits, evalue))
+
+
+def _below(hits: pd.DataFrame, evalue) -> pd.DataFrame:
+    """The hits of E-value at most ``evalue`` (all of them for None). Within a query the
+    E-value grows with the rank, so the kept ranks stay 1, 2, ..."""
+    if evalue is None:
+        return hits
+    return hits[(hits["evalue"] <= evalue).fillna(False).to_numpy(dtype=bool)]

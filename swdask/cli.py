@@ -16,10 +16,17 @@ PROTEIN_DEFAULTS = {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1}
 DNA_DEFAULTS = {"match": 3, "mismatch": -3, "gap_open": 6, "gap_extend": 1}
 
 _EPILOG = """\
-output columns: query_id, rank (1 = best), target_id, score, query_start, query_end,
-target_start, target_end (0-based, end-exclusive: target[target_start:target_end] is the
-aligned segment), target_description. Hits are ranked by score, ties by the target's order
-in the database; targets scoring 0 are not hits.
+output columns (tsv, csv, parquet): query_id, rank (1 = best), target_id, score, bitscore and
+evalue (for matrices and gap costs NCBI BLAST publishes parameters for), query_start,
+query_end, target_start, target_end (0-based, end-exclusive: target[target_start:target_end]
+is the aligned segment), with --alignment cigar, alignment_length, matches, mismatches,
+gap_opens, identity, then target_description. Hits are ranked by score, ties by the target's
+order in the database; targets scoring 0 are not hits.
+
+--format blast6 (or -o *.m8 / *.blast6) writes BLAST's 12 tabular columns: qseqid sseqid
+pident length mismatch gapopen qstart qend sstart send evalue bitscore, coordinates 1-based
+and inclusive. swdask's gap costs are gap_open + (k-1) * gap_extend: BLAST's and ssearch36's
+"-gapopen 11 -gapextend 1" (-f -11 -g -1) is --gap-open 12 --gap-extend 1 here.
 
 example:
   swdask search examples/data/queries.fasta examples/data/db.fasta --top 10 -o hits.tsv
@@ -45,6 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
                         help="hits file: *.tsv (also .tab/.txt/.csv, optionally .gz) or "
                              "*.parquet; '-' (default) writes TSV to standard output")
     search.add_argument("--top", type=int, default=10, help="hits per query (default 10)")
+    search.add_argument("--format", choices=("auto", "tsv", "csv", "parquet", "blast6"),
+                        default="auto",
+                        help="output format (default auto: from the suffix of -o; TSV for "
+                             "'-')")
+    search.add_argument("--alignment", action="store_true",
+                        help="trace every hit back: cigar, alignment_length, matches, "
+                             "mismatches, gap_opens, identity (implied by blast6)")
+    search.add_argument("--evalue", type=float, metavar="MAX",
+                        help="keep only hits with an E-value of at most MAX (needs a scoring "
+                             "with published statistics)")
 
     scoring = search.add_argument_group(
         "scoring", "A gap of length k scores -(gap_open + (k-1) * gap_extend).")
@@ -118,7 +135,7 @@ def main(argv=None) -> int:
     """Entry point of the ``swdask`` command (and ``python -m swdask``); the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from ._search import Phases, output_format, search, write_hits
+    from ._search import Phases, check_statistics, output_format, search, write_hits
 
     options = scoring_options(args, parser)
     if args.top < 1:
@@ -128,16 +145,21 @@ def main(argv=None) -> int:
     if args.scheduler and args.workers is not None:
         parser.error("--workers sizes a local cluster; with --scheduler the running "
                      "cluster's workers are used")
+    if args.evalue is not None and not args.evalue >= 0:
+        parser.error(f"--evalue must be a non-negative number, got {args.evalue}")
     phases = Phases()
     phases.process_start()
     try:
-        output_format(args.output)
+        fmt = output_format(args.output, args.format)
+        statistics = check_statistics(fmt, args.evalue, options)
+        positions = "alignment" if args.alignment or fmt == "blast6" else True
         hits = search(args.queries, args.database, top=args.top, blocksize=args.blocksize,
                       n_workers=args.workers, scheduler=args.scheduler,
                       progress=not args.no_progress, backend=args.backend, phases=phases,
+                      positions=positions, statistics=statistics, evalue=args.evalue,
                       **options)
         with phases("write"):
-            write_hits(hits, args.output)
+            write_hits(hits, args.output, fmt)
     except (ValueError, OSError) as exc:  # bad input or options: a message, not a traceback
         print(f"swdask: error: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,135 @@
+"""Bit scores and E-values (``statistics=``), and the command line's BLAST tabular output."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import swdask
+from swdask._statistics import StatisticsWarning, blast_parameters
+from swdask.cli import main
+
+from .test_cli import DB, QUERIES, records
+
+
+def test_bit_score_of_blosum62_by_hand():
+    """BLOSUM62 with BLAST's default gap cost (existence 11, extension 1: swdask's 12/1):
+    NCBI's lambda 0.267 and K 0.041, so a raw score of 100 is
+    (0.267 * 100 - ln 0.041) / ln 2 = (26.7 + 3.19418) / 0.693147 = 43.128 bits."""
+    parameters = blast_parameters(swdask.make_scoring("BLOSUM62", gap_open=12, gap_extend=1))
+    assert (parameters.lam, parameters.K) == (0.267, 0.041)
+    assert float(parameters.bit_score(100)) == pytest.approx(43.128, abs=1e-3)
+    # swdask's default 11/1 is BLAST's 10/1
+    default = blast_parameters(swdask.make_scoring("BLOSUM62"))
+    assert (default.lam, default.K) == (0.243, 0.024)
+
+
+def test_length_adjustment_and_evalue_follow_their_definition():
+    parameters = blast_parameters(swdask.make_scoring("BLOSUM62", gap_open=12, gap_extend=1))
+    m, n, count = 350, 9_000_000, 25_000
+    ell = parameters.length_adjustment(m, n, count)
+
+    def bound(length):
+        return (parameters.alpha / parameters.lam
+                * math.log(parameters.K * (m - length) * (n - count * length)) + parameters.beta)
+
+    assert 0 < ell <= bound(ell) and ell + 1 > bound(ell + 1)
+    evalue = float(parameters.evalue(120, m, n, count))
+    expected = parameters.K * (m - ell) * (n - count * ell) * math.exp(-parameters.lam * 120)
+    assert evalue == pytest.approx(expected, rel=1e-12)
+    # a longer query, a bigger database: a larger E-value for the same score
+    assert float(parameters.evalue(120, 2 * m, n, count)) > evalue
+    assert float(parameters.evalue(120, m, 2 * n, 2 * count)) > evalue
+
+
+@pytest.fixture(scope="module")
+def database():
+    return pd.DataFrame({"id": [r[0] for r in records(DB)],
+                         "sequence": [r[2] for r in records(DB)]})
+
+
+@pytest.fixture(scope="module")
+def queries():
+    return [r[2] for r in records(QUERIES)][:3]
+
+
+def test_search_columns_and_the_whole_database_as_search_space(database, queries):
+    hits = database.sw.search(queries, top=5, gap_open=12, gap_extend=1)
+    assert list(hits.columns[3:6]) == ["score", "bitscore", "evalue"]
+    parameters = blast_parameters(swdask.make_scoring("BLOSUM62", gap_open=12, gap_extend=1))
+    residues, count = int(database["sequence"].str.len().sum()), len(database)
+    for _, hit in hits.iterrows():
+        length = len(queries[hit["query_id"]])
+        assert hit["evalue"] == pytest.approx(
+            float(parameters.evalue(hit["score"], length, residues, count)), rel=1e-12)
+        assert hit["bitscore"] == pytest.approx(float(parameters.bit_score(hit["score"])))
+    # E-values fall as scores rise
+    for _, group in hits.groupby("query_id"):
+        assert group["evalue"].is_monotonic_increasing
+    # partitions see only their rows; the ranking counts the whole database
+    lazy = dd.from_pandas(database, npartitions=4).sw.search(queries, top=5, gap_open=12,
+                                                            gap_extend=1)
+    pd.testing.assert_frame_equal(lazy.compute(scheduler="sync"), hits)
+
+
+def test_statistics_choices(database, queries):
+    plain = database.sw.search(queries, top=2, statistics=None)
+    assert "evalue" not in plain.columns
+    dna = database.sw.search(["ACGTACGTTTGA"], top=2, matrix=None, match=2, mismatch=-3)
+    assert "evalue" not in dna.columns  # "auto": no published parameters, no columns
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asked = database.sw.search(queries, top=2, gap_open=7, gap_extend=3,
+                                   statistics="blast")
+    assert asked["evalue"].isna().all() and asked["bitscore"].isna().all()
+    assert any(issubclass(w.category, StatisticsWarning) for w in caught)
+    with pytest.raises(ValueError, match="statistics must be"):
+        database.sw.search(queries, top=2, statistics="karlin")
+
+
+def test_blast6_output(tmp_path):
+    output = tmp_path / "hits.m8"
+    assert main(["search", str(QUERIES), str(DB), "-o", str(output), "--gap-open", "12",
+                 "--top", "3", "--no-progress", "--workers", "1"]) == 0
+    table = pd.read_csv(output, sep="\t", header=None, dtype={10: str})
+    assert table.shape[1] == 12
+    full = tmp_path / "hits.tsv"
+    assert main(["search", str(QUERIES), str(DB), "-o", str(full), "--gap-open", "12",
+                 "--top", "3", "--no-progress", "--alignment", "--workers", "1"]) == 0
+    hits = pd.read_csv(full, sep="\t", keep_default_na=False)
+    assert len(hits) == len(table)
+    assert (table[0] == hits["query_id"]).all() and (table[1] == hits["target_id"]).all()
+    assert np.allclose(table[2], 100 * hits["identity"], atol=5e-4)
+    assert (table[3] == hits["alignment_length"]).all()
+    assert (table[4] == hits["mismatches"]).all() and (table[5] == hits["gap_opens"]).all()
+    # BLAST's coordinates: 1-based, inclusive
+    assert (table[6] == hits["query_start"] + 1).all() and (table[7] == hits["query_end"]).all()
+    assert (table[8] == hits["target_start"] + 1).all() and (table[9] == hits["target_end"]).all()
+    assert np.allclose(table[10].astype(float), hits["evalue"], rtol=0.01)
+    assert np.allclose(table[11], hits["bitscore"], atol=0.051)
+
+
+def test_evalue_filter(tmp_path):
+    kept = tmp_path / "kept.tsv"
+    assert main(["search", str(QUERIES), str(DB), "-o", str(kept), "--gap-open", "12",
+                 "--evalue", "1e-10", "--no-progress", "--workers", "1"]) == 0
+    hits = pd.read_csv(kept, sep="\t", keep_default_na=False)
+    assert len(hits) and (hits["evalue"] <= 1e-10).all()
+    for _, group in hits.groupby("query_id"):
+        assert group["rank"].tolist() == list(range(1, len(group) + 1))
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--dna", "--format", "blast6"], "needs E-values"),
+    (["--dna", "--evalue", "1"], "needs E-values"),
+    (["--gap-open", "3", "--evalue", "1"], "no statistics for BLOSUM62"),
+    (["--format", "parquet"], "standard output"),
+])
+def test_bad_combinations_fail_before_any_work(extra, message, capsys):
+    assert main(["search", str(QUERIES), str(DB), "--no-progress", *extra]) == 1
+    err = capsys.readouterr().err
+    assert message in err and "started" not in err  # no cluster was started
