@@ -1,0 +1,125 @@
+"""swdask's E-values beside ssearch36's, on the same hits (issue 11).
+
+The first N queries of mmseqs2-examples' QUERY.fasta.gz against its DB.fasta, top 10,
+BLOSUM62 with BLAST's default gap cost: ``swdask search --format blast6 --gap-open 12
+--gap-extend 1`` (swdask's gap of length k costs gap_open + (k-1) * gap_extend) and
+``ssearch36 -T <cores> -f -11 -g -1 -s BL62 -m 8 -b 10 -d 0`` (FASTA's gap costs f + k * g:
+the same scoring). swdask's E-values come from NCBI BLAST's published parameters with BLAST's
+length adjustment; ssearch36 fits its own from the search's score distribution. For the hits
+both report (same query, same target), the JSON holds the rank correlation of the two
+E-values (Spearman: Pearson's on the ranks), the fraction within a factor of 10, the same for
+bit scores, and each program's whole wall clock (a new process to the file written).
+
+    python benchmarks/bench_evalue.py --queries 50 --out benchmarks/results
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from _common import add_commit_argument, read_fasta, stamp, write_result
+
+MMSEQS = Path("/usr/share/doc/mmseqs2/example-data")
+BLAST6 = ["qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend",
+          "sstart", "send", "evalue", "bitscore"]
+
+
+def _timed(command, stdout) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
+    return time.perf_counter() - start
+
+
+def _read_m8(path) -> pd.DataFrame:
+    table = pd.read_csv(path, sep="\t", header=None, names=BLAST6, comment="#")
+    return table.drop_duplicates(["qseqid", "sseqid"])  # the best HSP of each pair
+
+
+def _spearman(a, b) -> float:
+    ranks_a, ranks_b = pd.Series(a).rank().to_numpy(), pd.Series(b).rank().to_numpy()
+    return float(np.corrcoef(ranks_a, ranks_b)[0, 1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--query-file", default=str(MMSEQS / "QUERY.fasta.gz"))
+    parser.add_argument("--db", default=str(MMSEQS / "DB.fasta.gz"))
+    parser.add_argument("--out", default="benchmarks/results")
+    add_commit_argument(parser)
+    args = parser.parse_args()
+    ssearch = shutil.which("ssearch36")
+    if ssearch is None:
+        sys.exit("ssearch36 not found (Debian package fasta3)")
+    cores = len(os.sched_getaffinity(0))
+    work = Path(tempfile.mkdtemp(prefix="swdask-bench-evalue-"))
+    database = work / "DB.fasta"
+    opener = gzip.open if args.db.endswith(".gz") else open
+    with opener(args.db, "rb") as source, open(database, "wb") as target:
+        shutil.copyfileobj(source, target)
+    queries = read_fasta(args.query_file).iloc[:args.queries]
+    query_file = work / "queries.fasta"
+    with open(query_file, "w") as out:
+        for name, sequence in zip(queries["id"], queries["sequence"]):
+            out.write(f">{name}\n{sequence}\n")
+    ours, theirs = work / "swdask.m8", work / "ssearch.m8"
+    swdask_seconds = _timed([sys.executable, "-m", "swdask", "search", str(query_file),
+                             str(database), "--top", "10", "--format", "blast6", "-o", str(ours),
+                             "--gap-open", "12", "--gap-extend", "1", "--no-progress"],
+                            subprocess.DEVNULL)
+    with open(theirs, "w") as out:
+        ssearch_seconds = _timed([ssearch, "-T", str(cores), "-f", "-11", "-g", "-1", "-s",
+                                  "BL62", "-m", "8", "-b", "10", "-d", "0", str(query_file),
+                                  str(database)], out)
+    a, b = _read_m8(ours), _read_m8(theirs)
+    both = a.merge(b, on=["qseqid", "sseqid"], suffixes=("_swdask", "_ssearch"))
+    positive = (both["evalue_swdask"] > 0) & (both["evalue_ssearch"] > 0)
+    ratio = np.log10(both.loc[positive, "evalue_swdask"] / both.loc[positive, "evalue_ssearch"])
+    same_coordinates = ((both["qstart_swdask"] == both["qstart_ssearch"])
+                        & (both["qend_swdask"] == both["qend_ssearch"])
+                        & (both["sstart_swdask"] == both["sstart_ssearch"])
+                        & (both["send_swdask"] == both["send_ssearch"]))
+    record = {
+        **stamp(args.commit), "workload": f"evalue-vs-ssearch36-{args.queries}",
+        "queries": len(queries), "database": "mmseqs2-examples DB.fasta",
+        "scoring": "BLOSUM62, gap of length k costs 11 + k (swdask --gap-open 12 "
+                   "--gap-extend 1; ssearch36 -f -11 -g -1)",
+        "swdask_command": "swdask search --top 10 --format blast6 --gap-open 12 "
+                          "--gap-extend 1",
+        "ssearch36_command": f"ssearch36 -T {cores} -f -11 -g -1 -s BL62 -m 8 -b 10 -d 0",
+        "statistics": "swdask: NCBI BLAST's gapped parameters (lambda 0.267, K 0.041) with "
+                      "BLAST's length adjustment; ssearch36: its own fit to the search's scores",
+        "hits_swdask": len(a), "hits_ssearch36": len(b), "hits_in_both": len(both),
+        "evalue_spearman": _spearman(both["evalue_swdask"], both["evalue_ssearch"]),
+        "evalue_both_positive": int(positive.sum()),
+        "evalue_within_factor_10": float((ratio.abs() <= 1).mean()) if len(ratio) else None,
+        "evalue_log10_ratio_median": float(ratio.median()) if len(ratio) else None,
+        "bitscore_spearman": _spearman(both["bitscore_swdask"], both["bitscore_ssearch"]),
+        "bitscore_median_difference": float((both["bitscore_swdask"]
+                                             - both["bitscore_ssearch"]).median()),
+        "same_coordinates_fraction": float(same_coordinates.mean()) if len(both) else None,
+        "swdask_wall_seconds": swdask_seconds, "ssearch36_wall_seconds": ssearch_seconds,
+        "cores": cores,
+    }
+    for key, value in record.items():
+        print(f"{key}: {value}")
+    path = write_result(args.out, "evalue", record)
+    print(f"wrote {path}")
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
