@@ -51,7 +51,8 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     chosen = _engine.get_backend(backend, encoded.residues)
     if owner is None:  # keep the layout for this batch: it dies with ``encoded``
         owner, fingerprint = encoded, ("batch",)
-    names = ("query", "row") + result_columns(mode)
+    names = ("query", "row") + result_columns(mode) + (
+        ("target_length",) if mode == "alignment" else ())
     counts, picked, is_hit, scanned = [], [], [], []
     with chosen.batch():
         with stage("scan"):
@@ -88,6 +89,9 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                        for name in result_columns(mode)}
     found = {"query": query_of_hit, "row": rows}
     found.update({name: np.asarray(columns[name]) for name in result_columns(mode)})
+    if mode == "alignment":
+        lengths = encoded.offsets[1:] - encoded.offsets[:-1]
+        found["target_length"] = np.asarray(_host(lengths), dtype=np.int64)[rows]
     return found
 
 
@@ -170,6 +174,9 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
            for name in result_columns(options.mode)},
         "_query": found["query"], "_partition": np.full(len(rows), partition, np.int64),
         "_row": rows})
+    if options.mode == "alignment":  # BLAST's slen, SAM's @SQ LN: the hit row's length
+        lengths = found["target_length"]
+        frame["target_length"] = pd.array(lengths, dtype="Int64")
     if kept is not None and len(kept.columns):
         extra = kept.take(rows)
         extra = extra.to_pandas() if is_cudf(extra) else extra
@@ -252,12 +259,3 @@ def rank_hits(partials, top: int, statistics: HitStatistics | None = None, resid
         c for c in ("bitscore", "evalue") if c in hits.columns]
     kept = [c for c in hits.columns if c not in columns and c not in _KEYS]
     return hits[columns + kept].reset_index(drop=True)
-
-
-def empty_hits(mode: str):
-    """A hits frame with no row and the columns (and dtypes) of ``mode``."""
-    return rank_hits(pd.DataFrame({
-        "query_id": pd.Series([], dtype=object), "target_index": pd.Series([], dtype=object),
-        **{name: pd.Series(column_array(name, np.zeros(0), np.zeros(0, dtype=bool)))
-           for name in result_columns(mode)},
-        **{key: pd.Series([], dtype=np.int64) for key in _KEYS}}), 1)

@@ -40,6 +40,8 @@ HIT_COLUMNS = ("query_id", "rank", "target_id", "score", "query_start", "query_e
 #: Columns that come after ``score`` when the search computed them (statistics), and before
 #: ``target_description`` (the alignment).
 _STATISTICS_COLUMNS = ("bitscore", "evalue")
+#: Output formats (``--format``); ``auto`` picks one from the output's suffix.
+FORMATS = ("auto", "tsv", "csv", "parquet", "blast6", "sam")
 #: BLAST's tabular output (-outfmt 6 / ssearch36 -m 8), in order.
 BLAST6_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart",
                   "qend", "sstart", "send", "evalue", "bitscore")
@@ -96,7 +98,8 @@ def hits_table(hits: pd.DataFrame) -> pd.DataFrame:
                           "target_description": strings})
     columns = list(HIT_COLUMNS)
     columns[4:4] = [c for c in _STATISTICS_COLUMNS if c in table.columns]
-    columns[-1:-1] = [c for c in ALIGNMENT_COLUMNS if c in table.columns]
+    columns[-1:-1] = [c for c in ALIGNMENT_COLUMNS + ("target_length",)
+                      if c in table.columns]
     return table[columns].reset_index(drop=True)
 
 
@@ -118,8 +121,8 @@ def auto_blocksize(paths, n_threads: int, gpus: int = 0) -> int:
 def output_format(output: str, fmt: str = "auto") -> str:
     """``"parquet"``, ``"csv"``, ``"tsv"`` or ``"blast6"``: ``fmt`` unless ``"auto"``, else
     from the output name (``-`` is TSV on stdout; ``.m8``/``.blast6`` is BLAST's tabular)."""
-    if fmt not in ("auto", "tsv", "csv", "parquet", "blast6"):
-        raise ValueError(f"--format must be auto, tsv, csv, parquet or blast6, got {fmt!r}")
+    if fmt not in FORMATS:
+        raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fmt == "parquet" and output == "-":
         raise ValueError("--format parquet cannot go to standard output; name a file with -o")
     if fmt != "auto":
@@ -135,6 +138,8 @@ def output_format(output: str, fmt: str = "auto") -> str:
         return "parquet"
     if name.endswith((".m8", ".blast6")):
         return "blast6"
+    if name.endswith(".sam"):
+        return "sam"
     if name.endswith(".csv"):
         return "csv"
     if name.endswith((".tsv", ".tab", ".txt")):
@@ -184,30 +189,78 @@ def blast6_table(hits: pd.DataFrame) -> pd.DataFrame:
         "bitscore": [f"{v:.1f}" for v in hits["bitscore"]]})
 
 
-def write_hits(hits: pd.DataFrame, output: str, fmt: str = "auto", stdout=None) -> None:
-    """Write the hits table to ``output`` in ``fmt`` (:func:`output_format`), whole or not at
-    all: a file is written under a temporary name beside it, then renamed."""
+def check_format(fmt: str, scoring_options: dict) -> None:
+    """Refuse, before any work, a format the scoring cannot give: SAM is for DNA reads."""
+    if fmt == "sam" and scoring_options.get("matrix") is not None:
+        raise ValueError("--format sam writes DNA reads aligned to references: pass --dna "
+                         "(protein hits go to tsv, parquet or blast6)")
+
+
+def sam_text(hits: pd.DataFrame, queries: pd.DataFrame, command: str = "") -> str:
+    """The hits (with alignments) as SAM 1.6: each query a read aligned to its target
+    (``@SQ`` for every target with a hit, its length from ``target_length``); rank 1 is the
+    primary line (FLAG 0), the others secondary (FLAG 256); the query as given, forward strand;
+    the CIGAR of the alignment with the query's unaligned ends soft-clipped (``S``), so it
+    spans the whole read; ``AS:i`` the score, ``NM:i`` the edit distance (mismatches and gap
+    residues); POS 1-based; MAPQ 255 (not computed); QUAL ``*``."""
+    from . import __version__
+
+    sequences = dict(zip(queries["id"].astype(str), queries["sequence"].astype(str)))
+    lines = ["@HD\tVN:1.6\tSO:unsorted"]
+    targets = hits.drop_duplicates("target_id")
+    lines += [f"@SQ\tSN:{name}\tLN:{int(length)}"
+              for name, length in zip(targets["target_id"], targets["target_length"])]
+    lines.append(f"@PG\tID:swdask\tPN:swdask\tVN:{__version__}"
+                 + (f"\tCL:{command}" if command else ""))
+    for hit in hits.itertuples(index=False):
+        read = sequences[str(hit.query_id)]
+        clip_left, clip_right = int(hit.query_start), len(read) - int(hit.query_end)
+        cigar = ((f"{clip_left}S" if clip_left else "") + hit.cigar
+                 + (f"{clip_right}S" if clip_right else ""))
+        edits = int(hit.alignment_length) - int(hit.matches)
+        lines.append("\t".join((
+            str(hit.query_id), "0" if hit.rank == 1 else "256", str(hit.target_id),
+            str(int(hit.target_start) + 1), "255", cigar, "*", "0", "0", read, "*",
+            f"AS:i:{int(hit.score)}", f"NM:i:{edits}")))
+    return "\n".join(lines) + "\n"
+
+
+def write_hits(hits: pd.DataFrame, output: str, fmt: str = "auto", stdout=None,
+               queries: pd.DataFrame | None = None, command: str = "") -> None:
+    """Write the hits table to ``output`` in ``fmt`` (:func:`output_format`; SAM needs the
+    ``queries`` frame), whole or not at all: a file is written under a temporary name beside
+    it, then renamed."""
     import os
     import sys
 
     fmt = output_format(output, fmt)
     if output == "-":
         target = stdout or sys.stdout
-        _write(hits, target, fmt)
+        _write(hits, target, fmt, queries=queries, command=command)
         return
     folder, name = os.path.split(os.path.abspath(output))
     temporary = os.path.join(folder, f".{name}.swdask-partial")
     try:
-        _write(hits, temporary, fmt, compression_of=output)
+        _write(hits, temporary, fmt, compression_of=output, queries=queries, command=command)
         os.replace(temporary, output)
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
 
 
-def _write(hits: pd.DataFrame, target, fmt: str, compression_of=None) -> None:
+def _write(hits: pd.DataFrame, target, fmt: str, compression_of=None, queries=None,
+           command: str = "") -> None:
     compression = "infer" if compression_of is None else _compression(compression_of)
-    if fmt == "parquet":
+    if fmt == "sam":
+        text = sam_text(hits, queries, command)
+        if hasattr(target, "write"):
+            target.write(text)
+        else:
+            import fsspec
+
+            with fsspec.open(target, "wt", compression=compression) as out:
+                out.write(text)
+    elif fmt == "parquet":
         hits.to_parquet(target, index=False)
     elif fmt == "blast6":
         blast6_table(hits).to_csv(target, sep="\t", index=False, header=False,
@@ -245,12 +298,28 @@ def _lazy_search(database_path, queries, top, options, backend, blocksize, threa
                               positions=options.mode, backend=options.backend)
 
 
+def read_queries(path, scoring):
+    """The query file as a pandas frame (``id``, ``description``, ``sequence``), every query
+    checked under ``scoring``: an empty file or a bad query is a ValueError naming it."""
+    from ._fasta import read_fasta
+
+    queries = read_fasta(path, blocksize=None).compute(scheduler="sync")
+    if queries.empty:
+        raise ValueError(f"{path}: no query records (the file holds no '>' header)")
+    try:
+        prepare_queries(queries, scoring)  # a bad query fails here, named
+    except ValueError as exc:
+        raise type(exc)(f"{exc} (in {path})") from None
+    return queries
+
+
 def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_workers=None,
            scheduler=None, progress: bool = True, backend: str = "auto", report=None,
            phases: Phases | None = None, positions=True, statistics="auto", evalue=None,
            **scoring_options) -> pd.DataFrame:
     """Run the search on a Dask cluster (started for it, or ``scheduler``); the hits table.
 
+    ``queries_path`` is a FASTA path, or the frame :func:`read_queries` gave.
     ``scoring_options`` are those of :func:`swdask.align` (matrix, gap_open, gap_extend,
     match, mismatch, on_unknown); ``positions`` (``True`` or ``"alignment"``) and
     ``statistics`` those of ``.sw.search``; ``evalue`` keeps hits of at most that E-value.
@@ -274,14 +343,11 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
                             backend="gpu" if backend == "cudf" else backend)
     if evalue is not None and statistics != "blast":
         raise ValueError("evalue= filters on E-values: pass statistics='blast' with it")
-    with phases("queries"):
-        queries = read_fasta(queries_path, blocksize=None).compute(scheduler="sync")
-        if queries.empty:
-            raise ValueError(f"{queries_path}: no query records (the file holds no '>' header)")
-        try:
-            prepare_queries(queries, options.scoring)  # a bad query fails here, named
-        except ValueError as exc:
-            raise type(exc)(f"{exc} (in {queries_path})") from None
+    if isinstance(queries_path, pd.DataFrame):  # read already (read_queries)
+        queries = queries_path
+    else:
+        with phases("queries"):
+            queries = read_queries(queries_path, options.scoring)
     expand_paths(database_path)  # a missing file fails here, before a cluster starts
     if blocksize != "auto":
         parse_blocksize(blocksize)

@@ -28,6 +28,10 @@ pident length mismatch gapopen qstart qend sstart send evalue bitscore, coordina
 and inclusive. swdask's gap costs are gap_open + (k-1) * gap_extend: BLAST's and ssearch36's
 "-gapopen 11 -gapextend 1" (-f -11 -g -1) is --gap-open 12 --gap-extend 1 here.
 
+--format sam (or -o *.sam), with --dna: the queries as reads aligned to the database's
+sequences (forward strand), SAM 1.6 with @SQ lines for the targets hit, the CIGAR soft-clipped
+to the whole read, AS:i (score) and NM:i (edit distance); rank 1 primary, others secondary.
+
 example:
   swdask search examples/data/queries.fasta examples/data/db.fasta --top 10 -o hits.tsv
 """
@@ -52,10 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="hits file: *.tsv (also .tab/.txt/.csv, optionally .gz) or "
                              "*.parquet; '-' (default) writes TSV to standard output")
     search.add_argument("--top", type=int, default=10, help="hits per query (default 10)")
-    search.add_argument("--format", choices=("auto", "tsv", "csv", "parquet", "blast6"),
+    search.add_argument("--format", choices=("auto", "tsv", "csv", "parquet", "blast6", "sam"),
                         default="auto",
-                        help="output format (default auto: from the suffix of -o; TSV for "
-                             "'-')")
+                        help="output format (default auto: from the suffix of -o, .m8 and "
+                             ".sam included; TSV for '-'); sam needs --dna")
     search.add_argument("--alignment", action="store_true",
                         help="trace every hit back: cigar, alignment_length, matches, "
                              "mismatches, gap_opens, identity (implied by blast6)")
@@ -135,7 +139,9 @@ def main(argv=None) -> int:
     """Entry point of the ``swdask`` command (and ``python -m swdask``); the exit status."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from ._search import Phases, check_statistics, output_format, search, write_hits
+    from ._scoring import make_scoring
+    from ._search import (Phases, check_format, check_statistics, output_format, read_queries,
+                          search, write_hits)
 
     options = scoring_options(args, parser)
     if args.top < 1:
@@ -151,15 +157,24 @@ def main(argv=None) -> int:
     phases.process_start()
     try:
         fmt = output_format(args.output, args.format)
+        check_format(fmt, options)
         statistics = check_statistics(fmt, args.evalue, options)
-        positions = "alignment" if args.alignment or fmt == "blast6" else True
-        hits = search(args.queries, args.database, top=args.top, blocksize=args.blocksize,
+        positions = "alignment" if args.alignment or fmt in ("blast6", "sam") else True
+        queries = args.queries
+        if fmt == "sam":  # the reads' sequences go into the output
+            with phases("queries"):
+                queries = read_queries(args.queries, make_scoring(
+                    **{k: v for k, v in options.items() if k != "on_unknown"}))
+        hits = search(queries, args.database, top=args.top, blocksize=args.blocksize,
                       n_workers=args.workers, scheduler=args.scheduler,
                       progress=not args.no_progress, backend=args.backend, phases=phases,
                       positions=positions, statistics=statistics, evalue=args.evalue,
                       **options)
         with phases("write"):
-            write_hits(hits, args.output, fmt)
+            write_hits(hits, args.output, fmt,
+                       queries=queries if fmt == "sam" else None,
+                       command=" ".join(["swdask", *(argv if argv is not None
+                                                      else sys.argv[1:])]))
     except (ValueError, OSError) as exc:  # bad input or options: a message, not a traceback
         print(f"swdask: error: {exc}", file=sys.stderr)
         return 1

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 import warnings
 
 import dask.dataframe as dd
@@ -133,3 +134,62 @@ def test_bad_combinations_fail_before_any_work(extra, message, capsys):
     assert main(["search", str(QUERIES), str(DB), "--no-progress", *extra]) == 1
     err = capsys.readouterr().err
     assert message in err and "started" not in err  # no cluster was started
+
+
+def _sam_records(text: str):
+    """SAM's header and records, checked against the specification's rules (a parser of our
+    own: field count and types, CIGAR against SEQ and the reference length)."""
+    header, records = {}, []
+    for line in text.splitlines():
+        fields = line.split("\t")
+        if line.startswith("@"):
+            if fields[0] == "@SQ":
+                tags = dict(f.split(":", 1) for f in fields[1:])
+                header[tags["SN"]] = int(tags["LN"])
+            else:
+                assert fields[0] in ("@HD", "@PG"), line
+            continue
+        assert len(fields) >= 11, line
+        qname, flag, rname, pos, mapq, cigar, rnext, pnext, tlen, seq, qual = fields[:11]
+        assert re.fullmatch(r"[!-?A-~]{1,254}", qname) and int(flag) in (0, 256)
+        assert rname in header and 1 <= int(pos) and 0 <= int(mapq) <= 255
+        ops = re.findall(r"(\d+)([MIDNSHP=X])", cigar)
+        assert "".join(a + b for a, b in ops) == cigar
+        assert sum(int(n) for n, op in ops if op in "MIS=X") == len(seq)
+        assert int(pos) - 1 + sum(int(n) for n, op in ops if op in "MDN=X") <= header[rname]
+        assert (rnext, pnext, tlen, qual) == ("*", "0", "0", "*")
+        tags = dict(f.split(":", 1) for f in fields[11:])
+        records.append((qname, int(flag), rname, int(pos), cigar, seq, tags))
+    return header, records
+
+
+def test_sam_output_for_dna_reads(tmp_path, dna_region):
+    rng = np.random.default_rng(3)
+    reference = tmp_path / "ref.fasta"
+    reference.write_text(f">chrA\n{dna_region[:2000]}\n>chrB\n{dna_region[2000:4000]}\n")
+    reads = tmp_path / "reads.fasta"
+    with open(reads, "w") as out:
+        for k in range(8):
+            start = int(rng.integers(0, 3800))
+            piece = list(dna_region[start:start + 120])
+            piece[40] = "A" if piece[40] != "A" else "C"
+            del piece[70:72]
+            out.write(f">read{k}\nTTTT{''.join(piece)}GG\n")
+    sam, tsv = tmp_path / "hits.sam", tmp_path / "hits.tsv"
+    common = ["--dna", "--top", "2", "--no-progress", "--workers", "1"]
+    assert main(["search", str(reads), str(reference), "-o", str(sam), *common]) == 0
+    assert main(["search", str(reads), str(reference), "-o", str(tsv), "--alignment",
+                 *common]) == 0
+    header, records = _sam_records(sam.read_text())
+    hits = pd.read_csv(tsv, sep="\t", keep_default_na=False)
+    assert len(records) == len(hits) and set(header) <= {"chrA", "chrB"}
+    sequences = {name: seq for name, _, seq in records(reads)}
+    for (qname, flag, rname, pos, cigar, seq, tags), hit in zip(records, hits.itertuples()):
+        assert (qname, rname, pos) == (hit.query_id, hit.target_id, hit.target_start + 1)
+        assert flag == (0 if hit.rank == 1 else 256) and seq == sequences[qname]
+        assert tags["AS"] == f"i:{hit.score}"
+        assert tags["NM"] == f"i:{hit.alignment_length - hit.matches}"
+        clip_right = len(seq) - hit.query_end
+        assert cigar == ((f"{hit.query_start}S" if hit.query_start else "") + hit.cigar
+                         + (f"{clip_right}S" if clip_right else ""))
+        assert hit.target_length == header[rname]
