@@ -180,11 +180,11 @@ def test_sam_output_for_dna_reads(tmp_path, dna_region):
     assert main(["search", str(reads), str(reference), "-o", str(sam), *common]) == 0
     assert main(["search", str(reads), str(reference), "-o", str(tsv), "--alignment",
                  *common]) == 0
-    header, records = _sam_records(sam.read_text())
+    header, lines = _sam_records(sam.read_text())
     hits = pd.read_csv(tsv, sep="\t", keep_default_na=False)
-    assert len(records) == len(hits) and set(header) <= {"chrA", "chrB"}
+    assert len(lines) == len(hits) and set(header) <= {"chrA", "chrB"}
     sequences = {name: seq for name, _, seq in records(reads)}
-    for (qname, flag, rname, pos, cigar, seq, tags), hit in zip(records, hits.itertuples()):
+    for (qname, flag, rname, pos, cigar, seq, tags), hit in zip(lines, hits.itertuples()):
         assert (qname, rname, pos) == (hit.query_id, hit.target_id, hit.target_start + 1)
         assert flag == (0 if hit.rank == 1 else 256) and seq == sequences[qname]
         assert tags["AS"] == f"i:{hit.score}"

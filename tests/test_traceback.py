@@ -184,7 +184,9 @@ def test_search_with_alignments_equals_align(protein_queries, protein_db):
     frame = pd.DataFrame({"sequence": protein_db.iloc[:150].tolist()})
     queries = [q for _, q in protein_queries[:2]]
     hits = frame.sw.search(queries, top=5, positions="alignment", **BLOSUM.options)
-    assert list(hits.columns[-len(ALIGNMENT):]) == ALIGNMENT
+    assert list(hits.columns[-len(ALIGNMENT) - 1:]) == ALIGNMENT + ["target_length"]
+    assert (hits["target_length"] == frame["sequence"].str.len()[hits["target_index"]]
+            .to_numpy()).all()
     for number, query in enumerate(queries):
         mine = hits[hits["query_id"] == number]
         full = frame["sequence"].sw.align(query, positions="alignment", **BLOSUM.options)
