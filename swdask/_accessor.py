@@ -61,7 +61,9 @@ _SEARCH_DOC = """The ``top`` best hits of each of ``queries`` among the rows of 
         partitions), with BLAST's length adjustment (see :mod:`swdask._statistics`;
         swdask's gap_open/gap_extend 11/1 is BLAST's 10/1, BLAST's default 11/1 is swdask's
         12/1). ``statistics="blast"`` asks for them always (null, with a warning, where no
-        parameters are published), ``None`` leaves them out. Hits are ranked by score, then by
+        parameters are published); ``statistics="search"`` fits ``lambda`` and ``K`` to each
+        query's own scores against every row (all partitions), for any scoring (null where a
+        query met fewer than 200 rows); ``None`` leaves them out. Hits are ranked by score, then by
         the rows' order;
         rows scoring 0 are not hits, so a query may have fewer than ``top``. ``queries`` is a
         list of sequences (ids 0, 1, ...), a Series (ids: its index) or a DataFrame with a
@@ -108,15 +110,17 @@ class SeriesAccessor:
         ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
         stats = _many_queries.hit_statistics(statistics, options.scoring, prepared)
         totals = _many_queries.database_totals(self._series) if stats else (0, 0)
-        return _many_queries.rank_hits(
-            self.search_prepared(ids, prepared, top, options, kept=kept), top, stats, *totals)
+        partials = self.search_prepared(ids, prepared, top, options, kept=kept,
+                                        summaries=bool(stats and stats.fitted))
+        return _many_queries.rank_hits(partials, top, stats, *totals)
 
     def search_prepared(self, ids, queries, top: int, options: Options, partition: int = 0,
-                        kept=None):
+                        kept=None, summaries: bool = False):
         """:meth:`search` for queries already encoded, before ranking (what the Dask accessor
-        runs per partition); ``kept``: a frame of other columns to copy for each hit."""
+        runs per partition); ``kept``: a frame of other columns to copy for each hit;
+        ``summaries``: each query's score summary too (statistics fitted to the search)."""
         return _many_queries.search_column(queries, ids, self._series, options, top, partition,
-                                           kept)
+                                           kept, summaries)
 
 
 class DataFrameAccessor:

@@ -66,11 +66,12 @@ def _pairs_partition(frame, query, target, prefix, options):
     return results
 
 
-def _search_partition(part, ids, queries, top, column, keep, options, partition_info=None):
+def _search_partition(part, ids, queries, top, column, keep, options, summaries=False,
+                      partition_info=None):
     partition = partition_info["number"] if partition_info else 0
     series = part if column is None else part[column]
     kept = part[list(keep)] if keep else None
-    hits = _sw(series).search_prepared(ids, queries, top, options, partition, kept)
+    hits = _sw(series).search_prepared(ids, queries, top, options, partition, kept, summaries)
     report_cells(sum(len(q) for q in queries) * one_to_many_cells(1, series))
     return hits
 
@@ -86,9 +87,11 @@ def _lazy_search(collection, queries, top, column, keep, options, statistics="au
         for query in prepared:
             _engine.CpuBackend.prepare(query)
     shipped = dask.delayed(prepared, pure=True)
-    meta = _search_partition(collection._meta, ids, prepared, top, column, keep, options)
+    summaries = bool(stats and stats.fitted)
+    meta = _search_partition(collection._meta, ids, prepared, top, column, keep, options,
+                             summaries)
     partials = collection.map_partitions(_search_partition, ids, shipped, top, column, keep,
-                                         options, meta=meta, token=SEARCH_PREFIX,
+                                         options, summaries, meta=meta, token=SEARCH_PREFIX,
                                          align_dataframes=False)
     ranked_meta = _many_queries.rank_hits(meta, top, stats)
     totals = (0, 0)

@@ -30,16 +30,18 @@ from ._api import column_targets, is_cudf
 from ._results import COLUMNS, array_module, column_array, result_columns, top_candidates
 from ._scoring import ScoringError
 from ._sequences import SequenceError, prepare_query, query_column
-from ._statistics import KarlinAltschul, blast_parameters
+from ._statistics import SCORE_BINS, KarlinAltschul, blast_parameters, fit_scores, score_summary
 from ._timing import stage
 
 def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "auto",
-                   owner=None, fingerprint: tuple = ()) -> dict:
+                   owner=None, fingerprint: tuple = (), summaries: bool = False) -> dict:
     """The ``top`` best hits of each prepared query in ``queries`` against ``targets``
     (EncodedSequences, or a callable giving them): host arrays by name, ``query`` (number in
     ``queries``), ``row`` (in ``targets``), then ``mode``'s result columns (API conventions),
     each query's hits best first, queries in order. ``owner``/``fingerprint`` name the column
-    for the GPU layout cache (without them the layout is kept for this batch only).
+    for the GPU layout cache (without them the layout is kept for this batch only). With
+    ``summaries``, also ``score_counts`` and ``length_sums`` (``queries x SCORE_BINS``): each
+    query's :func:`~swdask._statistics.score_summary` over every row, for fitted statistics.
 
     Every query scans the column for scores and end cells; its ``top`` rows stay where the
     scan ran. Start positions (mode ``"full"``) then come from one row-wise batch of every
@@ -53,7 +55,8 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
         owner, fingerprint = encoded, ("batch",)
     names = ("query", "row") + result_columns(mode) + (
         ("target_length",) if mode == "alignment" else ())
-    counts, picked, is_hit, scanned = [], [], [], []
+    found = {name: np.zeros(0, dtype=np.int64) for name in names}
+    counts, picked, is_hit, scanned, summary = [], [], [], [], []
     with chosen.batch():
         with stage("scan"):
             # queue every query's scan and top rows without reading anything back, so the
@@ -67,14 +70,18 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                 is_hit.append(scan.has_hit[rows])
                 if mode != "full":
                     scanned.append(scan.take(rows))
+                if summaries:
+                    summary.append(_summary(scan, encoded))
+            if summaries:
+                found.update(_stack_summaries(summary, len(queries)))
             if not picked or not sum(counts):
-                return {name: np.zeros(0, dtype=np.int64) for name in names}
+                return found
             xp = array_module(picked[0])
             keep = np.asarray(_host(xp.concatenate(is_hit)), dtype=bool)
         query_of_hit = np.repeat(np.arange(len(queries), dtype=np.int64), counts)[keep]
         rows = np.asarray(_host(xp.concatenate(picked)), dtype=np.int64)[keep]
         if not rows.size:
-            return {name: np.zeros(0, dtype=np.int64) for name in names}
+            return found
         if mode in ("full", "alignment"):
             with stage("positions"):
                 hits = chosen.pairs(query_column(queries).take(query_of_hit),
@@ -85,14 +92,33 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                                                    encoded, rows, hits, queries[0].scoring)
             columns = hits.columns
         else:
-            columns = {name: np.asarray(_host(xp.concatenate([s.columns[name] for s in scanned])))[keep]
+            columns = {name: np.asarray(_host(xp.concatenate([s.columns[name]
+                                                              for s in scanned])))[keep]
                        for name in result_columns(mode)}
-    found = {"query": query_of_hit, "row": rows}
+    found.update({"query": query_of_hit, "row": rows})
     found.update({name: np.asarray(columns[name]) for name in result_columns(mode)})
     if mode == "alignment":
         lengths = encoded.offsets[1:] - encoded.offsets[:-1]
         found["target_length"] = np.asarray(_host(lengths), dtype=np.int64)[rows]
     return found
+
+
+def _summary(scan, encoded):
+    """One query's score summary over every usable row (valid, non-empty), where the scan
+    ran."""
+    xp = scan.xp
+    lengths = xp.asarray(encoded.offsets[1:] - encoded.offsets[:-1])
+    usable = xp.asarray(scan.valid, dtype=bool) & (lengths > 0)
+    return score_summary(scan.columns["score"], lengths, usable, xp)
+
+
+def _stack_summaries(summary, count: int) -> dict:
+    if not summary:
+        empty = np.zeros((count, SCORE_BINS))
+        return {"score_counts": empty, "length_sums": empty.copy()}
+    xp = array_module(summary[0][0])
+    return {"score_counts": np.asarray(_host(xp.stack([c for c, _ in summary]))),
+            "length_sums": np.asarray(_host(xp.stack([s for _, s in summary])))}
 
 
 def _host(array):
@@ -106,7 +132,7 @@ def _host(array):
 HITS_COLUMNS = ("query_id", "rank", "target_index") + COLUMNS
 #: Sort keys that travel with a column's hits until they are ranked (then dropped): the
 #: query's number, the column's number (Dask partition), the row's number in it.
-_KEYS = ("_query", "_partition", "_row")
+_KEYS = ("_query", "_partition", "_row", "_summary")
 
 
 def check_top(top) -> int:
@@ -154,15 +180,17 @@ def prepare_queries(queries, scoring) -> tuple[list, list]:
     return ids, prepared
 
 
-def search_column(queries, ids, column, options, top: int, partition: int = 0, kept=None):
+def search_column(queries, ids, column, options, top: int, partition: int = 0, kept=None,
+                  summaries: bool = False):
     """Each prepared query's ``top`` hits in ``column`` (pandas or cuDF, in memory): a pandas
     frame of :data:`HITS_COLUMNS` but ``rank``, plus the sort keys :func:`rank_hits` uses,
     and the columns of ``kept`` (a frame of the column's rows) for each hit. Only the hits
-    leave a GPU."""
+    leave a GPU. With ``summaries``, one more row per query (``_row`` -1) carries its score
+    summary over the column in ``_summary`` (for statistics fitted to the search)."""
     targets, backend, owner, fingerprint, _library = column_targets(column, options.scoring,
                                                                     options)
     found = search_encoded(queries, targets, top, options.mode, backend=backend, owner=owner,
-                           fingerprint=fingerprint)
+                           fingerprint=fingerprint, summaries=summaries)
     rows = found["row"]
     labels = column.index.take(rows) if hasattr(column, "index") else pd.Index(rows)
     if is_cudf(labels):
@@ -186,30 +214,65 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
         if name not in frame.columns:
             continue
         frame.loc[frame[name] < 0, name] = pd.NA
+    if summaries:
+        frame["_summary"] = pd.Series([None] * len(frame), index=frame.index, dtype=object)
+        rows = pd.DataFrame({
+            "query_id": pd.Series(list(ids), dtype=object),
+            "_query": np.arange(len(ids), dtype=np.int64),
+            "_partition": np.full(len(ids), partition, np.int64),
+            "_row": np.full(len(ids), -1, np.int64),
+            "_summary": pd.Series([(found["score_counts"][k], found["length_sums"][k])
+                                   for k in range(len(ids))], dtype=object)})
+        frame = pd.concat([frame, rows.astype({c: frame[c].dtype for c in rows.columns})],
+                          ignore_index=True)
     return frame
 
 
 @dataclass(frozen=True)
 class HitStatistics:
-    """What the ranking needs for ``bitscore`` and ``evalue``: the Karlin-Altschul
-    parameters (None: the columns stay null) and each query's length, by query number."""
+    """What the ranking needs for ``bitscore`` and ``evalue``: the published Karlin-Altschul
+    parameters (None: the columns stay null), or ``fitted`` (parameters fitted per query to
+    the search's own scores, :func:`~swdask._statistics.fit_scores`), and each query's
+    length, by query number."""
 
     parameters: KarlinAltschul | None
     query_lengths: tuple
+    fitted: bool = False
+
+
+#: The ``statistics=`` choices of the search.
+STATISTICS = ("auto", "blast", "search", None)
 
 
 def hit_statistics(statistics, scoring, queries) -> HitStatistics | None:
     """``statistics`` of the search API: ``"auto"`` (bit scores and E-values where NCBI BLAST
     publishes the scoring's parameters, else no such columns), ``"blast"`` (those columns
-    always; null, with a warning, without published parameters) or ``None`` (none)."""
+    always; null, with a warning, without published parameters), ``"search"`` (parameters
+    fitted to each query's scores against the whole database, for any scoring) or ``None``
+    (none)."""
     if statistics is None:
         return None
-    if statistics not in ("auto", "blast"):
-        raise ValueError(f"statistics must be 'auto', 'blast' or None, got {statistics!r}")
+    if statistics not in STATISTICS:
+        raise ValueError(f"statistics must be 'auto', 'blast', 'search' or None, got "
+                         f"{statistics!r}")
+    lengths = tuple(len(q) for q in queries)
+    if statistics == "search":
+        return HitStatistics(None, lengths, fitted=True)
     parameters = blast_parameters(scoring, warn=statistics == "blast")
     if parameters is None and statistics == "auto":
         return None
-    return HitStatistics(parameters, tuple(len(q) for q in queries))
+    return HitStatistics(parameters, lengths)
+
+
+def fitted_parameters(summaries: pd.DataFrame, query_lengths) -> dict:
+    """Each query's parameters fitted to its score summaries summed over the partitions
+    (None for a query with too few scores), by query number."""
+    fitted = {}
+    for number, group in summaries.groupby("_query"):
+        counts = sum(c for c, _ in group["_summary"])
+        length_sums = sum(s for _, s in group["_summary"])
+        fitted[int(number)] = fit_scores(counts, length_sums, query_lengths[int(number)])
+    return fitted
 
 
 def database_totals(column) -> tuple[int, int]:
@@ -220,23 +283,27 @@ def database_totals(column) -> tuple[int, int]:
 
 
 def add_statistics(hits: pd.DataFrame, statistics: HitStatistics, residues: int,
-                   sequences: int) -> pd.DataFrame:
+                   sequences: int, fitted: dict | None = None) -> pd.DataFrame:
     """``hits`` with ``bitscore`` and ``evalue`` (``Float64``): each hit's query length
-    against the whole database (``residues`` in ``sequences``)."""
+    against the whole database (``residues`` in ``sequences``), under the published
+    parameters or each query's ``fitted`` ones (null where there are none)."""
     missing = np.ones(len(hits), dtype=bool)
     bits = np.zeros(len(hits))
     evalue = np.zeros(len(hits))
-    parameters = statistics.parameters
-    if parameters is not None and len(hits):
+    if len(hits):
         numbers = hits["_query"].to_numpy()
         scores = hits["score"].to_numpy(dtype=np.float64, na_value=0)
-        bits = parameters.bit_score(scores)
         for number in np.unique(numbers):
+            parameters = ((fitted or {}).get(int(number)) if statistics.fitted
+                          else statistics.parameters)
+            if parameters is None:
+                continue
             chosen = numbers == number
+            bits[chosen] = parameters.bit_score(scores[chosen])
             evalue[chosen] = parameters.evalue(scores[chosen],
                                                statistics.query_lengths[number], residues,
                                                sequences)
-        missing[:] = False
+            missing[chosen] = False
     return hits.assign(bitscore=pd.arrays.FloatingArray(bits, missing.copy()),
                        evalue=pd.arrays.FloatingArray(evalue, missing.copy()))
 
@@ -248,12 +315,18 @@ def rank_hits(partials, top: int, statistics: HitStatistics | None = None, resid
     their order. With ``statistics`` (and the whole database's ``residues`` in
     ``sequences``), the hits' ``bitscore`` and ``evalue`` after the score."""
     hits = partials if isinstance(partials, pd.DataFrame) else pd.concat(list(partials))
+    fitted = None
+    if "_summary" in hits.columns:  # score summaries of every partition, then the hits
+        summary_rows = hits["_row"].to_numpy() < 0
+        if statistics is not None and statistics.fitted:
+            fitted = fitted_parameters(hits[summary_rows], statistics.query_lengths)
+        hits = hits[~summary_rows]
     hits = hits.sort_values(["_query", "score", "_partition", "_row"],
                             ascending=[True, False, True, True])
     rank = hits.groupby("_query", sort=False).cumcount().to_numpy() + 1
     hits = hits.assign(rank=rank)[rank <= top]
     if statistics is not None:
-        hits = add_statistics(hits, statistics, int(residues), int(sequences))
+        hits = add_statistics(hits, statistics, int(residues), int(sequences), fitted)
     columns = [c for c in HITS_COLUMNS if c in hits.columns]
     columns[columns.index("score") + 1:columns.index("score") + 1] = [
         c for c in ("bitscore", "evalue") if c in hits.columns]

@@ -151,13 +151,16 @@ def output_format(output: str, fmt: str = "auto") -> str:
     )
 
 
-def check_statistics(fmt: str, evalue, scoring_options: dict):
-    """The search's ``statistics`` for an output format and an ``--evalue`` filter: ``"auto"``
-    for the tables, ``"blast"`` where E-values are needed (blast6, ``--evalue``), which must
-    then exist for the scoring: a ValueError saying so otherwise, before any work."""
+def check_statistics(fmt: str, evalue, scoring_options: dict, source: str = "blast"):
+    """The search's ``statistics`` for an output format, an ``--evalue`` filter and
+    ``--statistics`` (``source``): ``"search"`` as asked; else ``"auto"`` for the tables and
+    ``"blast"`` where E-values are needed (blast6, ``--evalue``), which must then be published
+    for the scoring: a ValueError saying so otherwise, before any work."""
     from ._scoring import make_scoring
     from ._statistics import blast_parameters
 
+    if source == "search":
+        return "search"
     if fmt != "blast6" and evalue is None:
         return "auto"
     scoring = make_scoring(**{k: v for k, v in scoring_options.items() if k != "on_unknown"})
@@ -168,7 +171,8 @@ def check_statistics(fmt: str, evalue, scoring_options: dict):
             f"{scoring.name} with gap_open={scoring.gap_open}, gap_extend={scoring.gap_extend}"
             f" (swdask's gap costs; BLAST's are one less on the opening); choose a protein "
             f"matrix and gap cost BLAST supports (e.g. BLOSUM62 with --gap-open 12 "
-            f"--gap-extend 1, BLAST's default), or write TSV/Parquet without --evalue")
+            f"--gap-extend 1, BLAST's default), or fit them to this search with --statistics "
+            f"search")
     return "blast"
 
 
@@ -341,8 +345,9 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     # backend, its frame library) and the GPU backend reads them there
     options = Options.parse(**scoring_options, positions=positions,
                             backend="gpu" if backend == "cudf" else backend)
-    if evalue is not None and statistics != "blast":
-        raise ValueError("evalue= filters on E-values: pass statistics='blast' with it")
+    if evalue is not None and statistics not in ("blast", "search"):
+        raise ValueError("evalue= filters on E-values: pass statistics='blast' or 'search' "
+                         "with it")
     if isinstance(queries_path, pd.DataFrame):  # read already (read_queries)
         queries = queries_path
     else:

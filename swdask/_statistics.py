@@ -173,3 +173,83 @@ def blast_parameters(scoring, warn: bool = True) -> KarlinAltschul | None:
     lam, K, H, alpha, beta = values
     source = (f"NCBI BLAST blast_stat.c, {name} gap existence {key[0]} extension {key[1]}")
     return KarlinAltschul(lam, K, H, alpha, beta, source)
+
+
+# ------------------------------------------------------------------ fitted to the search itself
+
+#: Scores are summarised per query in this many bins (0 ... SCORE_BINS - 2, and the last for
+#: every higher score, which the fit leaves out as a certain homolog).
+SCORE_BINS = 1024
+#: A fit needs at least this many scores (targets) of the query.
+_MIN_TARGETS = 200
+
+
+def score_summary(scores, lengths, usable, xp=np):
+    """What the fit needs from one query's scores against a column: per score bin, the number
+    of targets and the sum of their lengths (two ``float64[SCORE_BINS]``, arrays of ``xp``).
+    ``usable`` (bool) marks the rows that count: valid and non-empty."""
+    binned = xp.minimum(xp.maximum(scores, 0), SCORE_BINS - 1).astype(xp.int64)[usable]
+    counts = xp.bincount(binned, minlength=SCORE_BINS).astype(xp.float64)
+    length_sums = xp.bincount(binned, weights=lengths[usable].astype(xp.float64),
+                              minlength=SCORE_BINS)
+    return counts, length_sums
+
+
+def fit_scores(counts, length_sums, query_length: int) -> KarlinAltschul | None:
+    """``lambda`` and ``K`` fitted to one query's scores against a whole database (its
+    :func:`score_summary`, summed over partitions), or None with too few scores.
+
+    The model is Karlin and Altschul's for the best local score ``S`` of the query (``m``
+    residues) against an unrelated target of ``n``: ``P(S >= x) = 1 - exp(-K m n e^(-lambda
+    x))``, a Gumbel law whose location moves with ``ln(m n)``. Its likelihood over all targets
+    is maximised (``K`` in closed form for each ``lambda``, ``lambda`` by golden-section
+    search): it depends on the data only through the number of targets and the sum of their
+    lengths at each score, hence the summary. Homologs are not random: scores whose
+    expected number among the targets falls below 0.01 under the fit are left out and the
+    fit repeated (three rounds). E-values then follow ``E = K m n e^(-lambda S)`` with ``n``
+    the database's residues (no length adjustment: the fit absorbs the edge effect at the
+    database's lengths). This is the idea behind ssearch36's own statistics, which fits the
+    score distribution of the search it ran (Pearson, Methods Enzymol. 1998, 266:227), in a
+    maximum-likelihood form; not a copy of its estimator."""
+    counts = np.asarray(counts, dtype=np.float64)
+    length_sums = np.asarray(length_sums, dtype=np.float64)
+    scores = np.arange(counts.size, dtype=np.float64)
+    keep = np.ones(counts.size, dtype=bool)
+    keep[-1] = False  # the overflow bin
+    m = float(query_length)
+    fitted = None
+    for _ in range(3):
+        c, L, s = counts[keep], length_sums[keep], scores[keep]
+        total = c.sum()
+        if total < _MIN_TARGETS or m <= 0:
+            return None
+        score_sum = float((c * s).sum())
+
+        def profile(lam):
+            k = total / (m * float((L * np.exp(-lam * s)).sum()))
+            return total * math.log(lam) + total * math.log(k) - lam * score_sum, k
+
+        low, high = 0.005, 3.0
+        ratio = (math.sqrt(5) - 1) / 2
+        a, b = high - ratio * (high - low), low + ratio * (high - low)
+        fa, fb = profile(a)[0], profile(b)[0]
+        for _ in range(80):
+            if fa < fb:
+                low, a, fa = a, b, fb
+                b = low + ratio * (high - low)
+                fb = profile(b)[0]
+            else:
+                high, b, fb = b, a, fa
+                a = high - ratio * (high - low)
+                fa = profile(a)[0]
+        lam = (low + high) / 2
+        K = profile(lam)[1]
+        fitted = KarlinAltschul(lam, K, float("nan"), 0.0, 0.0,
+                                f"fitted to {int(total)} scores of this search")
+        # left out: scores expected fewer than 0.01 times among this many targets
+        expected = K * m * length_sums.sum() * np.exp(-lam * scores)
+        new_keep = keep & (expected >= 0.01)
+        if np.array_equal(new_keep, keep):
+            break
+        keep = new_keep
+    return fitted

@@ -64,8 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="trace every hit back: cigar, alignment_length, matches, "
                              "mismatches, gap_opens, identity (implied by blast6)")
     search.add_argument("--evalue", type=float, metavar="MAX",
-                        help="keep only hits with an E-value of at most MAX (needs a scoring "
-                             "with published statistics)")
+                        help="keep only hits with an E-value of at most MAX (needs E-values: "
+                             "a scoring with published statistics, or --statistics search)")
+    search.add_argument("--statistics", choices=("blast", "search"), default="blast",
+                        help="where bit scores and E-values come from: blast (default; NCBI "
+                             "BLAST's published parameters, for the matrices and gap costs "
+                             "it supports) or search (lambda and K fitted to each query's "
+                             "own scores against the whole database, for any scoring)")
 
     scoring = search.add_argument_group(
         "scoring", "A gap of length k scores -(gap_open + (k-1) * gap_extend).")
@@ -158,7 +163,7 @@ def main(argv=None) -> int:
     try:
         fmt = output_format(args.output, args.format)
         check_format(fmt, options)
-        statistics = check_statistics(fmt, args.evalue, options)
+        statistics = check_statistics(fmt, args.evalue, options, args.statistics)
         positions = "alignment" if args.alignment or fmt in ("blast6", "sam") else True
         queries = args.queries
         if fmt == "sam":  # the reads' sequences go into the output

@@ -193,3 +193,62 @@ def test_sam_output_for_dna_reads(tmp_path, dna_region):
         assert cigar == ((f"{hit.query_start}S" if hit.query_start else "") + hit.cigar
                          + (f"{clip_right}S" if clip_right else ""))
         assert hit.target_length == header[rname]
+
+
+def test_fit_recovers_known_parameters():
+    """Scores drawn from the model itself (Gumbel, location ln(K m n) / lambda, for targets
+    of many lengths) give back lambda and K."""
+    from swdask._statistics import fit_scores, score_summary
+
+    rng = np.random.default_rng(11)
+    lam, K, m = 0.27, 0.04, 300
+    lengths = rng.integers(50, 2000, 60_000)
+    uniform = rng.random(lengths.size)
+    # P(S >= x) = 1 - exp(-K m n e^(-lam x)), inverted; rounded down to whole scores
+    scores = np.floor(np.log(K * m * lengths / -np.log(uniform)) / lam).astype(np.int64)
+    scores[:30] = 900  # a few homologs, far above: left out by the fit
+    fitted = fit_scores(*score_summary(scores, lengths, np.ones(lengths.size, bool)), m)
+    # whole-number scores shift the location by about half a score: K within 15%
+    assert fitted.lam == pytest.approx(lam, rel=0.03)
+    assert fitted.K == pytest.approx(K * math.exp(-lam / 2), rel=0.15)
+
+
+def test_search_statistics_on_shuffled_proteins(protein_db, protein_queries):
+    """Unrelated sequences (shuffled real proteins): the fitted lambda is near BLAST's for the
+    same scoring, and E-values are large; partitions give the ranking the same fit."""
+    rng = np.random.default_rng(5)
+    shuffled = pd.DataFrame({"sequence": ["".join(rng.permutation(list(s)))
+                                          for s in protein_db.tolist()] * 4})
+    queries = [q for _, q in protein_queries[:2]]
+    hits = shuffled.sw.search(queries, top=3, gap_open=12, gap_extend=1, statistics="search")
+    assert hits["evalue"].notna().all() and (hits["evalue"] > 1e-3).all()
+    blast = shuffled.sw.search(queries, top=3, gap_open=12, gap_extend=1)
+    # same hits, bit scores of the same order (BLAST's lambda 0.267 vs the fitted one)
+    assert (hits["score"] == blast["score"]).all()
+    assert np.allclose(hits["bitscore"], blast["bitscore"], rtol=0.25)
+    lazy = dd.from_pandas(shuffled, npartitions=3).sw.search(
+        queries, top=3, gap_open=12, gap_extend=1, statistics="search")
+    pd.testing.assert_frame_equal(lazy.compute(scheduler="sync"), hits, check_exact=False,
+                                  rtol=1e-9)
+
+
+def test_search_statistics_need_enough_targets():
+    hits = pd.Series(["MKVLAAGIVGALLAA", "MKVAAGIVG"]).sw.search(
+        ["MKVLAAGIVG"], top=2, statistics="search")
+    assert hits["evalue"].isna().all() and hits["score"].notna().all()
+
+
+def test_cli_statistics_search_for_dna(tmp_path, dna_region):
+    rng = np.random.default_rng(2)
+    reference = tmp_path / "ref.fasta"
+    unrelated = ["".join(rng.choice(list("ACGT"), 300)) for _ in range(400)]
+    unrelated[7] = dna_region[950:1250]  # the read's origin
+    reference.write_text("".join(f">r{k}\n{s}\n" for k, s in enumerate(unrelated)))
+    reads = tmp_path / "reads.fasta"
+    reads.write_text(f">a\n{dna_region[1000:1100]}\n")
+    output = tmp_path / "hits.m8"
+    assert main(["search", str(reads), str(reference), "--dna", "-o", str(output),
+                 "--statistics", "search", "--no-progress", "--workers", "1"]) == 0
+    table = pd.read_csv(output, sep="\t", header=None)
+    assert len(table) == 10 and table[1].iloc[0] == "r7"
+    assert table[10].iloc[0] < 1e-10 and (table[10].iloc[1:] > 1e-3).all()
