@@ -28,10 +28,12 @@ every backend): before a substitution, the path comes from a substitution, then 
 ``I`` (the gap extended), then from a ``D``; before a ``D``, from a substitution, then from a
 ``D``, then from an ``I``.
 
-Memory: a segment pair of ``m x n`` residues takes ``(m + 1)(n + 1)`` bytes while it is traced;
-pairs are traced in parallel (numba ``prange``), one such table per thread at a time. Pairs
-above the setting ``swdask.traceback.max-cells`` raise a ValueError that says so (a
-linear-memory traceback for them is not built yet).
+Memory: a segment pair of ``m x n`` residues takes ``(m + 1)(n + 1)`` bytes of traceback while
+it is traced; pairs are traced in parallel (numba ``prange``), one table per thread at a time.
+Above the setting ``swdask.traceback.max-cells`` (bytes, default 256 MiB) a pair is traced in
+blocks of rows that fit it, from checkpoint rows kept by a first pass (24 bytes per residue of
+the target segment per block): one more pass over its matrix, memory bounded by the setting,
+so a 100,000 x 100,000 pair completes in about 350 MB.
 
 Numba, as the CPU kernels: Biopython's ``PairwiseAligner`` (the project's reference, used by
 the tests) traces back exactly but one pair at a time from Python, far too slow for a search's
@@ -44,55 +46,63 @@ import numpy as np
 
 from . import _settings
 
-#: What a traced row adds, in order.
+#: The letters of the ops 0-3.
 _OPS = np.frombuffer(b"=XID", dtype=np.uint8)
+#: Traceback bytes one pair may hold at once when the setting is unset (256 MiB).
+_DEFAULT_MAX_CELLS = 1 << 28
 _NEG = -(1 << 40)
 
 
 @nb.njit(cache=True, nogil=True)
-def _trace_one(a, b, matrix, gap_open, gap_extend, ops, lengths):
-    """Global affine alignment of codes ``a`` (query segment) and ``b`` (target segment)
-    that begins and ends with a substitution (state S at both ends); the path's runs go to
-    ``ops`` (0 '=', 1 'X', 2 'I', 3 'D') and ``lengths``. Returns (runs, score, matches,
-    mismatches, gap_opens, columns)."""
-    m, n = a.size, b.size
+def _start_row(n, gap_open, gap_extend, s_row, i_row, d_row):
+    """Row 0 of the three states: the empty prefix pair (as if a substitution ended there)
+    and a target prefix against nothing (one D run)."""
+    s_row[:] = _NEG
+    i_row[:] = _NEG
+    d_row[:] = _NEG
+    s_row[0] = 0
+    for j in range(1, n + 1):
+        d_row[j] = -(gap_open + (j - 1) * gap_extend)
+
+
+@nb.njit(cache=True, nogil=True)
+def _fill_rows(a, b, matrix, gap_open, gap_extend, s_row, i_row, d_row, first, last, trace,
+               trace_first, store):
+    """Rows ``first`` .. ``last`` (1-based, inclusive) of the three states, from row
+    ``first - 1`` held in ``s_row``/``i_row``/``d_row`` (left holding row ``last``). With
+    ``store``, each cell's predecessors go to ``trace`` (row ``i`` at ``i - trace_first``;
+    two bits per state: from S (0), I (1) or D (2))."""
+    n = b.size
     width = n + 1
-    trace = np.zeros((m + 1) * width, dtype=np.uint8)
-    s_prev = np.full(width, _NEG, dtype=np.int64)
-    i_prev = np.full(width, _NEG, dtype=np.int64)
-    d_prev = np.full(width, _NEG, dtype=np.int64)
     s_cur = np.empty(width, dtype=np.int64)
     i_cur = np.empty(width, dtype=np.int64)
     d_cur = np.empty(width, dtype=np.int64)
-    s_prev[0] = 0  # the empty prefix pair: as if a substitution ended there
-    for j in range(1, width):  # a target prefix against nothing: one D run
-        d_prev[j] = -(gap_open + (j - 1) * gap_extend)
-        trace[j] = (0 if j == 1 else 2) << 4
-    for i in range(1, m + 1):
+    for i in range(first, last + 1):
         ai = a[i - 1]
         s_cur[0] = _NEG
         d_cur[0] = _NEG
         i_cur[0] = -(gap_open + (i - 1) * gap_extend)
-        trace[i * width] = (0 if i == 1 else 1) << 2
+        if store:
+            trace[(i - trace_first) * width] = (0 if i == 1 else 1) << 2
         for j in range(1, width):
             # S (i, j): from (i-1, j-1): S, then I, then D
-            best = s_prev[j - 1]
+            best = s_row[j - 1]
             state = 0
-            if i_prev[j - 1] > best:
-                best = i_prev[j - 1]
+            if i_row[j - 1] > best:
+                best = i_row[j - 1]
                 state = 1
-            if d_prev[j - 1] > best:
-                best = d_prev[j - 1]
+            if d_row[j - 1] > best:
+                best = d_row[j - 1]
                 state = 2
             s_cur[j] = best + matrix[ai, b[j - 1]]
             # I (i, j): query residue i against a gap, from (i-1, j): S open, I extend, D open
-            value = s_prev[j] - gap_open
+            value = s_row[j] - gap_open
             from_i = 0
-            other = i_prev[j] - gap_extend
+            other = i_row[j] - gap_extend
             if other > value:
                 value = other
                 from_i = 1
-            other = d_prev[j] - gap_open
+            other = d_row[j] - gap_open
             if other > value:
                 value = other
                 from_i = 2
@@ -109,37 +119,97 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, ops, lengths):
                 value = other
                 from_d = 1
             d_cur[j] = value
-            trace[i * width + j] = state | (from_i << 2) | (from_d << 4)
-        s_prev, s_cur = s_cur, s_prev
-        i_prev, i_cur = i_cur, i_prev
-        d_prev, d_cur = d_cur, d_prev
-    score = s_prev[n]
-    # read the path back from (m, n) in state S; ops come out last first
-    i, j, state = m, n, 0
-    runs = 0
-    matches = mismatches = gap_opens = columns = 0
-    last = -1
-    while i > 0 or j > 0:
-        code = trace[i * width + j]
+            if store:
+                trace[(i - trace_first) * width + j] = state | (from_i << 2) | (from_d << 4)
+        s_row[:] = s_cur
+        i_row[:] = i_cur
+        d_row[:] = d_cur
+
+
+@nb.njit(cache=True, nogil=True)
+def _walk(a, b, trace, trace_first, i, j, state, stop, raw, count):
+    """Read the path back from cell (i, j) in ``state`` while ``i > stop`` (to (0, 0) when
+    ``stop`` is -1), ops last first into ``raw`` from ``count`` on (0 '=', 1 'X', 2 'I', 3 'D');
+    returns (i, j, state, count)."""
+    width = b.size + 1
+    while (i > stop) and (i > 0 or j > 0):
+        code = trace[(i - trace_first) * width + j]
         if state == 0:
-            op = 0 if a[i - 1] == b[j - 1] else 1
+            raw[count] = 0 if a[i - 1] == b[j - 1] else 1
             state = code & 3
             i -= 1
             j -= 1
         elif state == 1:
-            op = 2
+            raw[count] = 2
             state = (code >> 2) & 3
             i -= 1
         else:
-            op = 3
+            raw[count] = 3
             state = (code >> 4) & 3
             j -= 1
-        columns += 1
+        count += 1
+    return i, j, state, count
+
+
+@nb.njit(cache=True, nogil=True)
+def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
+    """Global affine alignment of codes ``a`` (query segment) and ``b`` (target segment)
+    that begins and ends with a substitution (state S at both ends); the path's runs go to
+    ``ops`` (0 '=', 1 'X', 2 'I', 3 'D') and ``lengths``. Returns (runs, score, matches,
+    mismatches, gap_opens, columns).
+
+    When the whole traceback table (``(m + 1)(n + 1)`` bytes) is above ``max_cells``, the
+    rows are cut into blocks of at most ``max_cells`` bytes: a first pass keeps the three
+    states' row at each block's start (checkpoints), then each block, last first, is
+    computed again from its checkpoint with its traceback and the path read through it; the
+    same cells, the same ties, one more pass over the matrix."""
+    m, n = a.size, b.size
+    width = n + 1
+    block = max(1, min(m, max_cells // width - 1))
+    s_row = np.empty(width, dtype=np.int64)
+    i_row = np.empty(width, dtype=np.int64)
+    d_row = np.empty(width, dtype=np.int64)
+    starts = np.arange(0, m, block)  # each block: rows starts[k] + 1 .. next start
+    saved_s = np.empty((starts.size, width), dtype=np.int64)
+    saved_i = np.empty((starts.size, width), dtype=np.int64)
+    saved_d = np.empty((starts.size, width), dtype=np.int64)
+    _start_row(n, gap_open, gap_extend, s_row, i_row, d_row)
+    dummy = np.zeros(1, dtype=np.uint8)
+    for k in range(starts.size):  # the first pass: checkpoints and the score
+        saved_s[k] = s_row
+        saved_i[k] = i_row
+        saved_d[k] = d_row
+        last = min(m, starts[k] + block)
+        _fill_rows(a, b, matrix, gap_open, gap_extend, s_row, i_row, d_row, starts[k] + 1,
+                   last, dummy, 0, False)
+    score = s_row[n]
+    raw = np.empty(m + n, dtype=np.uint8)
+    count = 0
+    i, j, state = m, n, 0
+    trace = np.empty((block + 1) * width, dtype=np.uint8)
+    for k in range(starts.size - 1, -1, -1):
+        first = starts[k]
+        last = min(m, first + block)
+        s_row[:] = saved_s[k]
+        i_row[:] = saved_i[k]
+        d_row[:] = saved_d[k]
+        if first == 0:  # row 0's traceback: a target prefix against nothing
+            for jj in range(1, width):
+                trace[jj] = (0 if jj == 1 else 2) << 4
+        _fill_rows(a, b, matrix, gap_open, gap_extend, s_row, i_row, d_row, first + 1, last,
+                   trace, first, True)
+        i, j, state, count = _walk(a, b, trace, first, i, j, state,
+                                   first if first > 0 else -1, raw, count)
+    runs = 0
+    matches = mismatches = gap_opens = 0
+    last_op = -1
+    for k in range(count - 1, -1, -1):  # first op first
+        op = raw[k]
         if op == 0:
             matches += 1
         elif op == 1:
             mismatches += 1
-        if op == last:
+        if op == last_op:
             lengths[runs - 1] += 1
         else:
             if op >= 2:
@@ -147,27 +217,23 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, ops, lengths):
             ops[runs] = op
             lengths[runs] = 1
             runs += 1
-            last = op
-    # first op first
-    for k in range(runs // 2):
-        ops[k], ops[runs - 1 - k] = ops[runs - 1 - k], ops[k]
-        lengths[k], lengths[runs - 1 - k] = lengths[runs - 1 - k], lengths[k]
-    return runs, score, matches, mismatches, gap_opens, columns
+            last_op = op
+    return runs, score, matches, mismatches, gap_opens, count
 
 
 @nb.njit(cache=True, parallel=True)
 def _trace_rows(query_residues, query_offsets, query_rows, target_residues, target_offsets,
                 target_rows, query_start, query_end, target_start, target_end, matrix,
-                gap_open, gap_extend, run_offsets, ops, lengths, runs, score, matches,
-                mismatches, gap_opens, columns):
+                gap_open, gap_extend, max_cells, run_offsets, ops, lengths, runs, score,
+                matches, mismatches, gap_opens, columns):
     for k in nb.prange(query_rows.size):
         q0 = query_offsets[query_rows[k]]
         t0 = target_offsets[target_rows[k]]
         a = query_residues[q0 + query_start[k]:q0 + query_end[k]]
         b = target_residues[t0 + target_start[k]:t0 + target_end[k]]
         first = run_offsets[k]
-        found = _trace_one(a, b, matrix, gap_open, gap_extend, ops[first:run_offsets[k + 1]],
-                           lengths[first:run_offsets[k + 1]])
+        found = _trace_one(a, b, matrix, gap_open, gap_extend, max_cells,
+                           ops[first:run_offsets[k + 1]], lengths[first:run_offsets[k + 1]])
         runs[k], score[k], matches[k], mismatches[k], gap_opens[k], columns[k] = found
 
 
@@ -199,15 +265,7 @@ def trace(queries, query_rows, targets, target_rows, alignments, scoring):
                for name in ("score", "query_start", "query_end", "target_start", "target_end")}
     m = columns["query_end"] - columns["query_start"]
     n = columns["target_end"] - columns["target_start"]
-    cells = (m + 1) * (n + 1)
-    limit = _settings.get_int("traceback.max-cells")
-    if limit is not None and int(cells.max()) > limit:
-        worst = int(np.argmax(cells))
-        raise ValueError(
-            f"the alignment of a {int(m[worst])} x {int(n[worst])} residue segment pair needs "
-            f"{int(cells[worst]):,} bytes of traceback, above the setting "
-            f"swdask.traceback.max-cells ({limit:,}); raise it (dask.config.set) if the memory "
-            "is there, or ask for positions=True (no alignment) for such long pairs")
+    limit = _settings.get_int("traceback.max-cells") or _DEFAULT_MAX_CELLS
     run_offsets = np.zeros(hit.size + 1, dtype=np.int64)
     np.cumsum(m + n, out=run_offsets[1:])
     ops = np.zeros(int(run_offsets[-1]), dtype=np.uint8)
@@ -220,7 +278,7 @@ def trace(queries, query_rows, targets, target_rows, alignments, scoring):
                 np.asarray(target_rows, dtype=np.int64)[hit], columns["query_start"],
                 columns["query_end"], columns["target_start"], columns["target_end"],
                 np.ascontiguousarray(scoring.matrix, dtype=np.int64), int(scoring.gap_open),
-                int(scoring.gap_extend), run_offsets, ops, lengths, found["runs"],
+                int(scoring.gap_extend), int(limit), run_offsets, ops, lengths, found["runs"],
                 found["score"], found["matches"], found["mismatches"], found["gap_opens"],
                 found["columns"])
     wrong = np.flatnonzero(found["score"] != columns["score"])

@@ -206,7 +206,14 @@ def test_dask_partitions_give_the_same_alignments(protein_queries, protein_db):
     pd.testing.assert_frame_equal(got, want)
 
 
-def test_too_long_for_the_setting_is_a_clear_error(setting):
-    setting("traceback.max-cells", 100)
-    with pytest.raises(ValueError, match="swdask.traceback.max-cells"):
-        swdask.align("MKVLAAGIVGALLAA", ["MKVLAAGIVGALLAA"], positions="alignment")
+@pytest.mark.parametrize("max_cells", [1, 50, 700])
+def test_blocks_of_rows_give_the_same_alignments(setting, protein_queries, protein_db,
+                                                 max_cells):
+    """Pairs traced in blocks of rows (the setting far below their tables: one row per block
+    at 1) give exactly the CIGARs of the whole-table traceback."""
+    targets = protein_db.iloc[:40]
+    query = protein_queries[1][1]
+    whole = targets.sw.align(query, positions="alignment", **BLOSUM.options)
+    setting("traceback.max-cells", max_cells)
+    blocked = targets.sw.align(query, positions="alignment", **BLOSUM.options)
+    pd.testing.assert_frame_equal(blocked, whole)
