@@ -268,6 +268,8 @@ def main() -> int:
     parser.add_argument("--out", default="benchmarks/results")
     add_commit_argument(parser)
     parser.add_argument("--gpu", action="store_true", help="the GPU sets (see above)")
+    parser.add_argument("--alignment", action="store_true",
+                        help="CPU sets: the job with --alignment (every hit traced back)")
     parser.add_argument("--gpu-sets", nargs="+", default=["W1", "1000"])
     parser.add_argument("--backends", nargs="+", default=["gpu", "cudf"])
     parser.add_argument("--gpu-queries", help="W1's queries (cudasw_queries.fasta)")
@@ -304,7 +306,8 @@ def main() -> int:
         for _ in range(args.repeats):
             seconds, stderr = _run([sys.executable, "-m", "swdask", "search", str(query_file),
                                     str(database), "--top", "10", "-o", str(work / "hits.tsv"),
-                                    "--backend", args.backend, "--no-progress", "--verbose"])
+                                    "--backend", args.backend, "--no-progress", "--verbose",
+                                    *(["--alignment"] if args.alignment else [])])
             if not walls or seconds < min(walls):
                 phases = _phases(stderr)
             walls.append(seconds)
@@ -316,7 +319,7 @@ def main() -> int:
                                       "BL62", "-m", "8", "-b", "10", "-d", "0",
                                       str(query_file), str(database)], stdout=out)[0])
         engine = _engine_seconds(subset, db_frame, args.repeats)
-        workload = f"search-{args.backend}-{count}"
+        workload = f"search-{args.backend}-{count}" + ("-alignment" if args.alignment else "")
         record = {"workload": workload, **header, "backend": args.backend, "gpus": 0,
                   "cores": cores,
                   "queries": count, "database_residues": residues, "cells": cells,
