@@ -108,7 +108,8 @@ def _local_gpu_cluster(n_workers, threads_per_worker, dashboard_address, options
 @contextmanager
 def cluster(scheduler: str | None = None, n_workers: int | None = None,
             threads_per_worker: int | None = None, *, gpu="auto",
-            dashboard_address: str = ":8787", report=_report_to_stderr, **options):
+            dashboard_address: str = ":8787", report=_report_to_stderr,
+            connect_timeout: float = 10, **options):
     """Yield a ``distributed.Client`` for a job, and close what was started for it on exit.
 
     Args:
@@ -121,6 +122,7 @@ def cluster(scheduler: str | None = None, n_workers: int | None = None,
             dask_cuda is installed and sees a GPU, a ``distributed.LocalCluster`` otherwise;
             ``True`` requires the GPU cluster; ``False`` never starts one.
         dashboard_address: where the local dashboard listens (``":0"``: any free port).
+        connect_timeout: seconds to wait for ``scheduler`` to answer (then ConnectionError).
         report: called with one line of text (the dashboard link); default prints to stderr.
         options: passed to ``LocalCluster``/``LocalCUDACluster``; for a CPU cluster,
             ``processes=False`` runs one worker thread inside this process instead of worker
@@ -137,7 +139,13 @@ def cluster(scheduler: str | None = None, n_workers: int | None = None,
                 "n_workers, threads_per_worker and cluster options apply to a local cluster; "
                 f"with scheduler={scheduler!r} the running cluster's workers are used"
             )
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler, timeout=connect_timeout)
+        except (OSError, TimeoutError) as exc:  # nothing listens there, or no scheduler
+            raise ConnectionError(
+                f"no Dask scheduler answered at {scheduler} within {connect_timeout} s "
+                f"({type(exc).__name__}); check the address (dask scheduler prints it), or "
+                "leave --scheduler out to start a local cluster") from None
         where = f"connected to {scheduler}"
     else:
         use_gpu = gpu is True or (gpu == "auto" and gpu_count() > 0)

@@ -23,7 +23,7 @@ from ._accessor import check_columns, keep_columns, output_names, register_cudf
 from ._api import is_cudf, takes_options
 from ._metrics import one_to_many_cells, pair_cells, report_cells
 from ._options import Options
-from ._sequences import prepare_query
+from ._sequences import SequenceError, prepare_query
 
 #: Prefix of every task key swdask puts in a graph (what the dashboard shows).
 TASK_PREFIX = "sw-align"
@@ -71,7 +71,15 @@ def _search_partition(part, ids, queries, top, column, keep, options, summaries=
     partition = partition_info["number"] if partition_info else 0
     series = part if column is None else part[column]
     kept = part[list(keep)] if keep else None
-    hits = _sw(series).search_prepared(ids, queries, top, options, partition, kept, summaries)
+    try:
+        hits = _sw(series).search_prepared(ids, queries, top, options, partition, kept,
+                                           summaries)
+    except SequenceError as exc:  # name the record by its id where the frame has one
+        if "id" not in getattr(part, "columns", ()) or exc.label not in part.index:
+            raise
+        record = part["id"].loc[exc.label]
+        raise SequenceError(f"record {record!r} (number {exc.label} of the database): "
+                            f"{exc}") from None
     report_cells(sum(len(q) for q in queries) * one_to_many_cells(1, series))
     return hits
 

@@ -33,8 +33,11 @@ the GPU with Dask's own ``to_backend("cudf")``. cuDF is imported only then, neve
 """
 from __future__ import annotations
 
+import lzma
 import os
-from dataclasses import dataclass
+import zlib
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 
 import numba as nb
 import numpy as np
@@ -48,6 +51,7 @@ from ._timing import stage
 _SCAN_CHUNK = 16 * 2**20
 
 _NEWLINE, _CR, _GT = 10, 13, 62
+_BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark
 
 # Bytes that never belong in a FASTA file: C0 control bytes other than tab, newline and
 # carriage return, and DEL. A NUL usually means a binary (or still-compressed) file.
@@ -82,6 +86,7 @@ class _Part:
     first_record: int   # global record number of the partition's first record
     n_records: int
     file_size: int      # size seen while planning (compressed size for compressed files)
+    strip_gaps: bool = False  # remove '-' and '.' from sequences (aligned FASTA)
 
 
 # --------------------------------------------------------------------------------------------
@@ -374,6 +379,7 @@ class _Scan:
         self.lines_before = 0    # newlines seen so far
         self.previous = _NEWLINE  # the byte before the current chunk (a file starts a line)
         self.seen_header = False
+        self.bom = 0  # bytes of a UTF-8 byte-order mark at the start of the file
 
     def feed(self, chunk: bytes) -> None:
         arr = np.frombuffer(chunk, dtype=np.uint8)
@@ -384,6 +390,8 @@ class _Scan:
         before = arr[np.maximum(headers - 1, 0)]
         if headers.size and headers[0] == 0:
             before[0] = self.previous
+        if self.offset == 0 and self.bom:  # the first line starts after the byte-order mark
+            before[headers == self.bom] = _NEWLINE
         headers = headers[before == _NEWLINE]
         if not self.seen_header:
             self._check_preamble(chunk, int(headers[0]) if headers.size else arr.size)
@@ -406,8 +414,9 @@ class _Scan:
         self.previous = int(arr[-1])
 
     def _check_preamble(self, chunk: bytes, end: int) -> None:
-        """Before the first header only blank lines are allowed."""
-        leading = chunk[:end]
+        """Before the first header only blank lines are allowed (and a UTF-8 byte-order mark
+        at the very start, as Windows editors write it)."""
+        leading = chunk[self.bom if self.offset == 0 else 0:end]
         stripped = leading.lstrip(b" \t\r\n")
         if stripped:
             where = len(leading) - len(stripped)
@@ -421,17 +430,36 @@ class _Scan:
                          "every record must start with a '>' header line")
 
 
+@contextmanager
+def _decompression_errors(path: str, compression: str | None):
+    """A compressed stream that ends early or is corrupt, as a FastaError naming the file."""
+    try:
+        yield
+    except (EOFError, OSError, zlib.error, lzma.LZMAError) as exc:
+        if compression is None and not isinstance(exc, EOFError):
+            raise
+        raise FastaError(
+            f"{path}: the {compression} file is truncated or corrupt ({exc}); download or "
+            f"copy it again (check it with `{_CHECK.get(compression, 'its tool')}`)") from None
+
+
+_CHECK = {"gzip": "gzip -t FILE", "bz2": "bzip2 -t FILE", "xz": "xz -t FILE",
+          "zstd": "zstd -t FILE"}
+
+
 def _plan_file(fs, path: str, compression: str | None, blocksize: int | None,
                first_record: int) -> list[_Part]:
     size = int(fs.size(path))
     whole = compression is not None or blocksize is None
     scan = _Scan(path, 2**62 if whole else blocksize)
     chunk_size = _SCAN_CHUNK if whole else max(1, _SCAN_CHUNK // blocksize) * blocksize
-    with _open(fs, path, compression) as stream:
+    with _decompression_errors(path, compression), _open(fs, path, compression) as stream:
         while True:
             chunk = stream.read(chunk_size)
             if not chunk:
                 break
+            if scan.offset == 0 and chunk.startswith(_BOM):
+                scan.bom = len(_BOM)
             scan.feed(chunk)
     entries = [scan.blocks[b] for b in sorted(scan.blocks)]
     parts = []
@@ -456,19 +484,30 @@ def _read_part_timed(part: _Part, fs) -> pd.DataFrame:
             f"{part.path} changed size ({part.file_size} -> {size} bytes) after read_fasta "
             "planned its partitions; call read_fasta again"
         )
-    with _open(fs, part.path, part.compression) as stream:
+    with _decompression_errors(part.path, part.compression), \
+            _open(fs, part.path, part.compression) as stream:
         if part.compression is None:
             stream.seek(part.start)
             data = stream.read() if part.stop is None else stream.read(part.stop - part.start)
         else:
             data = stream.read()
+    if part.start == 0 and data.startswith(_BOM):  # a UTF-8 byte-order mark: not text
+        data = data[len(_BOM):]
     table = parse_block(data, part.path, part.first_line)
+    if part.strip_gaps:
+        table = _strip_gaps(table)
     if table.num_rows != part.n_records:
         raise FastaError(
             f"{part.path}: found {table.num_rows} records from line {part.first_line} where "
             f"planning counted {part.n_records}; the file changed, call read_fasta again"
         )
     return _to_pandas(table, part.first_record)
+
+
+def _strip_gaps(table: pa.Table) -> pa.Table:
+    """The table with the alignment gap characters '-' and '.' removed from its sequences."""
+    sequences = pc.replace_substring_regex(table.column("sequence"), r"[-.]", "")
+    return table.set_column(table.schema.get_field_index("sequence"), "sequence", sequences)
 
 
 def _empty_part(_) -> pd.DataFrame:
@@ -561,7 +600,7 @@ def _require_cudf() -> None:
 
 
 def read_fasta(path, blocksize="64MB", *, compression="infer", backend="pandas",
-               storage_options=None):
+               storage_options=None, strip_gaps: bool = False):
     """Read FASTA file(s) as a Dask DataFrame with string columns ``id``, ``description``,
     ``sequence``.
 
@@ -581,12 +620,19 @@ def read_fasta(path, blocksize="64MB", *, compression="infer", backend="pandas",
             (``dask.config.set({"dataframe.backend": "cudf"})`` or
             ``DASK_DATAFRAME__BACKEND=cudf``; ``"pandas"`` by default).
         storage_options: passed to fsspec for remote file systems.
+        strip_gaps: remove the alignment gap characters ``-`` and ``.`` from the sequences
+            (aligned FASTA, e.g. from a multiple alignment). Without it they are kept, and
+            aligning them raises an error naming the record (neither is a residue).
 
     Each record becomes one row: ``id`` is the first word of the header line, ``description``
     the rest (``""`` when there is none), ``sequence`` the sequence lines joined with all
     whitespace removed (case and symbols such as ``*`` kept). The index is the 0-based record
     number across all files, in order, so ``divisions`` are known. \\r\\n line endings are
-    accepted. Records with an empty sequence give ``""``.
+    accepted. Records with an empty sequence give ``""``. A UTF-8 byte-order mark at the start of a file
+    is skipped. Characters in sequences, the rule on every backend: letters are residues
+    (case-insensitive; a letter the scoring lacks is ``on_unknown``'s to decide), ``*`` is a
+    residue of the matrices that have it (BLOSUM/PAM: the stop), ``-`` and ``.`` are gaps
+    (``strip_gaps``), and digits and other symbols are refused when aligned, naming the row.
 
     Parquet: ``ddf.to_parquet(folder)`` writes the index (the record number) with the columns;
     ``dd.read_parquet(folder, calculate_divisions=True)`` gives the same frame back with its
@@ -602,13 +648,13 @@ def read_fasta(path, blocksize="64MB", *, compression="infer", backend="pandas",
     backend = resolve_frame_library(backend)
     if backend == "cudf":  # before the scan: a missing GPU stack is found at once
         _require_cudf()
-    frame = _read_fasta_pandas(path, blocksize, compression, storage_options)
+    frame = _read_fasta_pandas(path, blocksize, compression, storage_options, strip_gaps)
     # Dask's own mechanism (dask-cudf's backend entry point): an elementwise cudf.from_pandas
     # per partition, which keeps divisions, index and order.
     return frame.to_backend("cudf") if backend == "cudf" else frame
 
 
-def _read_fasta_pandas(path, blocksize, compression, storage_options):
+def _read_fasta_pandas(path, blocksize, compression, storage_options, strip_gaps=False):
     """:func:`read_fasta` with pandas partitions (every backend starts from these)."""
     import dask.dataframe as dd
     from fsspec.compression import compr
@@ -627,7 +673,8 @@ def _read_fasta_pandas(path, blocksize, compression, storage_options):
         else:
             file_compression = compression
         first_record = parts[-1].first_record + parts[-1].n_records if parts else 0
-        parts.extend(_plan_file(fs, p, file_compression, size, first_record))
+        parts.extend(replace(part, strip_gaps=bool(strip_gaps)) for part in
+                     _plan_file(fs, p, file_compression, size, first_record))
     meta = _meta()
     if not parts:  # only empty (or blank) files: one empty partition
         return dd.from_map(_empty_part, [0], meta=meta, label="read-fasta",

@@ -19,6 +19,7 @@ search itself with the database read inside it, writing), :class:`Phases`.
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
 from contextlib import contextmanager, nullcontext
@@ -146,8 +147,8 @@ def output_format(output: str, fmt: str = "auto") -> str:
         return "tsv"
     raise ValueError(
         f"-o {output!r}: the suffix says neither TSV nor Parquet; name the output *.tsv "
-        "(tab-separated text; also .tab, .txt, .csv, with .gz for compression), *.parquet or "
-        "*.m8 (BLAST tabular), or '-' for TSV on standard output; or give --format"
+        "(tab-separated text; also .tab, .txt, .csv, with .gz for compression), *.parquet, "
+        "*.m8 (BLAST tabular) or *.sam, or '-' for TSV on standard output; or give --format"
     )
 
 
@@ -283,7 +284,7 @@ def _compression(output: str):
 
 
 def _lazy_search(database_path, queries, top, options, backend, blocksize, threads: int,
-                 gpus: int, statistics="auto"):
+                 gpus: int, statistics="auto", strip_gaps: bool = False):
     """The database read and searched, lazily (a Dask frame of hits). With the GPU engine
     (``gpus`` devices) the partitions read in parallel are joined into one per GPU before
     the search: each partition's search pays the tail of its longest rows, so W1 on four
@@ -294,7 +295,11 @@ def _lazy_search(database_path, queries, top, options, backend, blocksize, threa
     if blocksize == "auto":
         blocksize = auto_blocksize(database_path, threads, gpus)
     database = read_fasta(database_path, blocksize=blocksize,
-                          backend="cudf" if backend == "cudf" else "pandas")
+                          backend="cudf" if backend == "cudf" else "pandas",
+                          strip_gaps=strip_gaps)
+    if not database.known_divisions:  # read_fasta's plan found no record at all
+        raise ValueError(f"the database {database_path} holds no FASTA record (no line "
+                         "starts with '>')")
     if gpus and database.npartitions > gpus:
         database = database.repartition(npartitions=gpus)
     return database.sw.search(queries, top=top, column="sequence", keep=("id", "description"),
@@ -302,12 +307,21 @@ def _lazy_search(database_path, queries, top, options, backend, blocksize, threa
                               positions=options.mode, backend=options.backend)
 
 
-def read_queries(path, scoring):
+def check_database(paths) -> None:
+    """Refuse, before any work, database files that are missing or all empty."""
+    fs, found = expand_paths(paths)
+    if all(int(fs.size(p)) == 0 for p in found):
+        names = ", ".join(found[:3]) + (" ..." if len(found) > 3 else "")
+        raise ValueError(f"the database ({names}) is empty: no FASTA record to search")
+
+
+def read_queries(path, scoring, strip_gaps: bool = False):
     """The query file as a pandas frame (``id``, ``description``, ``sequence``), every query
     checked under ``scoring``: an empty file or a bad query is a ValueError naming it."""
     from ._fasta import read_fasta
 
-    queries = read_fasta(path, blocksize=None).compute(scheduler="sync")
+    queries = read_fasta(path, blocksize=None, strip_gaps=strip_gaps).compute(
+        scheduler="sync")
     if queries.empty:
         raise ValueError(f"{path}: no query records (the file holds no '>' header)")
     try:
@@ -320,7 +334,7 @@ def read_queries(path, scoring):
 def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_workers=None,
            scheduler=None, progress: bool = True, backend: str = "auto", report=None,
            phases: Phases | None = None, positions=True, statistics="auto", evalue=None,
-           **scoring_options) -> pd.DataFrame:
+           strip_gaps: bool = False, **scoring_options) -> pd.DataFrame:
     """Run the search on a Dask cluster (started for it, or ``scheduler``); the hits table.
 
     ``queries_path`` is a FASTA path, or the frame :func:`read_queries` gave.
@@ -352,8 +366,12 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         queries = queries_path
     else:
         with phases("queries"):
-            queries = read_queries(queries_path, options.scoring)
-    expand_paths(database_path)  # a missing file fails here, before a cluster starts
+            queries = read_queries(queries_path, options.scoring, strip_gaps)
+    check_database(database_path)  # missing or empty files fail here, before any cluster
+    if backend in ("gpu", "cudf"):  # no GPU (or no CuPy): said now, not from a task
+        from . import _engine
+
+        _engine.get_backend("gpu")
     if blocksize != "auto":
         parse_blocksize(blocksize)
     report = report or _report_to_stderr
@@ -372,7 +390,8 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
                "threads); no dashboard: pass --scheduler to run on a cluster and watch it")
         with phases("search"):
             lazy = _lazy_search(database_path, queries, top, options, backend, blocksize,
-                                threads, gpus=1, statistics=statistics)
+                                threads, gpus=1, statistics=statistics,
+                                strip_gaps=strip_gaps)
             _timing.take()  # from zero: only this job's tasks
             with local_progress() if progress else nullcontext():
                 hits = lazy.compute(scheduler="threads", num_workers=threads)
@@ -382,7 +401,10 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     # are aligned on the CPU otherwise, where a LocalCluster uses every core
     gpu = {"gpu": "auto", "cudf": True}.get(backend, False)
     with phases("startup"):
-        started = cluster(scheduler, n_workers, gpu=gpu, report=report)
+        # a local cluster's workers keep quiet about failed tasks (their log lines carry a
+        # traceback): the job reports the error itself, in one line
+        quiet = {} if scheduler is not None else {"silence_logs": logging.CRITICAL}
+        started = cluster(scheduler, n_workers, gpu=gpu, report=report, **quiet)
         client = started.__enter__()
     try:
         with phases("search"):
@@ -390,7 +412,7 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
             lazy = _lazy_search(database_path, queries, top, options, backend, blocksize,
                                 max(1, sum(workers.values())),
                                 gpus=len(workers) if gpu_engine else 0,
-                                statistics=statistics)
+                                statistics=statistics, strip_gaps=strip_gaps)
             future = client.compute(lazy)
             if progress:
                 show_progress([future])

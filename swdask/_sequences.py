@@ -16,7 +16,10 @@ from ._scoring import UNKNOWN_CODE, Scoring, ScoringError
 
 
 class SequenceError(ValueError):
-    """A sequence holds a character that is not a residue; the message names the row."""
+    """A sequence holds a character that is not a residue; the message names the row
+    (``label``: the row's index label, when the sequence came from a column)."""
+
+    label = None
 
 
 @dataclass
@@ -133,10 +136,15 @@ def _bad_residue_error(data: np.ndarray, codes: np.ndarray, offsets: np.ndarray,
                f"{'N' if scoring.name == 'match/mismatch' else 'X'}, or clean the sequence")
     else:
         fix = "remove whitespace, gaps and non-ASCII characters from sequences before aligning"
-    return SequenceError(
+    if byte in (45, 46):  # '-', '.': an aligned FASTA's gaps
+        fix = ("gaps are not residues: remove them (read_fasta(..., strip_gaps=True), "
+               "swdask search --strip-gaps)")
+    error = SequenceError(
         f"{subject} has {char} at position {column}, which is not a residue of "
         f"{scoring.name} (alphabet {scoring.alphabet}); {fix}"
     )
+    error.label = label
+    return error
 
 
 def _non_string_error(values, labels, what: str):

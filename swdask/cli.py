@@ -7,6 +7,8 @@ options, and argparse adds no dependency (click is not one of ours). The job its
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
 
 from . import __version__
@@ -66,6 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--evalue", type=float, metavar="MAX",
                         help="keep only hits with an E-value of at most MAX (needs E-values: "
                              "a scoring with published statistics, or --statistics search)")
+    search.add_argument("--strip-gaps", action="store_true",
+                        help="remove the gap characters '-' and '.' from queries and database "
+                             "sequences (aligned FASTA); without it they are an error naming "
+                             "the record")
     search.add_argument("--statistics", choices=("blast", "search"), default="blast",
                         help="where bit scores and E-values come from: blast (default; NCBI "
                              "BLAST's published parameters, for the matrices and gap costs "
@@ -113,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true",
                      help="print the seconds of each phase (start-up, queries, search, "
                           "writing) on standard error")
+    commands.add_parser(
+        "info", help="what is installed, the GPUs seen, and which backends will run",
+        description="Print swdask's version, its dependencies' versions, the GPUs CuPy sees, "
+                    "and which engines (cpu, gpu, cudf, a GPU cluster) this machine can run.")
     return parser
 
 
@@ -141,12 +151,49 @@ def scoring_options(args, parser) -> dict:
 
 
 def main(argv=None) -> int:
-    """Entry point of the ``swdask`` command (and ``python -m swdask``); the exit status."""
+    """Entry point of the ``swdask`` command (and ``python -m swdask``); the exit status:
+    0 done, 1 a clear error (bad input, options, files; one line on stderr, no traceback),
+    2 a usage error (argparse), 130 interrupted (Ctrl-C or SIGTERM; no output written)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "info":
+        from ._info import report
+
+        print(report())
+        return 0
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        return _search_command(args, parser, argv)
+    except KeyboardInterrupt:
+        print("swdask: interrupted; no output written", file=sys.stderr)
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum, frame):  # SIGTERM as Ctrl-C: the job and its cluster stop cleanly
+    raise KeyboardInterrupt
+
+
+def check_output(output: str) -> None:
+    """Refuse, before any work, an output that cannot be written: a missing or read-only
+    folder, or a folder where the file should be."""
+    if output == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise ValueError(f"-o {output}: the folder {folder} does not exist; create it first")
+    if os.path.isdir(output):
+        raise ValueError(f"-o {output} is a folder; name a file in it")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"-o {output}: the folder {folder} is not writable")
+
+
+def _search_command(args, parser, argv) -> int:
     from ._scoring import make_scoring
     from ._search import (Phases, check_format, check_statistics, output_format, read_queries,
                           search, write_hits)
+    from .gpu import GpuUnavailableError
 
     options = scoring_options(args, parser)
     if args.top < 1:
@@ -161,27 +208,31 @@ def main(argv=None) -> int:
     phases = Phases()
     phases.process_start()
     try:
+        check_output(args.output)
         fmt = output_format(args.output, args.format)
         check_format(fmt, options)
         statistics = check_statistics(fmt, args.evalue, options, args.statistics)
         positions = "alignment" if args.alignment or fmt in ("blast6", "sam") else True
         queries = args.queries
-        if fmt == "sam":  # the reads' sequences go into the output
+        if fmt == "sam" or args.strip_gaps:  # read here: SAM writes the reads
             with phases("queries"):
                 queries = read_queries(args.queries, make_scoring(
-                    **{k: v for k, v in options.items() if k != "on_unknown"}))
+                    **{k: v for k, v in options.items() if k != "on_unknown"}),
+                    strip_gaps=args.strip_gaps)
         hits = search(queries, args.database, top=args.top, blocksize=args.blocksize,
                       n_workers=args.workers, scheduler=args.scheduler,
                       progress=not args.no_progress, backend=args.backend, phases=phases,
                       positions=positions, statistics=statistics, evalue=args.evalue,
-                      **options)
+                      strip_gaps=args.strip_gaps, **options)
         with phases("write"):
             write_hits(hits, args.output, fmt,
                        queries=queries if fmt == "sam" else None,
                        command=" ".join(["swdask", *(argv if argv is not None
                                                       else sys.argv[1:])]))
-    except (ValueError, OSError) as exc:  # bad input or options: a message, not a traceback
-        print(f"swdask: error: {exc}", file=sys.stderr)
+    except (ValueError, OSError, GpuUnavailableError) as exc:
+        # bad input, options, files or machine: one line, not a traceback
+        message = " ".join(str(exc).split())
+        print(f"swdask: error: {message}", file=sys.stderr)
         return 1
     if args.verbose:
         print(f"swdask: phases: {phases.line()}", file=sys.stderr)

@@ -183,16 +183,15 @@ def test_dna_search_to_stdout(scheduler, tmp_path, capsys):
     assert (got["score"] > 0).all()
 
 
-def test_empty_database_gives_no_hits(scheduler, tmp_path):
+def test_empty_database_is_an_error(scheduler, tmp_path, capsys):
+    """An empty database is said to be empty (exit 1) rather than written as no hits."""
     db = tmp_path / "empty.fasta"
     db.write_text("")
     output = tmp_path / "hits.tsv"
     code = main(["search", str(QUERIES), str(db), "-o", str(output), "--no-progress",
                  "--scheduler", scheduler.scheduler.address])
-    assert code == 0
-    got = read_tsv(output)
-    assert got.empty
-    check_hits(got, got)
+    assert code == 1 and not output.exists()
+    assert "empty" in capsys.readouterr().err
 
 
 def test_malformed_database_line_is_reported_from_the_workers(scheduler, tmp_path, capsys):
