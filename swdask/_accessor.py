@@ -109,18 +109,19 @@ class SeriesAccessor:
         top = _many_queries.check_top(top)
         ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
         stats = _many_queries.hit_statistics(statistics, options.scoring, prepared)
-        totals = _many_queries.database_totals(self._series) if stats else (0, 0)
         partials = self.search_prepared(ids, prepared, top, options, kept=kept,
-                                        summaries=bool(stats and stats.fitted))
-        return _many_queries.rank_hits(partials, top, stats, *totals)
+                                        summaries=bool(stats and stats.fitted),
+                                        totals=stats is not None)
+        return _many_queries.rank_hits(partials, top, stats)
 
     def search_prepared(self, ids, queries, top: int, options: Options, partition: int = 0,
-                        kept=None, summaries: bool = False):
+                        kept=None, summaries: bool = False, totals: bool = False):
         """:meth:`search` for queries already encoded, before ranking (what the Dask accessor
         runs per partition); ``kept``: a frame of other columns to copy for each hit;
-        ``summaries``: each query's score summary too (statistics fitted to the search)."""
+        ``summaries``: each query's score summary too (statistics fitted to the search);
+        ``totals``: the column's residues and sequences (the search space)."""
         return _many_queries.search_column(queries, ids, self._series, options, top, partition,
-                                           kept, summaries)
+                                           kept, summaries, totals)
 
 
 class DataFrameAccessor:

@@ -67,13 +67,13 @@ def _pairs_partition(frame, query, target, prefix, options):
 
 
 def _search_partition(part, ids, queries, top, column, keep, options, summaries=False,
-                      partition_info=None):
+                      totals=False, partition_info=None):
     partition = partition_info["number"] if partition_info else 0
     series = part if column is None else part[column]
     kept = part[list(keep)] if keep else None
     try:
         hits = _sw(series).search_prepared(ids, queries, top, options, partition, kept,
-                                           summaries)
+                                           summaries, totals)
     except SequenceError as exc:  # name the record by its id where the frame has one
         if "id" not in getattr(part, "columns", ()) or exc.label not in part.index:
             raise
@@ -96,19 +96,18 @@ def _lazy_search(collection, queries, top, column, keep, options, statistics="au
             _engine.CpuBackend.prepare(query)
     shipped = dask.delayed(prepared, pure=True)
     summaries = bool(stats and stats.fitted)
+    # the search space's totals come from the search tasks themselves: a separate reduction
+    # over the partitions would keep each partition in memory until both had read it (peak
+    # memory then grew with the database: benchmarks/results/memory-*.json)
+    totals = stats is not None
     meta = _search_partition(collection._meta, ids, prepared, top, column, keep, options,
-                             summaries)
+                             summaries, totals).iloc[:0]
     partials = collection.map_partitions(_search_partition, ids, shipped, top, column, keep,
-                                         options, summaries, meta=meta, token=SEARCH_PREFIX,
-                                         align_dataframes=False)
+                                         options, summaries, totals, meta=meta,
+                                         token=SEARCH_PREFIX, align_dataframes=False)
     ranked_meta = _many_queries.rank_hits(meta, top, stats)
-    totals = (0, 0)
-    if stats is not None:  # Dask scalars: reductions over the partitions the search reads
-        series = collection if column is None else collection[column]
-        totals = (series.str.len().sum(), series.count())
     return partials.repartition(npartitions=1).map_partitions(
-        _many_queries.rank_hits, top, stats, *totals, meta=ranked_meta,
-        token=SEARCH_PREFIX + "-rank")
+        _many_queries.rank_hits, top, stats, meta=ranked_meta, token=SEARCH_PREFIX + "-rank")
 
 
 @register_series_accessor("sw")

@@ -132,7 +132,7 @@ def _host(array):
 HITS_COLUMNS = ("query_id", "rank", "target_index") + COLUMNS
 #: Sort keys that travel with a column's hits until they are ranked (then dropped): the
 #: query's number, the column's number (Dask partition), the row's number in it.
-_KEYS = ("_query", "_partition", "_row", "_summary")
+_KEYS = ("_query", "_partition", "_row", "_summary", "_residues", "_sequences")
 
 
 def check_top(top) -> int:
@@ -181,12 +181,15 @@ def prepare_queries(queries, scoring) -> tuple[list, list]:
 
 
 def search_column(queries, ids, column, options, top: int, partition: int = 0, kept=None,
-                  summaries: bool = False):
+                  summaries: bool = False, totals: bool = False):
     """Each prepared query's ``top`` hits in ``column`` (pandas or cuDF, in memory): a pandas
     frame of :data:`HITS_COLUMNS` but ``rank``, plus the sort keys :func:`rank_hits` uses,
     and the columns of ``kept`` (a frame of the column's rows) for each hit. Only the hits
     leave a GPU. With ``summaries``, one more row per query (``_row`` -1) carries its score
-    summary over the column in ``_summary`` (for statistics fitted to the search)."""
+    summary over the column in ``_summary`` (for statistics fitted to the search); with
+    ``totals``, one row (``_row`` -2) carries the column's residues and sequences in
+    ``_residues``/``_sequences`` (the search space, summed by the ranking: so a Dask search
+    reads each partition once, for its hits and its share of the totals together)."""
     targets, backend, owner, fingerprint, _library = column_targets(column, options.scoring,
                                                                     options)
     found = search_encoded(queries, targets, top, options.mode, backend=backend, owner=owner,
@@ -214,17 +217,27 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
         if name not in frame.columns:
             continue
         frame.loc[frame[name] < 0, name] = pd.NA
+    extra = []
     if summaries:
         frame["_summary"] = pd.Series([None] * len(frame), index=frame.index, dtype=object)
-        rows = pd.DataFrame({
+        extra.append(pd.DataFrame({
             "query_id": pd.Series(list(ids), dtype=object),
             "_query": np.arange(len(ids), dtype=np.int64),
             "_partition": np.full(len(ids), partition, np.int64),
             "_row": np.full(len(ids), -1, np.int64),
             "_summary": pd.Series([(found["score_counts"][k], found["length_sums"][k])
-                                   for k in range(len(ids))], dtype=object)})
-        frame = pd.concat([frame, rows.astype({c: frame[c].dtype for c in rows.columns})],
-                          ignore_index=True)
+                                   for k in range(len(ids))], dtype=object)}))
+    if totals:
+        residues, sequences = database_totals(column)
+        frame["_residues"] = pd.array([pd.NA] * len(frame), dtype="Int64")
+        frame["_sequences"] = pd.array([pd.NA] * len(frame), dtype="Int64")
+        extra.append(pd.DataFrame({
+            "_query": [-1], "_partition": [partition], "_row": [-2],
+            "_residues": pd.array([residues], dtype="Int64"),
+            "_sequences": pd.array([sequences], dtype="Int64")}))
+    if extra:
+        frame = pd.concat([frame] + [rows.astype({c: frame[c].dtype for c in rows.columns})
+                                     for rows in extra], ignore_index=True)
     return frame
 
 
@@ -312,15 +325,20 @@ def rank_hits(partials, top: int, statistics: HitStatistics | None = None, resid
               sequences=0):
     """Hits of every column (partition) merged into each query's ``top`` best: score
     descending, then record order (partition, then row); ``rank`` 1, 2, ...; queries in
-    their order. With ``statistics`` (and the whole database's ``residues`` in
-    ``sequences``), the hits' ``bitscore`` and ``evalue`` after the score."""
+    their order. With ``statistics``, the hits' ``bitscore`` and ``evalue`` after the score,
+    for the whole database: ``residues`` in ``sequences``, or the sums of the partitions'
+    totals rows when they carry them (:func:`search_column`)."""
     hits = partials if isinstance(partials, pd.DataFrame) else pd.concat(list(partials))
     fitted = None
-    if "_summary" in hits.columns:  # score summaries of every partition, then the hits
-        summary_rows = hits["_row"].to_numpy() < 0
-        if statistics is not None and statistics.fitted:
-            fitted = fitted_parameters(hits[summary_rows], statistics.query_lengths)
-        hits = hits[~summary_rows]
+    extra = hits["_row"].to_numpy() < 0  # partitions' summaries and totals, not hits
+    if "_residues" in hits.columns:
+        partition_rows = hits["_row"].to_numpy() == -2
+        residues = int(hits.loc[partition_rows, "_residues"].sum())
+        sequences = int(hits.loc[partition_rows, "_sequences"].sum())
+    if "_summary" in hits.columns and statistics is not None and statistics.fitted:
+        fitted = fitted_parameters(hits[hits["_row"].to_numpy() == -1],
+                                   statistics.query_lengths)
+    hits = hits[~extra]
     hits = hits.sort_values(["_query", "score", "_partition", "_row"],
                             ascending=[True, False, True, True])
     rank = hits.groupby("_query", sort=False).cumcount().to_numpy() + 1
