@@ -9,9 +9,12 @@ GPU (CUDA through CuPy, :mod:`swdask.gpu`). Each implements the small protocol
 * ``one_against_many(query, targets, mode, owner=, fingerprint=)``: one prepared query
   against every row of ``targets``;
 * ``pairs(queries, targets, scoring, mode)``: row ``r`` against row ``r``;
+* ``batch()``: held while a batch of queries runs against one column (the GPU takes one
+  batch at a time per process);
 
-both returning :class:`~swdask._results.Alignments` in the API's conventions (the backend's
-array module: NumPy or CuPy). Each implementation orders its rows as its kernels like (by
+the two alignments returning :class:`~swdask._results.Alignments` in the API's conventions
+(the backend's array module: NumPy or CuPy). Mode ``"alignment"`` is not a kernel's: the
+backend runs ``"full"`` and :func:`with_alignments` adds the traceback (any backend). Each implementation orders its rows as its kernels like (by
 length, into lanes or thread groups) and returns them in input order.
 
 :func:`get_backend` is the one place that picks: ``"cpu"``, ``"gpu"``, or ``"auto"`` (the

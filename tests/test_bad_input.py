@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .test_cli import DB, QUERIES
+from .test_cli import DB
 
 GOOD = ">q1 a query\nMKVLAAGIVGALLAAQWERTYHHK\n"
 PROTEIN_DB = DB.read_text()
@@ -154,15 +154,22 @@ def test_valid_edge_input_works(workdir, case, arguments):
 def test_interrupted_job_leaves_no_output(workdir, which):
     """A job stopped mid-search (Ctrl-C, or SIGTERM from a scheduler) exits 130 with one
     line, leaves the old output as it was, no partial file, and no worker behind."""
-    big = workdir / "big.fa"
-    big.write_text(PROTEIN_DB * 40)
-    command = [sys.executable, "-m", "swdask", "search", str(QUERIES), str(big), "-o",
+    records = PROTEIN_DB.split(">")[1:]
+    (workdir / "many.fa").write_text("".join(">" + r for r in records[:60]))  # ~a minute
+    (workdir / "big.fa").write_text(PROTEIN_DB * 40)
+    command = [sys.executable, "-m", "swdask", "search", "many.fa", "big.fa", "-o",
                "hits.tsv", "--no-progress", "--workers", "1"]
     process = subprocess.Popen(command, cwd=workdir, stderr=subprocess.PIPE, text=True)
-    time.sleep(6)
-    assert process.poll() is None, process.stderr.read()  # still searching
+    seen = []
+    for line in process.stderr:  # the cluster is up: the search is under way
+        seen.append(line)
+        if "started" in line:
+            break
+    time.sleep(3)
+    assert process.poll() is None, "".join(seen)
     process.send_signal(which)
     _, err = process.communicate(timeout=60)
+    err = "".join(seen) + err
     assert process.returncode == 130, err
     assert "interrupted" in err and "Traceback" not in err
     assert (workdir / "hits.tsv").read_text() == OLD_OUTPUT
