@@ -298,8 +298,10 @@ def _lazy_search(database_path, queries, top, options, backend, blocksize, threa
                           backend="cudf" if backend == "cudf" else "pandas",
                           strip_gaps=strip_gaps)
     if not database.known_divisions:  # read_fasta's plan found no record at all
-        raise ValueError(f"the database {database_path} holds no FASTA record (no line "
-                         "starts with '>')")
+        names = database_path if isinstance(database_path, str) else ", ".join(
+            map(str, database_path))
+        raise ValueError(f"the database ({names}) holds no FASTA record (no line starts "
+                         "with '>')")
     if gpus and database.npartitions > gpus:
         database = database.repartition(npartitions=gpus)
     return database.sw.search(queries, top=top, column="sequence", keep=("id", "description"),
