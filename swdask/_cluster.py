@@ -17,6 +17,7 @@ import importlib.util
 import os
 import sys
 import time
+import warnings
 from contextlib import contextmanager
 
 
@@ -150,7 +151,10 @@ def cluster(scheduler: str | None = None, n_workers: int | None = None,
     else:
         use_gpu = gpu is True or (gpu == "auto" and gpu_count() > 0)
         make = _local_gpu_cluster if use_gpu else _local_cpu_cluster
-        started = make(n_workers, threads_per_worker, dashboard_address, dict(options))
+        with warnings.catch_warnings():
+            # a busy dashboard port moves to a free one; the link printed below says where
+            warnings.filterwarnings("ignore", message="Port .* is already in use")
+            started = make(n_workers, threads_per_worker, dashboard_address, dict(options))
         try:
             client = Client(started)
         except BaseException:
