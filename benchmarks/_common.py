@@ -190,6 +190,18 @@ def timed(fn):
     return time.perf_counter() - start, out
 
 
+def run_process(command, stdout=None, env=None, cwd=None) -> tuple[float, str]:
+    """Run ``command`` as a new process (a user's whole job): ``(wall seconds, stderr)``;
+    stdout goes to ``stdout`` (a file) or nowhere; a failure raises with its stderr."""
+    start = time.perf_counter()
+    done = subprocess.run([str(c) for c in command], stdout=stdout or subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True, env=env, cwd=cwd)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, command))} failed:\n{done.stderr[-3000:]}")
+    return seconds, done.stderr
+
+
 def timed_repeats(fn, repeats: int):
     """``(seconds of each of repeats calls, the last call's result)``, as :func:`timed`."""
     times, out = [], None

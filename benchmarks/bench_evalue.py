@@ -19,28 +19,18 @@ import argparse
 import gzip
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from _common import add_commit_argument, read_fasta, stamp, write_result
+from _common import add_commit_argument, read_fasta, run_process, stamp, write_result
 
 MMSEQS = Path("/usr/share/doc/mmseqs2/example-data")
 BLAST6 = ["qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart", "qend",
           "sstart", "send", "evalue", "bitscore"]
-
-
-def _timed(command, stdout) -> float:
-    start = time.perf_counter()
-    done = subprocess.run(command, stdout=stdout, stderr=subprocess.PIPE, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
-    return time.perf_counter() - start
 
 
 def _read_m8(path) -> pd.DataFrame:
@@ -99,17 +89,17 @@ def main() -> int:
             out.write(f">{name}\n{sequence}\n")
     theirs = work / "ssearch.m8"
     with open(theirs, "w") as out:
-        ssearch_seconds = _timed([ssearch, "-T", str(cores), "-f", "-11", "-g", "-1", "-s",
+        ssearch_seconds, _ = run_process([ssearch, "-T", str(cores), "-f", "-11", "-g", "-1", "-s",
                                   "BL62", "-m", "8", "-b", "10", "-d", "0", str(query_file),
                                   str(database)], out)
     b = _read_m8(theirs)
     compared = {}
     for source in ("blast", "search"):
         ours = work / f"swdask-{source}.m8"
-        seconds = _timed([sys.executable, "-m", "swdask", "search", str(query_file),
+        seconds, _ = run_process([sys.executable, "-m", "swdask", "search", str(query_file),
                           str(database), "--top", "10", "--format", "blast6", "-o", str(ours),
                           "--gap-open", "12", "--gap-extend", "1", "--statistics", source,
-                          "--no-progress"], subprocess.DEVNULL)
+                          "--no-progress"])
         compared[source] = {"swdask_wall_seconds": seconds,
                             **_agreement(_read_m8(ours), b)}
     record = {

@@ -40,13 +40,12 @@ import gzip
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from _common import add_commit_argument, read_fasta, stamp, write_result
+from _common import add_commit_argument, read_fasta, run_process, stamp, write_result
 
 
 def _engine_seconds(queries, database, repeats: int, backend: str = "cpu") -> float:
@@ -74,16 +73,6 @@ def _write_fasta(path: Path, frame) -> None:
             out.write(f">{name}\n{sequence}\n")
 
 
-def _run(command: list[str], stdout=None) -> tuple[float, str]:
-    start = time.perf_counter()
-    done = subprocess.run(command, stdout=stdout or subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
-    return seconds, done.stderr
-
-
 def _phases(stderr: str) -> dict[str, float]:
     """The job's phases (``--verbose``); stages inside its tasks, when it reports them, as
     ``task_<stage>`` (thread-seconds)."""
@@ -97,16 +86,10 @@ def _phases(stderr: str) -> dict[str, float]:
 
 def _job(query_file, database, output, backend, env=None) -> tuple[float, dict]:
     """One ``swdask search`` process: its wall clock and the phases it reports."""
-    command = [sys.executable, "-m", "swdask", "search", str(query_file), str(database),
-               "--top", "10", "-o", str(output), "--backend", backend, "--no-progress",
-               "--verbose"]
-    start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                          text=True, env=env)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} failed:\n{done.stderr[-3000:]}")
-    return seconds, _phases(done.stderr)
+    seconds, stderr = run_process([sys.executable, "-m", "swdask", "search", query_file,
+                                   database, "--top", "10", "-o", output, "--backend", backend,
+                                   "--no-progress", "--verbose"], env=env)
+    return seconds, _phases(stderr)
 
 
 def _cold_env(work: Path) -> dict:
@@ -304,7 +287,7 @@ def main() -> int:
         cells = int(subset["sequence"].str.len().sum()) * residues
         walls, phases = [], {}
         for _ in range(args.repeats):
-            seconds, stderr = _run([sys.executable, "-m", "swdask", "search", str(query_file),
+            seconds, stderr = run_process([sys.executable, "-m", "swdask", "search", str(query_file),
                                     str(database), "--top", "10", "-o", str(work / "hits.tsv"),
                                     "--backend", args.backend, "--no-progress", "--verbose",
                                     *(["--alignment"] if args.alignment else [])])
@@ -315,7 +298,7 @@ def main() -> int:
         if ssearch:
             for _ in range(args.repeats):
                 with open(work / "ssearch.m8", "w") as out:
-                    peer.append(_run([ssearch, "-T", str(cores), "-f", "-11", "-g", "-1", "-s",
+                    peer.append(run_process([ssearch, "-T", str(cores), "-f", "-11", "-g", "-1", "-s",
                                       "BL62", "-m", "8", "-b", "10", "-d", "0",
                                       str(query_file), str(database)], stdout=out)[0])
         engine = _engine_seconds(subset, db_frame, args.repeats)

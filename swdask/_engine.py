@@ -30,7 +30,7 @@ from typing import Callable, ContextManager, Protocol
 
 import numpy as np
 
-from ._results import Alignments, empty_cells, finish, kernel_mode, on_device
+from ._results import Alignments, empty_cells, finish, host_array, kernel_mode, on_device
 from ._scoring import Scoring
 from ._sequences import EncodedSequences, PreparedQuery, encode, query_column
 
@@ -180,10 +180,8 @@ def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSeque
     from . import _traceback
 
     host = found.to_host()
-    columns = _traceback.trace(_on_host(queries), np.asarray(_host(query_rows)),
-                               _on_host(targets), np.asarray(_host(target_rows)), host, scoring)
+    columns = _traceback.trace(_on_host(queries), np.asarray(host_array(query_rows)),
+                               _on_host(targets), np.asarray(host_array(target_rows)), host,
+                               scoring)
     return Alignments({**host.columns, **columns}, host.valid, "alignment")
 
-
-def _host(array):
-    return array.get() if on_device(array) else array

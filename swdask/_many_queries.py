@@ -27,7 +27,9 @@ import pandas as pd
 
 from . import _engine
 from ._api import column_targets, is_cudf
-from ._results import COLUMNS, array_module, column_array, result_columns, top_candidates
+from ._metrics import column_total
+from ._results import (COLUMNS, array_module, column_array, host_array, result_columns,
+                       top_candidates)
 from ._scoring import ScoringError
 from ._sequences import SequenceError, prepare_query, query_column
 from ._statistics import SCORE_BINS, KarlinAltschul, blast_parameters, fit_scores, score_summary
@@ -57,6 +59,9 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
         ("target_length",) if mode == "alignment" else ())
     found = {name: np.zeros(0, dtype=np.int64) for name in names}
     counts, picked, is_hit, scanned, summary = [], [], [], [], []
+    if summaries:  # what every query's summary counts: the rows' lengths, usable rows
+        lengths = encoded.offsets[1:] - encoded.offsets[:-1]
+        usable = array_module(lengths).asarray(encoded.valid, dtype=bool) & (lengths > 0)
     with chosen.batch():
         with stage("scan"):
             # queue every query's scan and top rows without reading anything back, so the
@@ -71,45 +76,38 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                 if mode != "full":
                     scanned.append(scan.take(rows))
                 if summaries:
-                    summary.append(_summary(scan, encoded))
+                    summary.append(score_summary(scan.columns["score"], lengths, usable,
+                                                 scan.xp))
             if summaries:
                 found.update(_stack_summaries(summary, len(queries)))
             if not picked or not sum(counts):
                 return found
             xp = array_module(picked[0])
-            keep = np.asarray(_host(xp.concatenate(is_hit)), dtype=bool)
+            keep = np.asarray(host_array(xp.concatenate(is_hit)), dtype=bool)
         query_of_hit = np.repeat(np.arange(len(queries), dtype=np.int64), counts)[keep]
-        rows = np.asarray(_host(xp.concatenate(picked)), dtype=np.int64)[keep]
+        rows = np.asarray(host_array(xp.concatenate(picked)), dtype=np.int64)[keep]
         if not rows.size:
             return found
         if mode in ("full", "alignment"):
+            query_codes = query_column(queries)
             with stage("positions"):
-                hits = chosen.pairs(query_column(queries).take(query_of_hit),
-                                    encoded.take(rows), queries[0].scoring, "full").to_host()
+                hits = chosen.pairs(query_codes.take(query_of_hit), encoded.take(rows),
+                                    queries[0].scoring, "full").to_host()
             if mode == "alignment":
                 with stage("traceback"):
-                    hits = _engine.with_alignments(query_column(queries), query_of_hit,
-                                                   encoded, rows, hits, queries[0].scoring)
+                    hits = _engine.with_alignments(query_codes, query_of_hit, encoded, rows,
+                                                   hits, queries[0].scoring)
             columns = hits.columns
         else:
-            columns = {name: np.asarray(_host(xp.concatenate([s.columns[name]
+            columns = {name: np.asarray(host_array(xp.concatenate([s.columns[name]
                                                               for s in scanned])))[keep]
                        for name in result_columns(mode)}
     found.update({"query": query_of_hit, "row": rows})
     found.update({name: np.asarray(columns[name]) for name in result_columns(mode)})
     if mode == "alignment":
         lengths = encoded.offsets[1:] - encoded.offsets[:-1]
-        found["target_length"] = np.asarray(_host(lengths), dtype=np.int64)[rows]
+        found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]
     return found
-
-
-def _summary(scan, encoded):
-    """One query's score summary over every usable row (valid, non-empty), where the scan
-    ran."""
-    xp = scan.xp
-    lengths = xp.asarray(encoded.offsets[1:] - encoded.offsets[:-1])
-    usable = xp.asarray(scan.valid, dtype=bool) & (lengths > 0)
-    return score_summary(scan.columns["score"], lengths, usable, xp)
 
 
 def _stack_summaries(summary, count: int) -> dict:
@@ -117,12 +115,8 @@ def _stack_summaries(summary, count: int) -> dict:
         empty = np.zeros((count, SCORE_BINS))
         return {"score_counts": empty, "length_sums": empty.copy()}
     xp = array_module(summary[0][0])
-    return {"score_counts": np.asarray(_host(xp.stack([c for c, _ in summary]))),
-            "length_sums": np.asarray(_host(xp.stack([s for _, s in summary])))}
-
-
-def _host(array):
-    return array.get() if hasattr(array, "__cuda_array_interface__") else array
+    return {"score_counts": np.asarray(host_array(xp.stack([c for c, _ in summary]))),
+            "length_sums": np.asarray(host_array(xp.stack([s for _, s in summary])))}
 
 
 # ------------------------------------------------------------------------------ frames
@@ -291,8 +285,7 @@ def fitted_parameters(summaries: pd.DataFrame, query_lengths) -> dict:
 def database_totals(column) -> tuple[int, int]:
     """``(residues, sequences)`` of a column (pandas or cuDF): the search space's database
     side; nulls are not sequences, empty strings are."""
-    total = column.str.len().sum()
-    return (0 if pd.isna(total) else int(total)), int(column.count())
+    return column_total(column.str.len()), int(column.count())
 
 
 def add_statistics(hits: pd.DataFrame, statistics: HitStatistics, residues: int,

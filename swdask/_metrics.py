@@ -41,7 +41,8 @@ def report_cells(cells: int) -> None:
     metrics.context_meter.digest_metric(CELLS_LABEL, float(cells), CELLS_UNIT)
 
 
-def _total(values) -> int:
+def column_total(values) -> int:
+    """The sum of a column of numbers (nulls skipped; 0 for none)."""
     # a reduction of the column's own library (pandas, or cuDF on the device): nulls skipped,
     # an empty or all-null column sums to 0
     total = values.sum()
@@ -51,7 +52,7 @@ def _total(values) -> int:
 def one_to_many_cells(query_length: int, targets) -> int:
     """Cells of one query of ``query_length`` residues against every row of ``targets`` (a
     pandas or cuDF Series of strings; sequences are ASCII, so characters are residues)."""
-    return int(query_length) * _total(targets.str.len())
+    return int(query_length) * column_total(targets.str.len())
 
 
 def pair_cells(queries, targets) -> int:
@@ -59,7 +60,7 @@ def pair_cells(queries, targets) -> int:
     Rows pair by position, as in :func:`swdask.align_pairs`, not by index label."""
     query_lengths = queries.str.len().reset_index(drop=True)
     target_lengths = targets.str.len().reset_index(drop=True)
-    return _total(query_lengths * target_lengths)
+    return column_total(query_lengths * target_lengths)
 
 
 def _worker_totals(dask_worker, prefix: str) -> dict:

@@ -88,6 +88,11 @@ def on_device(array) -> bool:
     return hasattr(array, "__cuda_array_interface__")
 
 
+def host_array(array):
+    """``array`` on the host: a GPU array copied down, a host array as it is."""
+    return array.get() if on_device(array) else array
+
+
 def empty_cells(n: int, xp=np, dtype=np.int64) -> dict:
     """Kernel outputs for ``n`` rows, by name: ``score`` 0, every cell ``-1``."""
     cells = {"score": xp.zeros(n, dtype=dtype)}
@@ -239,5 +244,5 @@ class Alignments:
 
 
 __all__ = ["ALIGNMENT_COLUMNS", "Alignments", "COLUMNS", "MODES", "best_cell", "column_array",
-           "empty_cells", "finish", "kernel_mode", "position_mode", "result_columns",
+           "empty_cells", "finish", "host_array", "kernel_mode", "position_mode", "result_columns",
            "top_candidates"]

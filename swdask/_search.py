@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -152,19 +153,31 @@ def output_format(output: str, fmt: str = "auto") -> str:
     )
 
 
-def check_statistics(fmt: str, evalue, scoring_options: dict, source: str = "blast"):
+def check_output(output: str) -> None:
+    """Refuse, before any work, an output that cannot be written: a missing or read-only
+    folder, or a folder where the file should be."""
+    if output == "-":
+        return
+    folder = os.path.dirname(os.path.abspath(output))
+    if not os.path.isdir(folder):
+        raise ValueError(f"-o {output}: the folder {folder} does not exist; create it first")
+    if os.path.isdir(output):
+        raise ValueError(f"-o {output} is a folder; name a file in it")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ValueError(f"-o {output}: the folder {folder} is not writable")
+
+
+def check_statistics(fmt: str, evalue, scoring, source: str = "blast"):
     """The search's ``statistics`` for an output format, an ``--evalue`` filter and
     ``--statistics`` (``source``): ``"search"`` as asked; else ``"auto"`` for the tables and
     ``"blast"`` where E-values are needed (blast6, ``--evalue``), which must then be published
-    for the scoring: a ValueError saying so otherwise, before any work."""
-    from ._scoring import make_scoring
+    for ``scoring`` (a Scoring): a ValueError saying so otherwise, before any work."""
     from ._statistics import blast_parameters
 
     if source == "search":
         return "search"
     if fmt != "blast6" and evalue is None:
         return "auto"
-    scoring = make_scoring(**{k: v for k, v in scoring_options.items() if k != "on_unknown"})
     if blast_parameters(scoring, warn=False) is None:
         wanted = "--format blast6" if fmt == "blast6" else "--evalue"
         raise ValueError(
@@ -235,7 +248,6 @@ def write_hits(hits: pd.DataFrame, output: str, fmt: str = "auto", stdout=None,
     """Write the hits table to ``output`` in ``fmt`` (:func:`output_format`; SAM needs the
     ``queries`` frame), whole or not at all: a file is written under a temporary name beside
     it, then renamed."""
-    import os
     import sys
 
     fmt = output_format(output, fmt)
@@ -348,7 +360,6 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     """
     from ._cluster import (_report_to_stderr, available_cores, cluster, local_gpu_count,
                            local_progress, show_progress)
-    from ._fasta import read_fasta
 
     phases = phases if phases is not None else Phases()
     top = check_top(top)

@@ -229,6 +229,8 @@ def fit_scores(counts, length_sums, query_length: int) -> KarlinAltschul | None:
             k = total / (m * float((L * np.exp(-lam * s)).sum()))
             return total * math.log(lam) + total * math.log(k) - lam * score_sum, k
 
+        # golden-section search by hand over one bounded parameter: SciPy (minimize_scalar)
+        # is not a dependency, and the profile likelihood is smooth and unimodal here
         low, high = 0.005, 3.0
         ratio = (math.sqrt(5) - 1) / 2
         a, b = high - ratio * (high - low), low + ratio * (high - low)

@@ -7,7 +7,6 @@ options, and argparse adds no dependency (click is not one of ours). The job its
 from __future__ import annotations
 
 import argparse
-import os
 import signal
 import sys
 
@@ -175,24 +174,10 @@ def _interrupt(signum, frame):  # SIGTERM as Ctrl-C: the job and its cluster sto
     raise KeyboardInterrupt
 
 
-def check_output(output: str) -> None:
-    """Refuse, before any work, an output that cannot be written: a missing or read-only
-    folder, or a folder where the file should be."""
-    if output == "-":
-        return
-    folder = os.path.dirname(os.path.abspath(output))
-    if not os.path.isdir(folder):
-        raise ValueError(f"-o {output}: the folder {folder} does not exist; create it first")
-    if os.path.isdir(output):
-        raise ValueError(f"-o {output} is a folder; name a file in it")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ValueError(f"-o {output}: the folder {folder} is not writable")
-
-
 def _search_command(args, parser, argv) -> int:
-    from ._scoring import make_scoring
-    from ._search import (Phases, check_format, check_statistics, output_format, read_queries,
-                          search, write_hits)
+    from ._options import Options
+    from ._search import (Phases, check_format, check_output, check_statistics, output_format,
+                          read_queries, search, write_hits)
     from .gpu import GpuUnavailableError
 
     options = scoring_options(args, parser)
@@ -211,14 +196,13 @@ def _search_command(args, parser, argv) -> int:
         check_output(args.output)
         fmt = output_format(args.output, args.format)
         check_format(fmt, options)
-        statistics = check_statistics(fmt, args.evalue, options, args.statistics)
+        scoring = Options.parse(**options).scoring  # a bad scoring fails here, named
+        statistics = check_statistics(fmt, args.evalue, scoring, args.statistics)
         positions = "alignment" if args.alignment or fmt in ("blast6", "sam") else True
         queries = args.queries
         if fmt == "sam" or args.strip_gaps:  # read here: SAM writes the reads
             with phases("queries"):
-                queries = read_queries(args.queries, make_scoring(
-                    **{k: v for k, v in options.items() if k != "on_unknown"}),
-                    strip_gaps=args.strip_gaps)
+                queries = read_queries(args.queries, scoring, strip_gaps=args.strip_gaps)
         hits = search(queries, args.database, top=args.top, blocksize=args.blocksize,
                       n_workers=args.workers, scheduler=args.scheduler,
                       progress=not args.no_progress, backend=args.backend, phases=phases,
