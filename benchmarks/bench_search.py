@@ -84,11 +84,11 @@ def _phases(stderr: str) -> dict[str, float]:
     return found
 
 
-def _job(query_file, database, output, backend, env=None) -> tuple[float, dict]:
+def _job(query_file, database, output, backend, env=None, extra=()) -> tuple[float, dict]:
     """One ``swdask search`` process: its wall clock and the phases it reports."""
     seconds, stderr = run_process([sys.executable, "-m", "swdask", "search", query_file,
                                    database, "--top", "10", "-o", output, "--backend", backend,
-                                   "--no-progress", "--verbose"], env=env)
+                                   "--no-progress", "--verbose", *extra], env=env)
     return seconds, _phases(stderr)
 
 
@@ -152,19 +152,27 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
         kernel_tcups = json.loads(Path(args.w1_json).read_text())["gcups_total"] / 1000
     import swdask  # noqa: F401 - imported before the read is timed
 
+    from swdask._fasta import read_fasta_frame
+
     db_path = Path(args.db)
-    read_seconds = float("inf")
+    read_seconds = frame_seconds = float("inf")
     for _ in range(2):  # the second read finds the file in the page cache, as the jobs do
         start = time.perf_counter()
         db_frame = read_fasta(db_path)
         read_seconds = min(read_seconds, time.perf_counter() - start)
+        start = time.perf_counter()
+        read_fasta_frame(db_path)  # what the one-GPU job reads with, on up to 8 threads
+        frame_seconds = min(frame_seconds, time.perf_counter() - start)
     residues = int(db_frame["sequence"].str.len().sum())
     size_mb = db_path.stat().st_size / 1e6
     common = {**header, "gpus": 1, "database": db_path.name, "database_residues": residues,
               "kernel_tcups": kernel_tcups, "kernel_source": args.w1_json,
-              "read_seconds": read_seconds, "read_mb_per_s": size_mb / read_seconds}
+              "read_seconds": read_seconds, "read_mb_per_s": size_mb / read_seconds,
+              "read_frame_seconds": frame_seconds,
+              "read_frame_mb_per_s": size_mb / frame_seconds}
     print(f"read {db_path.name}: {size_mb:.0f} MB in {read_seconds:.2f} s "
-          f"({size_mb / read_seconds:.0f} MB/s)")
+          f"({size_mb / read_seconds:.0f} MB/s) by read_fasta(blocksize=None); "
+          f"{frame_seconds:.2f} s ({size_mb / frame_seconds:.0f} MB/s) by read_fasta_frame")
     sets = []
     if "W1" in args.gpu_sets:
         sets.append(("search-W1", read_fasta(args.gpu_queries), None))
@@ -203,7 +211,21 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
                 record["effective_over_kernel"] = cells / wall / 1e12 / kernel_tcups
             print(f"{workload} {backend}: {wall:.2f} s {phases}, "
                   f"{cells / wall / 1e12:.2f} TCUPS effective (kernel {kernel_tcups})")
-            if workload == "search-W1" and backend == "gpu":
+            if workload == "search-W1" and backend == "gpu":  # issue 11: with alignments
+                traced = []
+                for _ in range(args.repeats):
+                    traced.append(_job(query_file, db_path, work / "aligned.tsv", backend,
+                                       extra=("--alignment",)))
+                best = min(traced, key=lambda run: run[0])
+                plain = _hits_key(output)
+                aligned = _hits_key(work / "aligned.tsv")
+                record.update(wall_seconds_alignment=best[0], phases_alignment=best[1],
+                              wall_seconds_alignment_all=[run[0] for run in traced],
+                              alignment_over_plain=best[0] / wall,
+                              alignment_hits_equal=bool(aligned[list(plain.columns)]
+                                                        .equals(plain)))
+                print(f"{workload} {backend} --alignment: {best[0]:.2f} s "
+                      f"({best[0] / wall:.3f} x without) {best[1]}")
                 engine = _engine_seconds(queries, db_frame, 2, backend="gpu")
                 record.update(engine_seconds=engine, engine_tcups=cells / engine / 1e12)
                 print(f"  engine alone {engine:.2f} s ({cells / engine / 1e12:.2f} TCUPS)")

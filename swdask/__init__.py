@@ -41,7 +41,7 @@ from ._api import align, align_pairs
 from ._scoring import Scoring, ScoringError, make_scoring
 from ._sequences import SequenceError
 from . import _accessor  # noqa: F401  (registers the pandas accessor)
-from . import _dask  # noqa: F401  (registers the Dask accessor)
+from ._imports import when_imported as _when_imported
 from ._fasta import FastaError, read_fasta
 from ._balance import balance_by_residues
 from ._cluster import cluster
@@ -58,6 +58,17 @@ def register_cudf() -> None:
 
 if "cudf" in _sys.modules:  # only when the user already imported cuDF: never import it here
     register_cudf()
+
+
+def _register_dask() -> None:
+    from . import _dask  # noqa: F401  (registers the Dask accessor)
+
+
+# The Dask accessor is registered when dask.dataframe is imported (now, if it is already):
+# importing dask.dataframe imports dask.array, which imports CuPy and SciPy's sparse modules
+# where they are installed (2 s of a 4 s job on a GPU machine), and the CLI's one-GPU search
+# and every pandas/cuDF use need none of it.
+_when_imported("dask.dataframe", _register_dask)
 
 __all__ = [
     "align",

@@ -30,7 +30,8 @@ from typing import Callable, ContextManager, Protocol
 
 import numpy as np
 
-from ._results import Alignments, empty_cells, finish, host_array, kernel_mode, on_device
+from ._results import (ALIGNMENT_COLUMNS, COLUMNS, Alignments, empty_alignment_columns,
+                       empty_cells, finish, host_array, kernel_mode, on_device)
 from ._scoring import Scoring
 from ._sequences import EncodedSequences, PreparedQuery, encode, query_column
 
@@ -62,6 +63,20 @@ class Backend(Protocol):
         next partitions overlap the GPU instead of queueing layouts in its memory."""
         ...
 
+    def warm_up(self, query_lengths, scoring: Scoring) -> None:
+        """Ready what the first search of queries of these lengths would start with (the
+        GPU: its context and those kernels), so that a job can do it while it reads."""
+        ...
+
+    def traceback(self, queries: EncodedSequences, query_rows, targets: EncodedSequences,
+                  target_rows, columns: dict, scoring: Scoring) -> dict:
+        """The alignment columns of hits (:data:`~swdask._results.ALIGNMENT_COLUMNS`, host
+        arrays): row ``k`` aligned ``queries[query_rows[k]]`` against
+        ``targets[target_rows[k]]`` with the score and positions in ``columns`` (host
+        arrays, API convention, every row a hit). A row left with ``cigar`` None is traced
+        on the CPU by :func:`with_alignments`."""
+        ...
+
 
 class CpuBackend:
     """The numba kernels (:mod:`swdask._cpu`) on host arrays (device arrays come to the host)."""
@@ -79,6 +94,10 @@ class CpuBackend:
 
         query.profile("cpu", lambda q: _cpu.query_profile(q.codes, q.scoring.matrix))
         return query
+
+    @staticmethod
+    def warm_up(query_lengths, scoring: Scoring) -> None:
+        """Nothing to ready: the numba kernels load from their cache on first use."""
 
     def one_against_many(self, query, targets, mode, *, owner=None, fingerprint=()):
         from . import _cpu
@@ -112,6 +131,14 @@ class CpuBackend:
     def batch():
         # the kernels take _CPU_KERNEL_LOCK per call; between calls, threads may interleave
         return nullcontext()
+
+    @staticmethod
+    def traceback(queries, query_rows, targets, target_rows, columns, scoring):
+        from . import _traceback
+
+        return _traceback.trace(_on_host(queries), np.asarray(host_array(query_rows)),
+                                _on_host(targets), np.asarray(host_array(target_rows)),
+                                columns, scoring)
 
 
 def _on_host(encoded: EncodedSequences) -> EncodedSequences:
@@ -155,7 +182,7 @@ def align_many(query: PreparedQuery, targets, mode: str, *, backend: str = "auto
     targets = targets() if callable(targets) else targets
     rows = np.arange(len(targets), dtype=np.int64)
     return with_alignments(query_column([query]), np.zeros_like(rows), targets, rows,
-                           found, query.scoring)
+                           found, query.scoring, chosen)
 
 
 def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: Scoring,
@@ -169,19 +196,32 @@ def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: S
     if mode != "alignment":
         return found
     rows = np.arange(len(targets), dtype=np.int64)
-    return with_alignments(queries, rows, targets, rows, found, scoring)
+    return with_alignments(queries, rows, targets, rows, found, scoring, chosen)
 
 
 def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSequences,
-                    target_rows, found: Alignments, scoring: Scoring) -> Alignments:
+                    target_rows, found: Alignments, scoring: Scoring,
+                    backend: Backend = _CPU) -> Alignments:
     """``found`` (mode ``"full"``) with the alignment columns of its hits added: row ``k``
-    aligned ``queries[query_rows[k]]`` and ``targets[target_rows[k]]``. The traceback runs
-    on the host (:mod:`swdask._traceback`; GPU inputs and results come to it)."""
-    from . import _traceback
-
+    aligned ``queries[query_rows[k]]`` and ``targets[target_rows[k]]``. ``backend`` traces
+    the hits (the GPU's traceback for GPU work); any hit it leaves untraced (on the GPU: a
+    pair too large for its memory or its int32 scores) is traced on the CPU."""
     host = found.to_host()
-    columns = _traceback.trace(_on_host(queries), np.asarray(host_array(query_rows)),
-                               _on_host(targets), np.asarray(host_array(target_rows)), host,
-                               scoring)
+    columns = empty_alignment_columns(len(host))
+    hit = np.flatnonzero(np.asarray(host.has_hit, dtype=bool))
+    if hit.size:
+        query_rows = np.asarray(host_array(query_rows), dtype=np.int64)[hit]
+        target_rows = np.asarray(host_array(target_rows), dtype=np.int64)[hit]
+        found_columns = {name: np.asarray(host.columns[name])[hit] for name in COLUMNS}
+        traced = backend.traceback(queries, query_rows, targets, target_rows, found_columns,
+                                   scoring)
+        left = np.flatnonzero(np.equal(traced["cigar"], None))
+        if left.size and backend is not _CPU:
+            again = _CPU.traceback(queries, query_rows[left], targets, target_rows[left],
+                                   {name: values[left] for name, values in
+                                    found_columns.items()}, scoring)
+            for name in ALIGNMENT_COLUMNS:
+                traced[name][left] = again[name]
+        for name in ALIGNMENT_COLUMNS:
+            columns[name][hit] = traced[name]
     return Alignments({**host.columns, **columns}, host.valid, "alignment")
-

@@ -409,7 +409,7 @@ class _Scan:
                     self.blocks[block] = [self.offset + position, lines + 1, count]
                 else:
                     entry[2] += count
-        self.lines_before += chunk.count(b"\n")
+        self.lines_before += int(np.count_nonzero(arr == _NEWLINE))  # numpy: no GIL held
         self.offset += arr.size
         self.previous = int(arr[-1])
 
@@ -448,20 +448,18 @@ _CHECK = {"gzip": "gzip -t FILE", "bz2": "bzip2 -t FILE", "xz": "xz -t FILE",
 
 
 def _plan_file(fs, path: str, compression: str | None, blocksize: int | None,
-               first_record: int) -> list[_Part]:
+               first_record: int, threads: int = 1) -> list[_Part]:
     size = int(fs.size(path))
     whole = compression is not None or blocksize is None
-    scan = _Scan(path, 2**62 if whole else blocksize)
-    chunk_size = _SCAN_CHUNK if whole else max(1, _SCAN_CHUNK // blocksize) * blocksize
-    with _decompression_errors(path, compression), _open(fs, path, compression) as stream:
-        while True:
-            chunk = stream.read(chunk_size)
-            if not chunk:
-                break
-            if scan.offset == 0 and chunk.startswith(_BOM):
-                scan.bom = len(_BOM)
-            scan.feed(chunk)
-    entries = [scan.blocks[b] for b in sorted(scan.blocks)]
+    if whole:
+        scans = [_scan_range(fs, path, compression, 2**62, 0, None)]
+    else:
+        scans = _scan_in_ranges(fs, path, blocksize, size, threads)
+    entries, lines_before = [], 0
+    for scan in scans:  # block numbers are global; lines were counted from each range's start
+        entries += [[start, line + lines_before, count]
+                    for start, line, count in (scan.blocks[b] for b in sorted(scan.blocks))]
+        lines_before += scan.lines_before
     parts = []
     for k, (start, line, count) in enumerate(entries):
         if k == 0:  # the first partition also takes the blank lines before the first header
@@ -470,6 +468,50 @@ def _plan_file(fs, path: str, compression: str | None, blocksize: int | None,
         parts.append(_Part(path, compression, start, stop, line, first_record, count, size))
         first_record += count
     return parts
+
+
+def _scan_range(fs, path: str, compression, blocksize: int, start: int, stop) -> _Scan:
+    """One :class:`_Scan` over bytes ``start`` .. ``stop`` (None: the end) of a file, line
+    numbers counted from ``start``; the preamble is checked in the range that starts the file."""
+    scan = _Scan(path, blocksize)
+    chunk_size = max(1, _SCAN_CHUNK // blocksize) * blocksize if stop is not None else _SCAN_CHUNK
+    with _decompression_errors(path, compression), _open(fs, path, compression) as stream:
+        if start:
+            stream.seek(start - 1)
+            scan.previous = stream.read(1)[0]
+            scan.offset = start
+            scan.seen_header = True  # only the file's own start may hold a preamble
+        left = None if stop is None else stop - start
+        while left is None or left > 0:
+            chunk = stream.read(chunk_size if left is None else min(chunk_size, left))
+            if not chunk:
+                break
+            if scan.offset == 0 and chunk.startswith(_BOM):
+                scan.bom = len(_BOM)
+            scan.feed(chunk)
+            if left is not None:
+                left -= len(chunk)
+    return scan
+
+
+def _scan_in_ranges(fs, path: str, blocksize: int, size: int, threads: int) -> list[_Scan]:
+    """A plain file's planning scan, cut into ``threads`` ranges of whole blocks scanned at
+    once (numpy releases the GIL on the large arrays), in file order. When the first range
+    finds no header (a file opening with more blank lines than a range holds), the file is
+    scanned as one range instead, so the preamble is checked to its first header."""
+    blocks = max(1, -(-size // blocksize))
+    count = max(1, min(threads, blocks, size // _SCAN_CHUNK or 1))
+    bounds = [(k * blocks // count) * blocksize for k in range(count)] + [None]
+    if count == 1:
+        return [_scan_range(fs, path, None, blocksize, 0, None)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(count) as pool:
+        scans = list(pool.map(lambda k: _scan_range(fs, path, None, blocksize, bounds[k],
+                                                    bounds[k + 1]), range(count)))
+    if not scans[0].blocks:
+        return [_scan_range(fs, path, None, blocksize, 0, None)]
+    return scans
 
 
 def _read_part(part: _Part, fs) -> pd.DataFrame:
@@ -654,9 +696,8 @@ def read_fasta(path, blocksize="64MB", *, compression="infer", backend="pandas",
     return frame.to_backend("cudf") if backend == "cudf" else frame
 
 
-def _read_fasta_pandas(path, blocksize, compression, storage_options, strip_gaps=False):
-    """:func:`read_fasta` with pandas partitions (every backend starts from these)."""
-    import dask.dataframe as dd
+def _plan(path, blocksize, compression, storage_options, strip_gaps, threads=1):
+    """``(filesystem, parts)``: every file planned (scanned once) into partitions."""
     from fsspec.compression import compr
     from fsspec.utils import infer_compression
 
@@ -674,7 +715,16 @@ def _read_fasta_pandas(path, blocksize, compression, storage_options, strip_gaps
             file_compression = compression
         first_record = parts[-1].first_record + parts[-1].n_records if parts else 0
         parts.extend(replace(part, strip_gaps=bool(strip_gaps)) for part in
-                     _plan_file(fs, p, file_compression, size, first_record))
+                     _plan_file(fs, p, file_compression, size, first_record, threads))
+    return fs, parts
+
+
+def _read_fasta_pandas(path, blocksize, compression, storage_options, strip_gaps=False):
+    """:func:`read_fasta` with pandas partitions (every backend starts from these)."""
+    import dask.dataframe as dd
+
+    fs, parts = _plan(path, blocksize, compression, storage_options, strip_gaps,
+                      threads=_planning_threads())
     meta = _meta()
     if not parts:  # only empty (or blank) files: one empty partition
         return dd.from_map(_empty_part, [0], meta=meta, label="read-fasta",
@@ -683,3 +733,36 @@ def _read_fasta_pandas(path, blocksize, compression, storage_options, strip_gaps
     divisions = tuple(p.first_record for p in parts) + (last_record,)
     return dd.from_map(_read_part, parts, args=[fs], meta=meta, divisions=divisions,
                        label="read-fasta", enforce_metadata=False)
+
+
+def _planning_threads() -> int:
+    return max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1))
+
+
+def read_fasta_frame(path, blocksize="auto", *, threads: int | None = None,
+                     compression="infer", storage_options=None,
+                     strip_gaps: bool = False) -> pd.DataFrame:
+    """The FASTA file(s) as one pandas DataFrame in this process: what
+    ``read_fasta(path).compute()`` gives (same columns, dtypes, index and errors), without
+    building a Dask graph or importing ``dask.dataframe``: the partitions are planned and
+    parsed on ``threads`` threads (default: the cores, at most 8; the parse releases the GIL)
+    and concatenated (the Arrow string buffers are not copied). ``blocksize="auto"`` cuts a
+    plain file into one range per thread. For a job in one process, such as the search on
+    one local GPU (:mod:`swdask._search`); Python's own thread pool, as the work is one map
+    over the partitions with nothing to schedule."""
+    threads = threads or _planning_threads()
+    if blocksize == "auto":
+        fs, found = expand_paths(path, storage_options)
+        total = sum(int(fs.size(p)) for p in found)
+        blocksize = max(2**20, -(-total // threads))
+    fs, parts = _plan(path, blocksize, compression, storage_options, strip_gaps, threads)
+    if not parts:
+        return _meta()
+    if len(parts) == 1:
+        return _read_part(parts[0], fs)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(threads, len(parts))) as pool:
+        frames = list(pool.map(lambda part: _read_part(part, fs), parts))
+    return pd.concat(frames)

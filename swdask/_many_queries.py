@@ -96,7 +96,7 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
             if mode == "alignment":
                 with stage("traceback"):
                     hits = _engine.with_alignments(query_codes, query_of_hit, encoded, rows,
-                                                   hits, queries[0].scoring)
+                                                   hits, queries[0].scoring, chosen)
             columns = hits.columns
         else:
             columns = {name: np.asarray(host_array(xp.concatenate([s.columns[name]

@@ -116,6 +116,14 @@ def finish(cells: dict, valid, mode: str) -> "Alignments":
     return Alignments(columns, valid, position_mode(mode))
 
 
+def empty_alignment_columns(count: int) -> dict:
+    """The :data:`ALIGNMENT_COLUMNS` of ``count`` rows before any is traced: host arrays,
+    ``cigar`` None (the mark of a row not traced), counts 0."""
+    return {name: (np.full(count, None, dtype=object) if name == "cigar" else
+                   np.zeros(count, dtype=np.float64 if name == "identity" else np.int64))
+            for name in ALIGNMENT_COLUMNS}
+
+
 def column_array(name: str, values, missing):
     """One result column as a pandas array, null where ``missing``: ``Int64`` for scores,
     positions and counts, ``string`` for the CIGAR, ``Float64`` for the identity."""
@@ -244,5 +252,5 @@ class Alignments:
 
 
 __all__ = ["ALIGNMENT_COLUMNS", "Alignments", "COLUMNS", "MODES", "best_cell", "column_array",
-           "empty_cells", "finish", "host_array", "kernel_mode", "position_mode", "result_columns",
+           "empty_alignment_columns", "empty_cells", "finish", "host_array", "kernel_mode", "position_mode", "result_columns",
            "top_candidates"]

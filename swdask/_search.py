@@ -7,9 +7,10 @@ encoded and (on the GPU) laid out once for all the queries.
 
 Where it runs: on the CPU, a local cluster of one worker process per core (or the cluster of
 ``--scheduler``). With the GPU engine on one local GPU and no cluster asked for, in this
-process on Dask's threaded scheduler (no cluster to start; threads read the partitions while
-one drives the GPU); on several local GPUs, a LocalCUDACluster of one worker per GPU. For the
-GPU the partitions read in parallel are joined into one per GPU before the search.
+process with no Dask graph at all (:func:`_search_in_process`: threads read the database into
+one frame while another readies the GPU, then one ``.sw.search`` on it); on several local
+GPUs, a LocalCUDACluster of one worker per GPU, the partitions read in parallel joined into
+one per GPU before the search.
 
 Ranking: score descending, ties broken by the target's place in the database (its record
 number, the index of :func:`swdask.read_fasta`), so the result does not depend on the
@@ -23,7 +24,7 @@ import logging
 import math
 import os
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -310,10 +311,8 @@ def _lazy_search(database_path, queries, top, options, backend, blocksize, threa
                           backend="cudf" if backend == "cudf" else "pandas",
                           strip_gaps=strip_gaps)
     if not database.known_divisions:  # read_fasta's plan found no record at all
-        names = database_path if isinstance(database_path, str) else ", ".join(
-            map(str, database_path))
-        raise ValueError(f"the database ({names}) holds no FASTA record (no line starts "
-                         "with '>')")
+        raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record (no "
+                         "line starts with '>')")
     if gpus and database.npartitions > gpus:
         database = database.repartition(npartitions=gpus)
     return database.sw.search(queries, top=top, column="sequence", keep=("id", "description"),
@@ -332,10 +331,9 @@ def check_database(paths) -> None:
 def read_queries(path, scoring, strip_gaps: bool = False):
     """The query file as a pandas frame (``id``, ``description``, ``sequence``), every query
     checked under ``scoring``: an empty file or a bad query is a ValueError naming it."""
-    from ._fasta import read_fasta
+    from ._fasta import read_fasta_frame
 
-    queries = read_fasta(path, blocksize=None, strip_gaps=strip_gaps).compute(
-        scheduler="sync")
+    queries = read_fasta_frame(path, blocksize=None, threads=1, strip_gaps=strip_gaps)
     if queries.empty:
         raise ValueError(f"{path}: no query records (the file holds no '>' header)")
     try:
@@ -343,6 +341,56 @@ def read_queries(path, scoring, strip_gaps: bool = False):
     except ValueError as exc:
         raise type(exc)(f"{exc} (in {path})") from None
     return queries
+
+
+def _search_in_process(database_path, queries, top, options, backend, blocksize, threads,
+                       statistics, strip_gaps, phases):
+    """The search on one local GPU with no cluster: the database read into one frame in this
+    process (:func:`~swdask._fasta.read_fasta_frame`, ``threads`` threads) while another thread
+    readies the GPU (its context, the kernels these queries launch), then one ``.sw.search``
+    on that frame (moved to the GPU as a cuDF frame for ``backend="cudf"``). Neither Dask's
+    graph nor its dataframe module is needed: on an H100, importing dask.dataframe (which
+    imports dask.array, CuPy's SciPy modules and SciPy) and reading through Dask's threaded
+    scheduler took 3.8 s of an 8.7 s W1 job, and the partitions read in parallel are joined
+    into one anyway (one launch on the whole database, see :func:`_lazy_search`)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ._engine import get_backend
+    from ._fasta import read_fasta_frame
+
+    gpu = get_backend("gpu")
+    lengths = [len(sequence) for sequence in queries["sequence"]]
+    with ThreadPoolExecutor(1) as pool:
+        ready = pool.submit(gpu.warm_up, lengths, options.scoring)
+        with phases("read"):
+            database = read_fasta_frame(database_path, blocksize, threads=threads,
+                                        strip_gaps=strip_gaps)
+        ready.result()
+    if database.empty:
+        raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record (no "
+                         "line starts with '>')")
+    if backend == "cudf":
+        with phases("to_gpu"):
+            from ._accessor import register_cudf
+            from ._fasta import _require_cudf
+
+            _require_cudf()
+            import cudf
+
+            register_cudf()
+            database = cudf.from_pandas(database)
+    with phases("search"):
+        _timing.take()  # from zero: only this job's stages
+        hits = database.sw.search(queries, top=top, column="sequence",
+                                  keep=("id", "description"), statistics=statistics,
+                                  matrix=options.scoring, positions=options.mode,
+                                  backend=options.backend)
+    phases.in_tasks = _timing.take()
+    return hits
+
+
+def _names(paths) -> str:
+    return paths if isinstance(paths, str) else ", ".join(map(str, paths))
 
 
 def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_workers=None,
@@ -359,7 +407,7 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     start-up time. ``phases`` (a :class:`Phases`) collects the seconds of each phase.
     """
     from ._cluster import (_report_to_stderr, available_cores, cluster, local_gpu_count,
-                           local_progress, show_progress)
+                           show_progress)
 
     phases = phases if phases is not None else Phases()
     top = check_top(top)
@@ -393,22 +441,11 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         one_local_gpu = (gpu_engine and scheduler is None and n_workers is None
                          and local_gpu_count() <= 1)
     if one_local_gpu:
-        # One local GPU and no cluster asked for: no cluster at all. Dask's threaded scheduler
-        # runs the job in this process: its threads read partitions while one of them drives
-        # the GPU (GpuBackend.batch); a cluster would cost its start-up and its transfers
-        # (distributed imported and an in-process LocalCluster started: 1.9 s of an 11 s W1
-        # job on an H200, benchmarks/results/search-nvidia-h200-2026-11-23.json).
         threads = min(available_cores(), 8)
-        report(f"running in this process on one GPU (Dask's threaded scheduler, {threads} "
-               "threads); no dashboard: pass --scheduler to run on a cluster and watch it")
-        with phases("search"):
-            lazy = _lazy_search(database_path, queries, top, options, backend, blocksize,
-                                threads, gpus=1, statistics=statistics,
-                                strip_gaps=strip_gaps)
-            _timing.take()  # from zero: only this job's tasks
-            with local_progress() if progress else nullcontext():
-                hits = lazy.compute(scheduler="threads", num_workers=threads)
-        phases.in_tasks = _timing.take()
+        report(f"running in this process on one GPU ({threads} threads read the database); no "
+               "dashboard: pass --scheduler to run on a cluster and watch it")
+        hits = _search_in_process(database_path, queries, top, options, backend, blocksize,
+                                  threads, statistics, strip_gaps, phases)
         return hits_table(_below(hits, evalue))
     # a GPU cluster only when the GPU engine is asked for: the pandas partitions of this job
     # are aligned on the CPU otherwise, where a LocalCluster uses every core

@@ -247,35 +247,33 @@ def _cigars(ops, lengths, run_offsets, runs) -> np.ndarray:
     return out
 
 
-def trace(queries, query_rows, targets, target_rows, alignments, scoring):
-    """The alignment columns of ``alignments`` (host results in mode ``"full"``, one per
-    (query row, target row) pair given by ``query_rows``/``target_rows`` of the encoded
-    ``queries``/``targets``) for the rows with a hit: a dict of host arrays by name
-    (:data:`~swdask._results.ALIGNMENT_COLUMNS`), meaningless where there is no hit."""
-    from ._results import ALIGNMENT_COLUMNS
+def trace(queries, query_rows, targets, target_rows, columns: dict, scoring) -> dict:
+    """The alignment columns (a dict of host arrays by name,
+    :data:`~swdask._results.ALIGNMENT_COLUMNS`) of hits: row ``k`` aligned
+    ``queries[query_rows[k]]`` (EncodedSequences on the host) against
+    ``targets[target_rows[k]]`` with the score and positions of ``columns`` (host arrays in
+    the API's convention, every row a hit)."""
+    from ._results import empty_alignment_columns
 
-    count = len(alignments)
-    hit = np.flatnonzero(np.asarray(alignments.has_hit, dtype=bool))
-    out = {name: (np.full(count, None, dtype=object) if name == "cigar" else
-                  np.zeros(count, dtype=np.float64 if name == "identity" else np.int64))
-           for name in ALIGNMENT_COLUMNS}
-    if not hit.size:
+    count = len(columns["score"])
+    out = empty_alignment_columns(count)
+    if not count:
         return out
-    columns = {name: np.asarray(alignments.columns[name], dtype=np.int64)[hit]
+    columns = {name: np.asarray(columns[name], dtype=np.int64)
                for name in ("score", "query_start", "query_end", "target_start", "target_end")}
     m = columns["query_end"] - columns["query_start"]
     n = columns["target_end"] - columns["target_start"]
     limit = _settings.get_int("traceback.max-cells") or _DEFAULT_MAX_CELLS
-    run_offsets = np.zeros(hit.size + 1, dtype=np.int64)
+    run_offsets = np.zeros(count + 1, dtype=np.int64)
     np.cumsum(m + n, out=run_offsets[1:])
     ops = np.zeros(int(run_offsets[-1]), dtype=np.uint8)
     lengths = np.zeros(int(run_offsets[-1]), dtype=np.int64)
-    found = {name: np.zeros(hit.size, dtype=np.int64) for name in
+    found = {name: np.zeros(count, dtype=np.int64) for name in
              ("runs", "score", "matches", "mismatches", "gap_opens", "columns")}
     _trace_rows(np.asarray(queries.residues), np.asarray(queries.offsets, dtype=np.int64),
-                np.asarray(query_rows, dtype=np.int64)[hit], np.asarray(targets.residues),
+                np.asarray(query_rows, dtype=np.int64), np.asarray(targets.residues),
                 np.asarray(targets.offsets, dtype=np.int64),
-                np.asarray(target_rows, dtype=np.int64)[hit], columns["query_start"],
+                np.asarray(target_rows, dtype=np.int64), columns["query_start"],
                 columns["query_end"], columns["target_start"], columns["target_end"],
                 np.ascontiguousarray(scoring.matrix, dtype=np.int64), int(scoring.gap_open),
                 int(scoring.gap_extend), int(limit), run_offsets, ops, lengths, found["runs"],
@@ -287,10 +285,10 @@ def trace(queries, query_rows, targets, target_rows, alignments, scoring):
         raise RuntimeError(f"internal error: the traceback of a hit scores "
                            f"{int(found['score'][k])} where the alignment scored "
                            f"{int(columns['score'][k])}; please report it with the input")
-    out["cigar"][hit] = _cigars(ops, lengths, run_offsets, found["runs"])
-    out["alignment_length"][hit] = found["columns"]
-    out["matches"][hit] = found["matches"]
-    out["mismatches"][hit] = found["mismatches"]
-    out["gap_opens"][hit] = found["gap_opens"]
-    out["identity"][hit] = found["matches"] / found["columns"]
+    out["cigar"] = _cigars(ops, lengths, run_offsets, found["runs"])
+    out["alignment_length"] = found["columns"]
+    out["matches"] = found["matches"]
+    out["mismatches"] = found["mismatches"]
+    out["gap_opens"] = found["gap_opens"]
+    out["identity"] = found["matches"] / found["columns"]
     return out

@@ -304,9 +304,9 @@ def test_search_function_rejects_an_unknown_backend():
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
                     reason="the host emulation needs g++")
 def test_one_local_gpu_runs_in_this_process(tmp_path, capsys, monkeypatch, setting):
-    """--backend gpu on a machine with one GPU and no cluster asked for: no cluster, Dask's
-    threaded scheduler in this process, the partitions read in parallel and joined into
-    one; the hits equal the expected ones (the GPU kernels run in the host emulation)."""
+    """--backend gpu on a machine with one GPU and no cluster asked for: no cluster, the
+    database read on threads into one frame in this process and searched there, its phases
+    printed; the hits equal the expected ones (the GPU kernels run in the host emulation)."""
     import swdask._cluster as cluster_module
 
     setting("gpu.runtime", "emulation")
@@ -324,5 +324,34 @@ def test_one_local_gpu_runs_in_this_process(tmp_path, capsys, monkeypatch, setti
                  "--backend", "gpu", "--blocksize", "200", "--verbose"]) == 0
     assert not started  # no cluster was started
     err = capsys.readouterr().err
-    assert "in this process on one GPU" in err and "100%" in err
+    assert "in this process on one GPU" in err
+    assert all(f"{phase} " in err for phase in ("queries", "read", "search", "write"))
     check_hits(read_tsv(out), expected_hits(queries, db, 4))
+
+
+@pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
+                    reason="the host emulation needs g++")
+def test_one_local_gpu_job_imports_no_dask_dataframe(tmp_path):
+    """The one-GPU job in a new process (as from the shell) never imports dask.dataframe,
+    dask.array or distributed: on a GPU machine they cost seconds of a seconds-long job."""
+    import os
+    import subprocess
+    import sys
+
+    db = tmp_path / "db.fasta"
+    db.write_text("".join(f">{name}\n{sequence}\n" for name, _, sequence in records(DB)[:6]))
+    queries = tmp_path / "q.fasta"
+    queries.write_text("".join(f">{name}\n{sequence[:40]}\n"
+                               for name, _, sequence in records(QUERIES)[:1]))
+    out = tmp_path / "hits.tsv"
+    code = ("import sys, swdask._cluster as c; c.local_gpu_count = lambda: 1\n"
+            "from swdask.cli import main\n"
+            f"code = main(['search', {str(queries)!r}, {str(db)!r}, '-o', {str(out)!r}, "
+            "'--backend', 'gpu', '--no-progress'])\n"
+            "print(code, [m for m in ('dask.dataframe', 'dask.array', 'distributed') "
+            "if m in sys.modules])")
+    env = {**os.environ, "DASK_SWDASK__GPU__RUNTIME": "emulation"}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert result.stdout.strip().splitlines()[-1] == "0 []", result.stderr
+    assert len(read_tsv(out)) > 0

@@ -430,3 +430,56 @@ def test_one_pass_scan_equals_the_checked_parser(pieces, newline):
 
     assert outcome(lambda: _fasta.parse_block(data, "f.fa")) == outcome(
         lambda: _fasta._parse_checked(np.frombuffer(data, np.uint8), "f.fa", 1))
+
+
+# ------------------------------------------------ planning on threads, reading in this process
+
+
+@pytest.mark.parametrize("blocksize", [257, 1000, 4096])
+def test_planning_in_ranges_equals_one_scan(monkeypatch, blocksize):
+    """The planning scan cut into ranges on threads gives the very partitions (starts, lines,
+    record numbers) of one scan from the start."""
+    from fsspec.implementations.local import LocalFileSystem
+
+    from swdask import _fasta
+
+    monkeypatch.setattr(_fasta, "_SCAN_CHUNK", 4096)  # ranges on a small file
+    fs = LocalFileSystem()
+    one = _fasta._plan_file(fs, str(DB), None, blocksize, 0, threads=1)
+    several = _fasta._plan_file(fs, str(DB), None, blocksize, 0, threads=5)
+    assert several == one and len(one) > 5
+
+
+def test_planning_in_ranges_after_a_long_blank_opening(tmp_path, monkeypatch):
+    from fsspec.implementations.local import LocalFileSystem
+
+    from swdask import _fasta
+
+    monkeypatch.setattr(_fasta, "_SCAN_CHUNK", 1024)
+    text = "\n" * 5000 + DB.read_text()
+    path = write(tmp_path / "blank.fasta", text)
+    parts = _fasta._plan_file(LocalFileSystem(), str(path), None, 700, 0, threads=4)
+    assert parts == _fasta._plan_file(LocalFileSystem(), str(path), None, 700, 0, threads=1)
+    check_same(swdask.read_fasta(path, blocksize=700).compute(), reference(text))
+
+
+def test_read_fasta_frame_equals_read_fasta(tmp_path, monkeypatch):
+    """The in-process reader gives read_fasta's frame (columns, dtypes, index), and its
+    errors name the same file and line, whichever thread met them."""
+    from swdask import _fasta
+
+    monkeypatch.setattr(_fasta, "_SCAN_CHUNK", 4096)
+    expected = compute(swdask.read_fasta(DB))
+    for blocksize in ("auto", 3000, None):
+        frame = _fasta.read_fasta_frame(DB, blocksize, threads=4)
+        pd.testing.assert_frame_equal(frame, expected)
+    lines = DB.read_text().splitlines(keepends=True)
+    bad = len(lines) - 3
+    lines[bad] = "MKT\x01AAA\n"
+    path = write(tmp_path / "bad.fasta", "".join(lines))
+    with pytest.raises(FastaError) as one:
+        compute(swdask.read_fasta(path, blocksize=None))
+    with pytest.raises(FastaError) as threaded:
+        _fasta.read_fasta_frame(path, 3000, threads=4)
+    assert str(threaded.value) == str(one.value) and f"line {bad + 1}" in str(one.value)
+    assert _fasta.read_fasta_frame(write(tmp_path / "empty.fasta", "")).empty

@@ -23,7 +23,7 @@ UPPER = ("swdask._engine", "swdask._api", "swdask._accessor", "swdask._dask", "s
          "swdask._search", "swdask.cli", "swdask.lowlevel", "swdask._options",
          "swdask._many_queries", "swdask._traceback")
 #: The bottom floor: imports nothing of swdask but itself.
-BOTTOM = ("swdask._settings", "swdask._results", "swdask._timing")
+BOTTOM = ("swdask._settings", "swdask._results", "swdask._timing", "swdask._imports")
 
 
 def _module_name(path: Path) -> str:
@@ -128,3 +128,22 @@ def test_signatures_name_their_parameters(method):
 def test_unknown_keyword_is_refused():
     with pytest.raises(TypeError, match="gap_opn"):
         pd.Series(["MKT"]).sw.align("MKT", gap_opn=3)
+
+
+@pytest.mark.parametrize("order", ["swdask first", "dask.dataframe first"])
+def test_dask_accessor_registered_in_either_import_order(order):
+    """``import swdask`` leaves dask.dataframe (and with it dask.array, CuPy, SciPy) unimported;
+    the Dask accessor is there whichever of the two a program imports first."""
+    import subprocess
+    import sys
+
+    imports = ("import swdask, sys; print('dask.dataframe' in sys.modules); "
+               "import dask.dataframe as dd" if order == "swdask first" else
+               "import dask.dataframe as dd, sys; print(True); import swdask")
+    code = (f"{imports}; import pandas as pd\n"
+            "frame = dd.from_pandas(pd.DataFrame({'sequence': ['MKT', 'AAA']}), npartitions=1)\n"
+            "print(frame.sw.align('MKT', positions=False).compute()['score'].tolist())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[0] == ("False" if order == "swdask first" else "True")
+    assert out[1] == "[15, 0]"

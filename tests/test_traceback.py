@@ -217,3 +217,121 @@ def test_blocks_of_rows_give_the_same_alignments(setting, protein_queries, prote
     setting("traceback.max-cells", max_cells)
     blocked = targets.sw.align(query, positions="alignment", **BLOSUM.options)
     pd.testing.assert_frame_equal(blocked, whole)
+
+
+# ------------------------------------------------------------------ the GPU's traceback
+# traceback.cu through the runtime's host emulation (g++, the kernel source run on the CPU:
+# CPU-only CI checks its logic), and on a real GPU (marked gpu, run on the device).
+
+
+def _gpu_runtime(kind):
+    import dask
+
+    from swdask.gpu import _runtime
+
+    if kind == "emulation":
+        if _runtime.host_compiler() is None:
+            pytest.skip("the host emulation needs g++")
+        return dask.config.set({"swdask.gpu.runtime": "emulation"})
+    try:
+        _runtime.require_cuda()
+    except _runtime.GpuUnavailableError as exc:
+        pytest.skip(str(exc))
+    return dask.config.set({"swdask.gpu.runtime": "cuda"})
+
+
+GPU_KINDS = [pytest.param("emulation"), pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+def _scoring(scheme: Scheme):
+    from swdask._options import Options
+
+    return Options.parse(**scheme.options).scoring
+
+
+def _trace_on(kind, queries, query_rows, targets, target_rows, found, scheme):
+    """The GPU backend's traceback of ``found``'s hits, every column."""
+    from swdask import _engine
+
+    with _gpu_runtime(kind):
+        return _engine.with_alignments(queries, query_rows, targets, target_rows, found,
+                                       _scoring(scheme), _engine.get_backend("gpu"))
+
+
+@pytest.mark.parametrize("kind", GPU_KINDS)
+def test_gpu_traceback_equals_cpu_on_real_pairs(kind, protein_queries, protein_db, dna_region):
+    """Every hit's CIGAR and counts from traceback.cu equal the CPU's (one tie rule), on
+    real proteins (BLOSUM62) and mutated DNA (cheap gaps: many equal paths)."""
+    from swdask import _engine
+    from swdask._sequences import encode
+
+    rng = np.random.default_rng(11)
+    dna = [dna_region[s:s + int(rng.integers(5, 200))]
+           for s in rng.integers(0, len(dna_region) - 300, 40)]
+    cases = [(BLOSUM, [q for _, q in protein_queries[:4]] * 10, protein_db.iloc[:40].tolist()),
+             (DNA, dna, [mutate(p, rng, 0.2, "ACGT") for p in dna]),
+             (Scheme(matrix=None, match=1, mismatch=-1, gap_open=1, gap_extend=1), dna,
+              [mutate(p, rng, 0.3, "ACGT") for p in dna])]
+    for scheme, queries, targets in cases:
+        scoring = _scoring(scheme)
+        q, t = encode(queries, scoring), encode(targets, scoring)
+        found = _engine.align_pairs(q, t, scoring, "full", backend="cpu")
+        rows = np.arange(len(targets), dtype=np.int64)
+        cpu = _engine.with_alignments(q, rows, t, rows, found, scoring)
+        gpu = _trace_on(kind, q, rows, t, rows, found, scheme)
+        assert int(np.asarray(found.has_hit).sum()) > 30
+        for name in ALIGNMENT:
+            assert list(gpu.columns[name]) == list(cpu.columns[name]), name
+
+
+@pytest.mark.parametrize("kind", GPU_KINDS)
+def test_gpu_traceback_tie_rule_on_small_dna(kind):
+    """Tiny DNA pairs with many equally scoring paths: the GPU's CIGAR is the one the
+    documented preferences pick (brute force), as the CPU's is."""
+    from swdask import _engine
+    from swdask._sequences import encode
+
+    rng = np.random.default_rng(3)
+    scheme = Scheme(matrix=None, match=1, mismatch=-2, gap_open=2, gap_extend=1)
+    queries = ["".join(rng.choice(list("ACGT"), int(rng.integers(1, 14)))) for _ in range(80)]
+    targets = ["".join(rng.choice(list("ACGT"), int(rng.integers(1, 14)))) for _ in range(80)]
+    scoring = _scoring(scheme)
+    q, t = encode(queries, scoring), encode(targets, scoring)
+    found = _engine.align_pairs(q, t, scoring, "full", backend="cpu")
+    rows = np.arange(len(targets), dtype=np.int64)
+    gpu = _trace_on(kind, q, rows, t, rows, found, scheme)
+    checked = 0
+    for k in np.flatnonzero(np.asarray(found.has_hit)):
+        c = {name: int(found.columns[name][k]) for name in
+             ("query_start", "query_end", "target_start", "target_end")}
+        a = queries[k][c["query_start"]:c["query_end"]]
+        b = targets[k][c["target_start"]:c["target_end"]]
+        assert gpu.columns["cigar"][k] == brute_force_path(a, b, scheme)
+        checked += 1
+    assert checked > 40
+
+
+@pytest.mark.parametrize("kind", GPU_KINDS)
+def test_gpu_traceback_leaves_oversized_pairs_to_the_cpu(kind, monkeypatch, protein_queries,
+                                                         protein_db):
+    """A pair the kernel's int32 room cannot hold is traced on the CPU: same columns."""
+    from swdask import _engine
+    from swdask._sequences import encode
+    from swdask.gpu import _traceback as gpu_traceback
+
+    queries = [q for _, q in protein_queries[:2]] * 5
+    targets = protein_db.iloc[:10].tolist()
+    scoring = _scoring(BLOSUM)
+    q, t = encode(queries, scoring), encode(targets, scoring)
+    found = _engine.align_pairs(q, t, scoring, "full", backend="cpu")
+    rows = np.arange(len(targets), dtype=np.int64)
+    cpu = _engine.with_alignments(q, rows, t, rows, found, scoring)
+    spans = [int(found.columns["query_end"][k] - found.columns["query_start"][k]
+                 + found.columns["target_end"][k] - found.columns["target_start"][k])
+             for k in np.flatnonzero(np.asarray(found.has_hit))]
+    room = 12 * (int(np.median(spans)) + 2)  # BLOSUM62 11/1: a cost of 12 per residue
+    monkeypatch.setattr(gpu_traceback, "_INT32_ROOM", room)  # the longer half: to the CPU
+    assert min(spans) < np.median(spans) < max(spans)
+    gpu = _trace_on(kind, q, rows, t, rows, found, BLOSUM)
+    for name in ALIGNMENT:
+        assert list(gpu.columns[name]) == list(cpu.columns[name]), name

@@ -14,6 +14,7 @@
 #   W2_REFERENCE   folder of CPU results computed ahead (bench_w2_gpu.py reference), used only
 #                  where their SHA-256 matches the data; otherwise the CPU engine runs here
 #   W2_SKIP_TESTS  1: benchmark only;  W2_SKIP_BENCH  1: tests only
+#   W2_ARGS        more arguments of `bench_w2_gpu.py run` (e.g. --alignment)
 # Exit status: non-zero if a test fails, a set has mismatches, or the benchmark fails.
 set -uo pipefail
 : "${OUT:?set OUT to the results folder}"
@@ -54,7 +55,7 @@ fi
 if [ "${W2_SKIP_BENCH:-0}" != 1 ]; then
   ref=()
   [ -n "${W2_REFERENCE:-}" ] && ref=(--reference "$W2_REFERENCE")
-  python3 $BENCH run --data "$W2_DATA" --out "$W2_OUT" --commit "${SWDASK_COMMIT:-unknown}" \
+  python3 $BENCH run --data "$W2_DATA" --out "$W2_OUT" --commit "${SWDASK_COMMIT:-unknown}" ${W2_ARGS:-} \
     --sets $W2_SETS "${ref[@]}" 2>&1 | tee "$OUT/w2-bench.log" || status=1
   python3 - "$W2_OUT" <<'PY' || status=1
 import json, pathlib, sys

@@ -253,6 +253,12 @@ class GpuBackend:
                 runtime.release_cached_memory()
                 budget //= 2
 
+    def warm_up(self, query_lengths, scoring) -> None:
+        """The device's context created and the one-against-many kernels that queries of
+        these lengths launch loaded (from CuPy's disk cache, or compiled): what the first
+        search would otherwise wait for, done while a job reads its data."""
+        inter_task.warm_up(self.runtime, query_lengths, scoring)
+
     @staticmethod
     def batch():
         """The GPU for one batch of queries against one column (threads of an in-process
@@ -264,6 +270,16 @@ class GpuBackend:
         from . import _pairs
 
         return _pairs.align_pairs_gpu(queries, targets, scoring, mode)
+
+    def traceback(self, queries, query_rows, targets, target_rows, columns, scoring):
+        """The hits' alignments by ``traceback.cu`` (:mod:`swdask.gpu._traceback`), one
+        thread per pair; host sequences are copied to the device whole (one copy each, no
+        gather on the host), device ones used where they are."""
+        from ._pairs import to_device
+        from ._traceback import trace_pairs
+
+        batch = to_device(queries, targets, self.runtime)
+        return trace_pairs(batch, query_rows, target_rows, columns, scoring, self.runtime)
 
 
 __all__ = ["GpuBackend", "TARGETS_CACHE", "clear_cache"]

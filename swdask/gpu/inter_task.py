@@ -176,6 +176,24 @@ def forward_plan(layout, m: int, compute_capability: int = 90, buckets=None,
     return plan[::-1]
 
 
+def warm_up(runtime, query_lengths, scoring) -> None:
+    """Create the context and load the layout kernel and the forward kernels that queries of
+    ``query_lengths`` launch under ``scoring`` (:func:`forward_plan`'s shapes, every bucket;
+    the 32-bit shapes when the scoring does not fit 16 bits)."""
+    runtime.xp.zeros(1)  # the device's context
+    runtime.function("inter_task.cu", _kernels.PAIR_CODES_NAME)
+    capability = runtime.compute_capability
+    names = set()
+    for m in set(int(length) for length in query_lengths if length):
+        if lanes16_fit(scoring):
+            names.update(_kernels.forward_name(2, group, rows_for(m, group, capability))
+                         for group, _ in length_buckets())
+        else:
+            names.add(_kernels.forward_name(1, *choose_shape(m, 1, capability)))
+    for name in sorted(names):
+        runtime.function("inter_task.cu", name)
+
+
 def lanes16_fit(scoring) -> bool:
     """Whether the scoring scheme fits the 16-bit kernels (else everything runs in 32 bits)."""
     matrix = scoring.matrix

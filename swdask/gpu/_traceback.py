@@ -1,0 +1,141 @@
+"""The alignment of known hits on the GPU (``traceback.cu``): the GPU backend's traceback.
+
+Given pairs on the device (:class:`~swdask.gpu._pairs.DevicePairs`) and each pair's score and
+four positions, :func:`trace_pairs` gives the alignment columns of
+:data:`swdask._results.ALIGNMENT_COLUMNS` exactly as :func:`swdask._traceback.trace` does on
+the CPU (same path, same tie rule, same CIGAR), one CUDA thread per pair:
+
+* memory: each pair holds its whole trace (one byte per cell of its segments, rounded up to
+  strips of 8 query rows), a boundary row (12 bytes per target residue of the segment) and a
+  text slot (3 bytes per residue of both segments); the pairs go in groups that fit a share
+  of the device's free memory, so a 10,000 x 10,000 pair takes ~100 MB and the 100,000 x
+  100,000 W2 pair ~10 GB, which an H100 holds;
+* only the CIGAR texts come back, packed into one buffer (a few bytes per hit), with six
+  int32 counts per pair; the strings are made from that buffer by pyarrow without a Python
+  loop over rows;
+* pairs whose scores could come near the int32 limits of the kernel (very long segments with
+  very large costs), or that alone exceed the free memory, are traced on the CPU.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._results import ALIGNMENT_COLUMNS, empty_alignment_columns
+from ._kernels import TRACEBACK_NAMES
+from ._runtime import get_runtime
+
+_SOURCE = "traceback.cu"
+_KERNEL, _GATHER = TRACEBACK_NAMES
+#: TB_ROWS and TB_OUT of traceback.cu: query rows per strip, int32 results per pair.
+_ROWS = 8
+_OUT = 6
+#: Threads per block: one warp, so that a few large hits still spread over the SMs.
+_THREADS = 32
+#: The kernel's scores are int32 from a floor of -2**29: a pair is traced there only while
+#: (m + n + 2) x (its largest cost) stays below this.
+_INT32_ROOM = 1 << 28
+#: The share of the device's free memory one group of pairs may take.
+_MEMORY_SHARE = 0.5
+
+
+def pair_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Device bytes one pair takes while traced: its trace (strips of 8 rows x (n + 1)
+    columns), its boundary row (3 int32 per column) and its text slot (3 bytes per residue
+    of both segments: the raw ops, then the CIGAR text, at most 2 characters per op)."""
+    m = np.asarray(m, dtype=np.int64)
+    n = np.asarray(n, dtype=np.int64)
+    return -(-m // _ROWS) * (n + 1) * _ROWS + 12 * (n + 1) + 3 * (m + n)
+
+
+def trace_pairs(batch, query_rows, target_rows, columns: dict, scoring, runtime=None) -> dict:
+    """The alignment columns (host arrays, :data:`~swdask._results.ALIGNMENT_COLUMNS`) of
+    hits: hit ``k`` aligned query row ``query_rows[k]`` against target row
+    ``target_rows[k]`` of ``batch`` (:class:`~swdask.gpu._pairs.DevicePairs`) with the score
+    and positions of ``columns`` (host arrays in the API's convention, end-exclusive; every
+    row a hit). Hits left to the CPU (see the module docstring) keep ``cigar`` None."""
+    runtime = runtime or get_runtime()
+    xp = runtime.xp
+    score = np.asarray(columns["score"], dtype=np.int64)
+    out = empty_alignment_columns(score.size)
+    if not score.size:
+        return out
+    q0 = np.asarray(columns["query_start"], dtype=np.int64)
+    t0 = np.asarray(columns["target_start"], dtype=np.int64)
+    m = np.asarray(columns["query_end"], dtype=np.int64) - q0
+    n = np.asarray(columns["target_end"], dtype=np.int64) - t0
+    matrix = np.ascontiguousarray(scoring.matrix, dtype=np.int64)
+    cost = max(int(scoring.gap_open) + int(scoring.gap_extend), int(np.abs(matrix).max()))
+    sizes = pair_bytes(m, n)
+    budget = max(1 << 26, int(runtime.free_bytes() * _MEMORY_SHARE))
+    fits = ((m + n + 2) * cost < _INT32_ROOM) & (sizes <= budget)
+    order = np.flatnonzero(fits)[np.argsort(-(m * n)[fits], kind="stable")]
+    table = xp.asarray(matrix.astype(np.int32).ravel())
+    query_begin = xp.asarray(batch.q_start)[xp.asarray(np.asarray(query_rows, np.int64))]
+    target_begin = xp.asarray(batch.t_start)[xp.asarray(np.asarray(target_rows, np.int64))]
+    first = 0
+    while first < order.size:  # groups of pairs, largest first, within the budget
+        total = np.cumsum(sizes[order[first:]])
+        stop = first + max(1, int(np.searchsorted(total, budget, side="right")))
+        group = order[first:stop]
+        group_dev = xp.asarray(group)
+        found = _trace_group(runtime, batch, query_begin[group_dev] + xp.asarray(q0[group]),
+                             target_begin[group_dev] + xp.asarray(t0[group]), m[group],
+                             n[group], table, matrix.shape[1], scoring)
+        wrong = np.flatnonzero(found["score"] != score[group])
+        if wrong.size:  # pragma: no cover - a bug, not bad input
+            k = int(wrong[0])
+            raise RuntimeError(
+                f"internal error: the GPU traceback of a hit scores {int(found['score'][k])} "
+                f"where the alignment scored {int(score[group][k])}; please report it with "
+                "the input")
+        for name in ALIGNMENT_COLUMNS:
+            out[name][group] = found[name]
+        first = stop
+    return out
+
+
+def _trace_group(runtime, batch, query_begin, target_begin, m, n, table, alphabet,
+                 scoring) -> dict:
+    """One launch over pairs that fit the device together (segments starting at
+    ``query_begin``/``target_begin`` in the batch's residues, ``m`` x ``n``); their columns,
+    in order."""
+    import pyarrow as pa
+
+    xp = runtime.xp
+    count = m.size
+    trace_bytes = -(-m // _ROWS) * (n + 1) * _ROWS
+    work_ints = 3 * (n + 1)
+    text_bytes = 3 * (m + n)
+    offsets = [np.concatenate(([0], np.cumsum(v)[:-1])).astype(np.int64)
+               for v in (trace_bytes, work_ints, text_bytes)]
+    trace = xp.empty(int(trace_bytes.sum()), dtype=xp.uint8)
+    work = xp.empty(int(work_ints.sum()), dtype=xp.int32)
+    text = xp.empty(int(text_bytes.sum()), dtype=xp.uint8)
+    results = xp.zeros(count * _OUT, dtype=xp.int32)
+    trace_offset, work_offset, text_offset = (xp.asarray(v) for v in offsets)
+    grid = (count + _THREADS - 1) // _THREADS
+    runtime.launch(
+        runtime.function(_SOURCE, _KERNEL), grid, _THREADS,
+        (np.int32(count), xp.arange(count, dtype=xp.int32), batch.q_res, query_begin,
+         xp.asarray(m.astype(np.int32)), batch.t_res, target_begin,
+         xp.asarray(n.astype(np.int32)), table,
+         np.int32(alphabet), np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
+         trace_offset, trace, work_offset, work, text_offset, text, results))
+    del trace, work
+    counts = runtime.to_host(results).reshape(count, _OUT).astype(np.int64)
+    lengths = counts[:, 1]
+    packed_offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(lengths, out=packed_offsets[1:])
+    packed = xp.empty(max(1, int(packed_offsets[-1])), dtype=xp.uint8)
+    runtime.launch(
+        runtime.function(_SOURCE, _GATHER), grid, _THREADS,
+        (np.int32(count), text_offset, xp.asarray((m + n).astype(np.int32)), text, results,
+         xp.asarray(packed_offsets[:-1]), packed))
+    data = runtime.to_host(packed)[:int(packed_offsets[-1])]
+    cigars = pa.LargeStringArray.from_buffers(count, pa.py_buffer(packed_offsets),
+                                              pa.py_buffer(data.tobytes()))
+    columns = counts[:, 5]
+    return {"score": counts[:, 0], "cigar": cigars.to_numpy(zero_copy_only=False),
+            "alignment_length": columns, "matches": counts[:, 2],
+            "mismatches": counts[:, 3], "gap_opens": counts[:, 4],
+            "identity": counts[:, 2] / columns}
