@@ -268,7 +268,11 @@ def test_gpu_traceback_equals_cpu_on_real_pairs(kind, protein_queries, protein_d
     rng = np.random.default_rng(11)
     dna = [dna_region[s:s + int(rng.integers(5, 200))]
            for s in rng.integers(0, len(dna_region) - 300, 40)]
-    cases = [(BLOSUM, [q for _, q in protein_queries[:4]] * 10, protein_db.iloc[:40].tolist()),
+    # segments of several 256-row strips of the warp's wavefront, lengths not multiples of 8
+    long_dna = [dna_region[s:s + int(rng.integers(520, 1100))]
+                for s in rng.integers(0, len(dna_region) - 1200, 4)]
+    cases = [(DNA, long_dna, [mutate(p, rng, 0.1, "ACGT") for p in long_dna]),
+             (BLOSUM, [q for _, q in protein_queries[:4]] * 10, protein_db.iloc[:40].tolist()),
              (DNA, dna, [mutate(p, rng, 0.2, "ACGT") for p in dna]),
              (Scheme(matrix=None, match=1, mismatch=-1, gap_open=1, gap_extend=1), dna,
               [mutate(p, rng, 0.3, "ACGT") for p in dna])]
@@ -279,7 +283,7 @@ def test_gpu_traceback_equals_cpu_on_real_pairs(kind, protein_queries, protein_d
         rows = np.arange(len(targets), dtype=np.int64)
         cpu = _engine.with_alignments(q, rows, t, rows, found, scoring)
         gpu = _trace_on(kind, q, rows, t, rows, found, scheme)
-        assert int(np.asarray(found.has_hit).sum()) > 30
+        assert int(np.asarray(found.has_hit).sum()) >= min(30, len(queries))
         for name in ALIGNMENT:
             assert list(gpu.columns[name]) == list(cpu.columns[name]), name
 

@@ -3,13 +3,15 @@
 Given pairs on the device (:class:`~swdask.gpu._pairs.DevicePairs`) and each pair's score and
 four positions, :func:`trace_pairs` gives the alignment columns of
 :data:`swdask._results.ALIGNMENT_COLUMNS` exactly as :func:`swdask._traceback.trace` does on
-the CPU (same path, same tie rule, same CIGAR), one CUDA thread per pair:
+the CPU (same path, same tie rule, same CIGAR), one CUDA warp per pair (a wavefront over
+strips of 256 query rows):
 
 * memory: each pair holds its whole trace (one byte per cell of its segments, rounded up to
-  strips of 8 query rows), a boundary row (12 bytes per target residue of the segment) and a
-  text slot (3 bytes per residue of both segments); the pairs go in groups that fit a share
-  of the device's free memory, so a 10,000 x 10,000 pair takes ~100 MB and the 100,000 x
-  100,000 W2 pair ~10 GB, which an H100 holds;
+  strips of 256 query rows, plus the wavefront's 31 extra steps per strip), a boundary row
+  (12 bytes per target residue of the segment) and a text slot (3 bytes per residue of both
+  segments); the pairs go in groups that fit a share of the device's free memory, so a
+  10,000 x 10,000 pair takes ~100 MB and the 100,000 x 100,000 W2 pair ~10 GB, which an
+  H100 holds;
 * only the CIGAR texts come back, packed into one buffer (a few bytes per hit), with six
   int32 counts per pair; the strings are made from that buffer by pyarrow without a Python
   loop over rows;
@@ -26,11 +28,11 @@ from ._runtime import get_runtime
 
 _SOURCE = "traceback.cu"
 _KERNEL, _GATHER = TRACEBACK_NAMES
-#: TB_ROWS and TB_OUT of traceback.cu: query rows per strip, int32 results per pair.
-_ROWS = 8
+#: TB_STRIP, TB_LANES and TB_OUT of traceback.cu: query rows per strip (32 lanes x 8 rows),
+#: lanes per pair (a block is one warp, one pair), int32 results per pair.
+_STRIP = 256
+_LANES = 32
 _OUT = 6
-#: Threads per block: one warp, so that a few large hits still spread over the SMs.
-_THREADS = 32
 #: The kernel's scores are int32 from a floor of -2**29: a pair is traced there only while
 #: (m + n + 2) x (its largest cost) stays below this.
 _INT32_ROOM = 1 << 28
@@ -39,12 +41,17 @@ _MEMORY_SHARE = 0.5
 
 
 def pair_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """Device bytes one pair takes while traced: its trace (strips of 8 rows x (n + 1)
-    columns), its boundary row (3 int32 per column) and its text slot (3 bytes per residue
-    of both segments: the raw ops, then the CIGAR text, at most 2 characters per op)."""
+    """Device bytes one pair takes while traced: its trace (strips of 256 rows x (n + 31)
+    wavefront steps), its boundary row (3 int32 per column) and its text slot (3 bytes per
+    residue of both segments: the raw ops, then the CIGAR text, at most 2 characters per
+    op)."""
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    return -(-m // _ROWS) * (n + 1) * _ROWS + 12 * (n + 1) + 3 * (m + n)
+    return _trace_bytes(m, n) + 12 * (n + 1) + 3 * (m + n)
+
+
+def _trace_bytes(m, n):
+    return -(-m // _STRIP) * (n + _LANES - 1) * _STRIP
 
 
 def trace_pairs(batch, query_rows, target_rows, columns: dict, scoring, runtime=None) -> dict:
@@ -103,7 +110,7 @@ def _trace_group(runtime, batch, query_begin, target_begin, m, n, table, alphabe
 
     xp = runtime.xp
     count = m.size
-    trace_bytes = -(-m // _ROWS) * (n + 1) * _ROWS
+    trace_bytes = _trace_bytes(m, n)
     work_ints = 3 * (n + 1)
     text_bytes = 3 * (m + n)
     offsets = [np.concatenate(([0], np.cumsum(v)[:-1])).astype(np.int64)
@@ -113,9 +120,8 @@ def _trace_group(runtime, batch, query_begin, target_begin, m, n, table, alphabe
     text = xp.empty(int(text_bytes.sum()), dtype=xp.uint8)
     results = xp.zeros(count * _OUT, dtype=xp.int32)
     trace_offset, work_offset, text_offset = (xp.asarray(v) for v in offsets)
-    grid = (count + _THREADS - 1) // _THREADS
     runtime.launch(
-        runtime.function(_SOURCE, _KERNEL), grid, _THREADS,
+        runtime.function(_SOURCE, _KERNEL), count, _LANES,
         (np.int32(count), xp.arange(count, dtype=xp.int32), batch.q_res, query_begin,
          xp.asarray(m.astype(np.int32)), batch.t_res, target_begin,
          xp.asarray(n.astype(np.int32)), table,
@@ -128,7 +134,7 @@ def _trace_group(runtime, batch, query_begin, target_begin, m, n, table, alphabe
     np.cumsum(lengths, out=packed_offsets[1:])
     packed = xp.empty(max(1, int(packed_offsets[-1])), dtype=xp.uint8)
     runtime.launch(
-        runtime.function(_SOURCE, _GATHER), grid, _THREADS,
+        runtime.function(_SOURCE, _GATHER), (count + 255) // 256, 256,
         (np.int32(count), text_offset, xp.asarray((m + n).astype(np.int32)), text, results,
          xp.asarray(packed_offsets[:-1]), packed))
     data = runtime.to_host(packed)[:int(packed_offsets[-1])]
