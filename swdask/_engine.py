@@ -55,6 +55,8 @@ class Backend(Protocol):
 
     def pairs(self, queries: EncodedSequences, targets: EncodedSequences, scoring: Scoring,
               mode: str) -> Alignments:
+        """Row ``r`` of ``queries`` against row ``r`` of ``targets``, in any mode
+        (``"alignment"`` included: hits a backend leaves untraced keep ``cigar`` None)."""
         ...
 
     def batch(self) -> "ContextManager":
@@ -123,9 +125,13 @@ class CpuBackend:
         if rows.size:
             with _CPU_KERNEL_LOCK:
                 _cpu.pairs(scoring.matrix, queries.residues, queries.offsets, targets.residues,
-                           targets.offsets, rows, scoring.gap_open, scoring.gap_extend, mode,
-                           **cells)
-        return finish(cells, valid, mode)
+                           targets.offsets, rows, scoring.gap_open, scoring.gap_extend,
+                           kernel_mode(mode), **cells)
+        found = finish(cells, valid, kernel_mode(mode))
+        if mode != "alignment":
+            return found
+        rows = np.arange(len(targets), dtype=np.int64)
+        return with_alignments(queries, rows, targets, rows, found, scoring, self)
 
     @staticmethod
     def batch():
@@ -192,7 +198,7 @@ def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: S
         raise ValueError(f"align_pairs needs as many queries as targets, got {len(queries)} "
                          f"and {len(targets)}")
     chosen = get_backend(backend, queries.residues, targets.residues)
-    found = chosen.pairs(queries, targets, scoring, kernel_mode(mode))
+    found = chosen.pairs(queries, targets, scoring, mode)
     if mode != "alignment":
         return found
     rows = np.arange(len(targets), dtype=np.int64)
@@ -202,26 +208,25 @@ def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: S
 def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSequences,
                     target_rows, found: Alignments, scoring: Scoring,
                     backend: Backend = _CPU) -> Alignments:
-    """``found`` (mode ``"full"``) with the alignment columns of its hits added: row ``k``
-    aligned ``queries[query_rows[k]]`` and ``targets[target_rows[k]]``. ``backend`` traces
-    the hits (the GPU's traceback for GPU work); any hit it leaves untraced (on the GPU: a
-    pair too large for its memory or its int32 scores) is traced on the CPU."""
+    """``found`` (mode ``"full"``, or ``"alignment"`` with some hits traced already) with the
+    alignment columns of every hit: row ``k`` aligned ``queries[query_rows[k]]`` and
+    ``targets[target_rows[k]]``. ``backend`` traces the hits not traced yet (``cigar`` None;
+    the GPU's traceback for GPU work); any hit it leaves untraced (on the GPU: a pair too
+    large for its memory or its int32 scores) is traced on the CPU."""
     host = found.to_host()
-    columns = empty_alignment_columns(len(host))
-    hit = np.flatnonzero(np.asarray(host.has_hit, dtype=bool))
-    if hit.size:
-        query_rows = np.asarray(host_array(query_rows), dtype=np.int64)[hit]
-        target_rows = np.asarray(host_array(target_rows), dtype=np.int64)[hit]
-        found_columns = {name: np.asarray(host.columns[name])[hit] for name in COLUMNS}
-        traced = backend.traceback(queries, query_rows, targets, target_rows, found_columns,
-                                   scoring)
-        left = np.flatnonzero(np.equal(traced["cigar"], None))
-        if left.size and backend is not _CPU:
-            again = _CPU.traceback(queries, query_rows[left], targets, target_rows[left],
-                                   {name: values[left] for name, values in
-                                    found_columns.items()}, scoring)
-            for name in ALIGNMENT_COLUMNS:
-                traced[name][left] = again[name]
+    columns = {name: (np.asarray(host.columns[name]).copy() if name in host.columns else
+                      values) for name, values in empty_alignment_columns(len(host)).items()}
+    hit = np.flatnonzero(np.asarray(host.has_hit, dtype=bool)
+                         & np.equal(columns["cigar"], None))
+    for chosen in ((backend, _CPU) if backend is not _CPU else (_CPU,)):
+        if not hit.size:
+            break
+        traced = chosen.traceback(
+            queries, np.asarray(host_array(query_rows), dtype=np.int64)[hit], targets,
+            np.asarray(host_array(target_rows), dtype=np.int64)[hit],
+            {name: np.asarray(host.columns[name])[hit] for name in COLUMNS}, scoring)
         for name in ALIGNMENT_COLUMNS:
             columns[name][hit] = traced[name]
-    return Alignments({**host.columns, **columns}, host.valid, "alignment")
+        hit = hit[np.equal(traced["cigar"], None)]
+    kept = {name: values for name, values in host.columns.items() if name in COLUMNS}
+    return Alignments({**kept, **columns}, host.valid, "alignment")

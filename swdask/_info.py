@@ -1,9 +1,9 @@
 """``swdask info``: what is installed, the GPUs seen, and which engines will run.
 
 A report for users and for bug reports: versions read from the installed distributions'
-metadata (``importlib.metadata``: nothing heavy is imported to find them), the GPUs CuPy sees
-(only when CuPy is installed), and for each engine whether it runs here and, if not, what to
-install.
+metadata (``importlib.metadata``), the GPUs CuPy sees (only when CuPy is installed), and for
+each engine whether it runs here and, if not, what to install; cuDF is imported to be sure
+(only where it is installed and a GPU is seen).
 """
 from __future__ import annotations
 
@@ -45,6 +45,20 @@ def _gpus() -> tuple[list[str], str | None]:
         return [], f"CuPy cannot reach a GPU ({type(exc).__name__}: {exc})"
 
 
+def _imports(*modules: str) -> str | None:
+    """Why ``modules`` cannot be imported (None when they can). Installed is not enough: on
+    the GPU machine a cuDF whose own dependencies were missing (numba-cuda) was installed and
+    failed at import."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # noqa: BLE001 - any failure is what the report says
+            return f"{module} is installed but fails to import ({type(exc).__name__}: {exc})"
+    return None
+
+
 def report() -> str:
     """The text ``swdask info`` prints."""
     from . import __version__
@@ -61,12 +75,13 @@ def report() -> str:
     lines += [f"  {k}: {name}" for k, name in enumerate(gpus)]
     has_cudf = (any(_version(n) for n in ("cudf-cu13", "cudf-cu12", "cudf"))
                 and any(_version(n) for n in ("dask-cudf-cu13", "dask-cudf-cu12", "dask-cudf")))
+    broken = _imports("cudf", "dask_cudf") if gpus and has_cudf else None
     engines = [
         ("cpu", True, "numba kernels on every core"),
         ("gpu", bool(gpus), "CUDA kernels on pandas columns" if gpus else why),
-        ("cudf", bool(gpus) and has_cudf,
-         "sequences as cuDF columns in GPU memory" if gpus and has_cudf else
-         "needs a GPU and cuDF + dask-cudf (pip install 'swdask[cudf]')"),
+        ("cudf", bool(gpus) and has_cudf and not broken,
+         broken or ("sequences as cuDF columns in GPU memory" if gpus and has_cudf else
+                    "needs a GPU and cuDF + dask-cudf (pip install 'swdask[cudf]')")),
         ("GPU cluster", bool(gpus) and bool(_version("dask-cuda")),
          "swdask.cluster(gpu=True): one worker per GPU" if gpus and _version("dask-cuda")
          else "needs a GPU and dask-cuda (pip install 'swdask[cudf]')"),

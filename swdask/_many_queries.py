@@ -46,10 +46,10 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     query's :func:`~swdask._statistics.score_summary` over every row, for fitted statistics.
 
     Every query scans the column for scores and end cells; its ``top`` rows stay where the
-    scan ran. Start positions (mode ``"full"``) then come from one row-wise batch of every
-    query's top rows (``backend.pairs``: one launch for the whole batch rather than one
-    small search per query; the pair kernels keep the same tie rule, so the positions are
-    those a full search of the row gives)."""
+    scan ran. Start positions (mode ``"full"``), and the alignments (``"alignment"``), then
+    come from one row-wise batch of every query's top rows (``backend.pairs``: one launch
+    for the whole batch rather than one small search per query; the pair kernels keep the
+    same tie rule, so the positions are those a full search of the row gives)."""
     with stage("encode"):
         encoded = targets() if callable(targets) else targets
     chosen = _engine.get_backend(backend, encoded.residues)
@@ -89,14 +89,10 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
         if not rows.size:
             return found
         if mode in ("full", "alignment"):
-            query_codes = query_column(queries)
-            with stage("positions"):
-                hits = chosen.pairs(query_codes.take(query_of_hit), encoded.take(rows),
-                                    queries[0].scoring, "full").to_host()
-            if mode == "alignment":
-                with stage("traceback"):
-                    hits = _engine.with_alignments(query_codes, query_of_hit, encoded, rows,
-                                                   hits, queries[0].scoring, chosen)
+            with stage("positions" if mode == "full" else "alignments"):
+                hits = _engine.align_pairs(query_column(queries).take(query_of_hit),
+                                           encoded.take(rows), queries[0].scoring, mode,
+                                           backend=chosen.name).to_host()
             columns = hits.columns
         else:
             columns = {name: np.asarray(host_array(xp.concatenate([s.columns[name]

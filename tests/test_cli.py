@@ -355,3 +355,22 @@ def test_one_local_gpu_job_imports_no_dask_dataframe(tmp_path):
                             env=env, timeout=600)
     assert result.stdout.strip().splitlines()[-1] == "0 []", result.stderr
     assert len(read_tsv(out)) > 0
+
+
+def test_info_reports_engines_and_a_cudf_that_fails_to_import(monkeypatch, capsys):
+    """``swdask info``: every core package with its version; an engine is "yes" only where it
+    can run, and a cuDF that is installed but fails to import says so."""
+    from swdask import _info
+
+    assert main(["info"]) == 0
+    text = capsys.readouterr().out
+    assert "  cpu          yes" in text and "numpy" in text and "MISSING" not in text
+    monkeypatch.setattr(_info, "_gpus", lambda: (["Test GPU"], None))
+    versions = {"cudf-cu13": "26.10", "dask-cudf-cu13": "26.10", "dask-cuda": "26.10"}
+    real = _info._version
+    monkeypatch.setattr(_info, "_version", lambda name: versions.get(name) or real(name))
+    monkeypatch.setitem(sys.modules, "cudf", None)  # installed, but its import fails
+    text = _info.report()
+    assert "0: Test GPU" in text
+    cudf_line = next(line for line in text.splitlines() if line.strip().startswith("cudf "))
+    assert cudf_line.split()[1] == "no" and "fails to import" in cudf_line

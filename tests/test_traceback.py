@@ -339,3 +339,32 @@ def test_gpu_traceback_leaves_oversized_pairs_to_the_cpu(kind, monkeypatch, prot
     gpu = _trace_on(kind, q, rows, t, rows, found, BLOSUM)
     for name in ALIGNMENT:
         assert list(gpu.columns[name]) == list(cpu.columns[name]), name
+
+
+@pytest.mark.parametrize("kind", GPU_KINDS)
+def test_gpu_pairs_and_search_with_alignments_equal_cpu(kind, protein_queries, protein_db,
+                                                        dna_region, monkeypatch):
+    """``align_pairs`` and ``.sw.search`` with ``positions="alignment"`` on the GPU backend
+    (each chunk of pairs traced on the device while it is there, chunks forced small) give
+    the CPU backend's frames, every column."""
+    from swdask.gpu import _pairs
+
+    monkeypatch.setattr(_pairs, "_CHUNK_BYTES", 2000)  # several chunks of pairs
+    monkeypatch.setattr(_pairs, "_CHUNK_MIN_PAIRS", 4)
+    rng = np.random.default_rng(5)
+    pieces = [dna_region[s:s + int(rng.integers(30, 300))]
+              for s in rng.integers(0, len(dna_region) - 300, 30)]
+    frame = pd.DataFrame({"query": pieces, "target": [mutate(p, rng, 0.15, "ACGT")
+                                                      for p in pieces]})
+    frame.loc[4, "query"] = None
+    want = frame.sw.align_pairs(positions="alignment", backend="cpu", **DNA.options)
+    database = pd.DataFrame({"sequence": protein_db.iloc[:60].tolist()})
+    queries = [q for _, q in protein_queries[:3]]
+    want_hits = database.sw.search(queries, top=4, positions="alignment", backend="cpu",
+                                   **BLOSUM.options)
+    with _gpu_runtime(kind):
+        got = frame.sw.align_pairs(positions="alignment", backend="gpu", **DNA.options)
+        got_hits = database.sw.search(queries, top=4, positions="alignment", backend="gpu",
+                                      **BLOSUM.options)
+    pd.testing.assert_frame_equal(got, want)
+    pd.testing.assert_frame_equal(got_hits, want_hits)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._results import best_cell, empty_cells, finish
+from .._results import Alignments, best_cell, empty_alignment_columns, empty_cells, finish
 from .._scoring import substitution_table
 from . import _kernels
 from ._runtime import get_runtime
@@ -428,20 +428,25 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
     """Row-wise alignment on the GPU (the GPU backend's ``pairs``).
 
     ``queries``/``targets`` are :class:`~swdask._sequences.EncodedSequences` (NumPy or CuPy
-    arrays); ``mode`` is ``"full"``, ``"end"`` or ``"none"``. Returns
+    arrays); ``mode`` is ``"alignment"``, ``"full"``, ``"end"`` or ``"none"``. Returns
     :class:`~swdask._results.Alignments` of NumPy arrays, equal to the CPU engine's.
 
     Host-side batches go up in chunks of rows on two streams: while the GPU aligns one chunk
-    the next one is copied (a copy from pageable memory holds the host, not the GPU).
+    the next one is copied (a copy from pageable memory holds the host, not the GPU). With
+    ``"alignment"``, each chunk's hits are traced back (:mod:`swdask.gpu._traceback`) while the
+    chunk is still on the device; a hit the GPU leaves (``cigar`` None) is the engine's to
+    trace on the CPU.
     """
     runtime = get_runtime()
     count = len(targets)
     if len(queries) != count:
         raise ValueError(
             f"align_pairs needs as many queries as targets, got {len(queries)} and {count}")
+    kernel = "full" if mode == "alignment" else mode
     valid = (runtime.to_host(queries.valid).astype(bool)
              & runtime.to_host(targets.valid).astype(bool))
     cells = empty_cells(count, np, np.int32)
+    alignment = empty_alignment_columns(count) if mode == "alignment" else None
     q_off = runtime.to_host(queries.offsets).astype(np.int64, copy=False)
     t_off = runtime.to_host(targets.offsets).astype(np.int64, copy=False)
     q_len, t_len = np.diff(q_off), np.diff(t_off)
@@ -462,14 +467,39 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
                                           _row_slice(targets, first, stop), runtime)
                     else:
                         batch = to_device(queries, targets, runtime)
-                    found = run_pairs(batch, np.flatnonzero(work[first:stop]), scoring, mode,
+                    found = run_pairs(batch, np.flatnonzero(work[first:stop]), scoring, kernel,
                                       force=force, shape=shape, ks=ks, runtime=runtime)
-                pending.append((first, stop, stream, found))
-            for first, stop, stream, found in pending:
+                pending.append((first, stop, stream, found, batch))
+            for first, stop, stream, found, batch in pending:
                 with _on(stream):
                     for name, values in found.items():
                         cells[name][first:stop] = runtime.to_host(values)
-    return finish(cells, valid, mode)
+                    if alignment is not None:
+                        _trace_chunk(runtime, batch, cells, valid, first, stop, scoring,
+                                     alignment)
+    found = finish(cells, valid, kernel)
+    if alignment is None:
+        return found
+    return Alignments({**found.columns, **alignment}, found.valid, "alignment")
+
+
+def _trace_chunk(runtime, batch, cells, valid, first, stop, scoring, alignment) -> None:
+    """The hits of rows ``first``..``stop`` (kernel cells on the host), traced on their
+    device batch into ``alignment``."""
+    from ._traceback import trace_pairs
+
+    score = cells["score"][first:stop]
+    rows = np.flatnonzero((score > 0) & valid[first:stop])
+    if not rows.size:
+        return
+    columns = {"score": score[rows]}
+    for name in ("query_start", "target_start"):
+        columns[name] = cells[name][first:stop][rows].astype(np.int64)
+    for name in ("query_end", "target_end"):  # inclusive cells to end-exclusive positions
+        columns[name] = cells[name][first:stop][rows].astype(np.int64) + 1
+    traced = trace_pairs(batch, rows, rows, columns, scoring, runtime)
+    for name, values in traced.items():
+        alignment[name][first + rows] = values
 
 
 def align_long_rows(query_codes, residues, offsets, rows, scoring, mode: str,
