@@ -75,19 +75,20 @@ def trace_pairs(batch, query_rows, target_rows, columns: dict, scoring, runtime=
     sizes = pair_bytes(m, n)
     budget = max(1 << 26, int(runtime.free_bytes() * _MEMORY_SHARE))
     fits = ((m + n + 2) * cost < _INT32_ROOM) & (sizes <= budget)
-    order = np.flatnonzero(fits)[np.argsort(-(m * n)[fits], kind="stable")]
+    cells = m * n
+    order = np.flatnonzero(fits)
+    if cells.min() != cells.max():  # largest first (reads of one length need no sort)
+        order = order[np.argsort(-cells[order], kind="stable")]
     table = xp.asarray(matrix.astype(np.int32).ravel())
-    query_begin = xp.asarray(batch.q_start)[xp.asarray(np.asarray(query_rows, np.int64))]
-    target_begin = xp.asarray(batch.t_start)[xp.asarray(np.asarray(target_rows, np.int64))]
+    query_rows = np.asarray(query_rows, dtype=np.int64)
+    target_rows = np.asarray(target_rows, dtype=np.int64)
     first = 0
     while first < order.size:  # groups of pairs, largest first, within the budget
         total = np.cumsum(sizes[order[first:]])
         stop = first + max(1, int(np.searchsorted(total, budget, side="right")))
         group = order[first:stop]
-        group_dev = xp.asarray(group)
-        found = _trace_group(runtime, batch, query_begin[group_dev] + xp.asarray(q0[group]),
-                             target_begin[group_dev] + xp.asarray(t0[group]), m[group],
-                             n[group], table, matrix.shape[1], scoring)
+        found = _trace_group(runtime, batch, query_rows[group], target_rows[group], q0[group],
+                             t0[group], m[group], n[group], table, matrix.shape[1], scoring)
         wrong = np.flatnonzero(found["score"] != score[group])
         if wrong.size:  # pragma: no cover - a bug, not bad input
             k = int(wrong[0])
@@ -101,32 +102,31 @@ def trace_pairs(batch, query_rows, target_rows, columns: dict, scoring, runtime=
     return out
 
 
-def _trace_group(runtime, batch, query_begin, target_begin, m, n, table, alphabet,
+def _trace_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, alphabet,
                  scoring) -> dict:
-    """One launch over pairs that fit the device together (segments starting at
-    ``query_begin``/``target_begin`` in the batch's residues, ``m`` x ``n``); their columns,
-    in order."""
+    """One launch over pairs that fit the device together (query row ``query_rows[k]`` of
+    the batch from ``q0[k]``, ``m[k]`` residues, against target row ``target_rows[k]`` from
+    ``t0[k]``, ``n[k]``); their columns, in order. The per-pair numbers go up as one array."""
     import pyarrow as pa
 
     xp = runtime.xp
     count = m.size
-    trace_bytes = _trace_bytes(m, n)
-    work_ints = 3 * (n + 1)
-    text_bytes = 3 * (m + n)
-    offsets = [np.concatenate(([0], np.cumsum(v)[:-1])).astype(np.int64)
-               for v in (trace_bytes, work_ints, text_bytes)]
-    trace = xp.empty(int(trace_bytes.sum()), dtype=xp.uint8)
-    work = xp.empty(int(work_ints.sum()), dtype=xp.int32)
-    text = xp.empty(int(text_bytes.sum()), dtype=xp.uint8)
+    sizes = (_trace_bytes(m, n), 3 * (n + 1), 3 * (m + n))  # trace bytes, work ints, text
+    offsets = [np.cumsum(v) - v for v in sizes]
+    numbers = xp.asarray(np.stack([query_rows, target_rows, q0, t0, m, n, *offsets]))
+    query_begin = xp.asarray(batch.q_start)[numbers[0]] + numbers[2]
+    target_begin = xp.asarray(batch.t_start)[numbers[1]] + numbers[3]
+    m_dev, n_dev = numbers[4].astype(xp.int32), numbers[5].astype(xp.int32)
+    trace = xp.empty(int(sizes[0].sum()), dtype=xp.uint8)
+    work = xp.empty(int(sizes[1].sum()), dtype=xp.int32)
+    text = xp.empty(int(sizes[2].sum()), dtype=xp.uint8)
     results = xp.zeros(count * _OUT, dtype=xp.int32)
-    trace_offset, work_offset, text_offset = (xp.asarray(v) for v in offsets)
     runtime.launch(
         runtime.function(_SOURCE, _KERNEL), count, _LANES,
-        (np.int32(count), xp.arange(count, dtype=xp.int32), batch.q_res, query_begin,
-         xp.asarray(m.astype(np.int32)), batch.t_res, target_begin,
-         xp.asarray(n.astype(np.int32)), table,
-         np.int32(alphabet), np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
-         trace_offset, trace, work_offset, work, text_offset, text, results))
+        (np.int32(count), xp.arange(count, dtype=xp.int32), batch.q_res, query_begin, m_dev,
+         batch.t_res, target_begin, n_dev, table, np.int32(alphabet),
+         np.int32(scoring.gap_open), np.int32(scoring.gap_extend), numbers[6], trace,
+         numbers[7], work, numbers[8], text, results))
     del trace, work
     counts = runtime.to_host(results).reshape(count, _OUT).astype(np.int64)
     lengths = counts[:, 1]
@@ -135,7 +135,7 @@ def _trace_group(runtime, batch, query_begin, target_begin, m, n, table, alphabe
     packed = xp.empty(max(1, int(packed_offsets[-1])), dtype=xp.uint8)
     runtime.launch(
         runtime.function(_SOURCE, _GATHER), (count + 255) // 256, 256,
-        (np.int32(count), text_offset, xp.asarray((m + n).astype(np.int32)), text, results,
+        (np.int32(count), numbers[8], m_dev + n_dev, text, results,
          xp.asarray(packed_offsets[:-1]), packed))
     data = runtime.to_host(packed)[:int(packed_offsets[-1])]
     cigars = pa.LargeStringArray.from_buffers(count, pa.py_buffer(packed_offsets),
