@@ -8,14 +8,21 @@ GPU (CUDA through CuPy, :mod:`swdask.gpu`). Each implements the small protocol
   :class:`~swdask._sequences.EncodedSequences` where this backend wants them (host or device);
 * ``one_against_many(query, targets, mode, owner=, fingerprint=)``: one prepared query
   against every row of ``targets``;
-* ``pairs(queries, targets, scoring, mode)``: row ``r`` against row ``r``;
+* ``pairs(queries, targets, scoring, mode)``: row ``r`` against row ``r``, in every mode
+  (``"alignment"`` too: the GPU traces each chunk of pairs while it is on the device);
+* ``traceback(queries, query_rows, targets, target_rows, columns, scoring)``: the alignment
+  columns of known hits (numba on the CPU, ``gpu/traceback.cu`` on the GPU);
 * ``batch()``: held while a batch of queries runs against one column (the GPU takes one
   batch at a time per process);
+* ``warm_up(query_lengths, scoring)``: ready what a first search needs (the GPU's context and
+  kernels), so that a job does it while it reads;
 
 the two alignments returning :class:`~swdask._results.Alignments` in the API's conventions
 (the backend's array module: NumPy or CuPy). Mode ``"alignment"`` is not a kernel's: the
-backend runs ``"full"`` and :func:`with_alignments` adds the traceback (any backend). Each implementation orders its rows as its kernels like (by
-length, into lanes or thread groups) and returns them in input order.
+kernels run ``"full"`` and the traceback follows; :func:`with_alignments` traces what is
+left (a hit with ``cigar`` None), on the CPU for what the GPU cannot hold. Each
+implementation orders its rows as its kernels like (by length, into lanes or thread groups)
+and returns them in input order.
 
 :func:`get_backend` is the one place that picks: ``"cpu"``, ``"gpu"``, or ``"auto"`` (the
 GPU when any of the given arrays lives on it). Every front end (the ``.sw`` accessors on
