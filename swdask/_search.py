@@ -360,24 +360,30 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
 
     gpu = get_backend("gpu")
     lengths = [len(sequence) for sequence in queries["sequence"]]
-    with ThreadPoolExecutor(1) as pool:
-        ready = pool.submit(gpu.warm_up, lengths, options.scoring)
-        with phases("read"):
-            database = read_fasta_frame(database_path, blocksize, threads=threads,
-                                        strip_gaps=strip_gaps)
-        ready.result()
-    if database.empty:
-        raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record (no "
-                         "line starts with '>')")
-    if backend == "cudf":
-        with phases("to_gpu"):
+
+    def ready_gpu():  # beside the read: the GPU's context and kernels, cuDF's import (~2 s)
+        gpu.warm_up(lengths, options.scoring)
+        if backend == "cudf":
             from ._accessor import register_cudf
             from ._fasta import _require_cudf
 
             _require_cudf()
-            import cudf
-
             register_cudf()
+
+    with ThreadPoolExecutor(1) as pool:
+        ready = pool.submit(ready_gpu)
+        with phases("read"):
+            database = read_fasta_frame(database_path, blocksize, threads=threads,
+                                        strip_gaps=strip_gaps)
+        with phases("ready"):
+            ready.result()
+    if database.empty:
+        raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record (no "
+                         "line starts with '>')")
+    if backend == "cudf":
+        import cudf
+
+        with phases("to_gpu"):
             database = cudf.from_pandas(database)
     with phases("search"):
         _timing.take()  # from zero: only this job's stages
