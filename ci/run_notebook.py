@@ -88,8 +88,11 @@ def main(argv=None) -> int:
     # the kernel is a fresh process: it imports this checkout's swdask, then whatever the
     # caller's PYTHONPATH holds (carried wheels, a staged cuDF)
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    # coalesce_streams: a cell's stdout (stderr) is one output, not one per flush, so a text
+    # progress bar redrawn with carriage returns is one bar (as_shown keeps its last state)
     client = NotebookClient(notebook, timeout=args.cell_timeout, kernel_name=args.kernel,
                             record_timing=False,  # keeps a committed notebook's diffs to outputs
+                            coalesce_streams=True,
                             resources={"metadata": {"path": str(workdir)}})
     status = 0
     try:
@@ -101,10 +104,27 @@ def main(argv=None) -> int:
             print(f"run_notebook: cell {index} failed:\n{cell.source}\n", file=sys.stderr)
         print(f"run_notebook: {type(error).__name__}: {error}", file=sys.stderr)
     finally:
+        for cell in notebook.cells:
+            for output in cell.get("outputs", []):
+                if output.get("output_type") == "stream":
+                    output["text"] = as_shown(output["text"])
         args.out.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(notebook, args.out)
         print(f"run_notebook: wrote {args.out}", file=sys.stderr, flush=True)
     return status
+
+
+def as_shown(text: str) -> str:
+    """Stream text as Jupyter shows it: on each line, the last state a carriage return left
+    (a progress bar's final redraw; an erase-line sequence after it, which Jupyter does not
+    act on, is dropped)."""
+    import re
+
+    lines = []
+    for line in re.sub(r"\x1b\[[0-9;]*K", "", text).split("\n"):
+        states = [state for state in line.split("\r") if state]
+        lines.append(states[-1] if states else "")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -158,6 +158,13 @@ def test_plot_progress_dashboard_and_cells(executed):
     assert f"partitions of {frames} DataFrames" in text
     widgets = _outputs(notebook, "application/vnd.jupyter.widget-view+json")
     assert widgets or "100% Completed" in text, "no progress bar"
+    for cell in notebook.cells:  # one output per stream, no redraws, no warnings
+        streams = [o for o in cell.get("outputs", []) if o.get("output_type") == "stream"]
+        assert len({o["name"] for o in streams}) == len(streams), cell.source
+        assert not any("\r" in o["text"] or "Warning" in o["text"] for o in streams), \
+            cell.source
+    if not widgets:
+        assert text.count("% Completed") == 1, "the progress bar is not one line"
     # the cells metric the sw-align tasks reported: |query| x every database residue
     query = _records(EXAMPLE_DATA / "queries.fasta")[0]["sequence"]
     residues = sum(len(record["sequence"]) for record in _records(EXAMPLE_DATA / "db.fasta"))
