@@ -252,5 +252,5 @@ class Alignments:
 
 
 __all__ = ["ALIGNMENT_COLUMNS", "Alignments", "COLUMNS", "MODES", "best_cell", "column_array",
-           "empty_alignment_columns", "empty_cells", "finish", "host_array", "kernel_mode", "position_mode", "result_columns",
-           "top_candidates"]
+           "empty_alignment_columns", "empty_cells", "finish", "host_array", "kernel_mode",
+           "position_mode", "result_columns", "top_candidates"]

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._results import Alignments, best_cell, empty_alignment_columns, empty_cells, finish
+from .._results import (Alignments, best_cell, empty_alignment_columns, empty_cells, finish,
+                        kernel_mode)
 from .._scoring import substitution_table
 from . import _kernels
 from ._runtime import get_runtime
@@ -442,7 +443,7 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
     if len(queries) != count:
         raise ValueError(
             f"align_pairs needs as many queries as targets, got {len(queries)} and {count}")
-    kernel = "full" if mode == "alignment" else mode
+    kernel = kernel_mode(mode)
     valid = (runtime.to_host(queries.valid).astype(bool)
              & runtime.to_host(targets.valid).astype(bool))
     cells = empty_cells(count, np, np.int32)
