@@ -2,8 +2,9 @@
 
 mmseqs2-examples' DB.fasta concatenated 10 and 100 times (about 114 MB and 1.1 GB; the
 records keep their ids, so the copies are duplicates, which the search does not mind), one
-query (the first of QUERY.fasta.gz), top 10, default partitions, a local cluster of the
-machine's cores. The resident memory of the job's whole process tree (the command and its
+query (the first of QUERY.fasta.gz), top 10, default partitions, the job as it runs by
+default (in this process on every core, partitions of up to 64 MiB, two in flight; before
+commit 76743c2's successors, a local cluster of the machine's cores). The resident memory of the job's whole process tree (the command and its
 worker processes) is sampled every 50 ms; the JSON holds the peak beside the database's size
 and the wall clock. It should not grow with the database beyond the partitions in flight.
 
@@ -95,8 +96,8 @@ def main() -> int:
     record = {**stamp(args.commit), "workload": "memory-vs-database-size",
               "query": "first of mmseqs2-examples QUERY.fasta.gz",
               "database": "mmseqs2-examples DB.fasta, concatenated",
-              "command": "swdask search query.fasta DB-xN.fasta -o hits.tsv (local cluster, "
-                         "default partitions: 64 MB at most)",
+              "command": "swdask search query.fasta DB-xN.fasta -o hits.tsv (the default: in "
+                         "this process, partitions of 64 MiB at most, two in flight)",
               "runs": runs}
     path = write_result(args.out, "memory", record)
     print(f"wrote {path}")

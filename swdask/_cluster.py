@@ -210,6 +210,23 @@ class _Drawer:
             self.out.flush()
 
 
+@contextmanager
+def local_progress(out=None, width: int = 40):
+    """A progress bar of the tasks that Dask's local (threaded) scheduler runs inside the
+    block, drawn as :func:`show_progress` draws it (Dask's own ``ProgressBar`` tracks them)."""
+    from dask.diagnostics import ProgressBar
+
+    drawer = _Drawer(sys.stderr if out is None else out, width)
+
+    class _Bar(ProgressBar):
+        def _draw_bar(self, frac, elapsed):
+            drawer.draw(frac, elapsed)
+
+    with _Bar(out=None):
+        yield
+    drawer.stop()
+
+
 def show_progress(futures, out=None, width: int = 40) -> None:
     """Block until ``futures`` finish, drawing a text progress bar of their tasks on ``out``
     (default stderr, so that results written to stdout stay clean).

@@ -97,15 +97,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = search.add_argument_group("cluster")
     run.add_argument("--scheduler", metavar="ADDRESS",
-                     help="use a running Dask scheduler (tcp://host:8786) instead of "
-                          "starting a local cluster")
+                     help="run on a running Dask scheduler (tcp://host:8786)")
     run.add_argument("--workers", type=int,
-                     help="worker processes of the local cluster (default: one per core, "
-                          "or one per GPU)")
+                     help="start a local cluster of this many worker processes (with its "
+                          "dashboard); without it or --scheduler the job runs in this "
+                          "process, on every core (CPU) or on one local GPU")
     run.add_argument("--blocksize", default="auto",
-                     help="database bytes per partition, e.g. 64MB (default auto: CPU, "
-                          "enough partitions to keep every worker busy, 1 to 64 MiB; GPU, "
-                          "read in parallel, then one partition per GPU)")
+                     help="database bytes per partition, e.g. 64MB (default auto: in this "
+                          "process on the CPU, 64 MiB; on a CPU cluster, enough partitions "
+                          "to keep every worker busy, 1 to 64 MiB; GPU, read in parallel, "
+                          "then one partition per GPU)")
     run.add_argument("--backend", choices=("auto", "cpu", "gpu", "cudf"), default="auto",
                      help="alignment engine (default auto: CPU for these partitions); gpu: "
                           "CUDA kernels on pandas partitions; cudf: the database as cuDF "
