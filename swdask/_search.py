@@ -405,7 +405,8 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
            scheduler=None, progress: bool = True, backend: str = "auto", report=None,
            phases: Phases | None = None, positions=True, statistics="auto", evalue=None,
            strip_gaps: bool = False, **scoring_options) -> pd.DataFrame:
-    """Run the search on a Dask cluster (started for it, or ``scheduler``); the hits table.
+    """Run the search (in this process, or on a cluster: ``n_workers`` local worker
+    processes, or ``scheduler``; see the module docstring); the hits table.
 
     ``queries_path`` is a FASTA path, or the frame :func:`read_queries` gave.
     ``scoring_options`` are those of :func:`swdask.align` (matrix, gap_open, gap_extend,
