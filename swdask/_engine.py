@@ -221,10 +221,13 @@ def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSeque
     the GPU's traceback for GPU work); any hit it leaves untraced (on the GPU: a pair too
     large for its memory or its int32 scores) is traced on the CPU."""
     host = found.to_host()
+    traced_already = host.columns.get("cigar")
+    hit = np.flatnonzero(np.asarray(host.has_hit, dtype=bool) & (
+        True if traced_already is None else np.equal(traced_already, None)))
+    if traced_already is not None and not hit.size:  # the backend traced every hit
+        return host
     columns = {name: (np.asarray(host.columns[name]).copy() if name in host.columns else
                       values) for name, values in empty_alignment_columns(len(host)).items()}
-    hit = np.flatnonzero(np.asarray(host.has_hit, dtype=bool)
-                         & np.equal(columns["cigar"], None))
     for chosen in ((backend, _CPU) if backend is not _CPU else (_CPU,)):
         if not hit.size:
             break
