@@ -30,6 +30,10 @@ GPU sets (``--gpu``, on the GPU machine: ``ci/gpu_run.sh``'s ``search`` step), f
   searched against the sample's source with the GPU and the CPU backends and the hits
   compared (``exactness``).
 
+With ``--gpu-counts 1 2``, each ``gpu`` job runs again on 2 GPUs of the machine (one
+record each with ``gpus``, ``over_one_gpu``, ``x_linear``, ``equal_to_one_gpu``); every
+one-GPU job sees only the first GPU (``CUDA_VISIBLE_DEVICES=0``).
+
 ``kernel_tcups`` is the W1 kernel-only figure of the same run (``--w1-json``, the W1 JSON
 that ``bench_w1_gpu.py`` wrote in the same device call).
 """
@@ -93,11 +97,16 @@ def _job(query_file, database, output, backend, env=None, extra=()) -> tuple[flo
 
 
 def _cold_env(work: Path) -> dict:
-    """The environment of a fresh machine's run: empty CuPy and numba caches."""
+    """The environment of a fresh machine's run: empty CuPy and numba caches (one GPU)."""
     cold = work / "cold-caches"
     shutil.rmtree(cold, ignore_errors=True)
-    return {**os.environ, "CUPY_CACHE_DIR": str(cold / "cupy"),
+    return {**_gpus_env(1), "CUPY_CACHE_DIR": str(cold / "cupy"),
             "NUMBA_CACHE_DIR": str(cold / "numba")}
+
+
+def _gpus_env(count: int) -> dict:
+    """The environment of a job that sees the machine's first ``count`` GPUs."""
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(map(str, range(count)))}
 
 
 def _backends(wanted) -> list[str]:
@@ -199,7 +208,7 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
                 print(f"{workload} {backend} cold: {cold:.2f} s {cold_phases}")
             walls, phases = [], {}
             for _ in range(args.repeats if workload == "search-W1" else 1):
-                seconds, found = _job(query_file, db_path, output, backend)
+                seconds, found = _job(query_file, db_path, output, backend, _gpus_env(1))
                 if not walls or seconds < min(walls):
                     phases = found
                 walls.append(seconds)
@@ -214,7 +223,7 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
                 traced = []
                 for _ in range(args.repeats):
                     traced.append(_job(query_file, db_path, work / "aligned.tsv", backend,
-                                       extra=("--alignment",)))
+                                       _gpus_env(1), extra=("--alignment",)))
                 best = min(traced, key=lambda run: run[0])
                 record.update(wall_seconds_alignment=best[0], phases_alignment=best[1],
                               wall_seconds_alignment_all=[run[0] for run in traced],
@@ -247,7 +256,7 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
                 subset = queries.iloc[:100]
                 _write_fasta(first, subset)
                 gpu_hits, cpu_hits = work / "exact-gpu.tsv", work / "exact-cpu.tsv"
-                _job(first, source, gpu_hits, "gpu")
+                _job(first, source, gpu_hits, "gpu", _gpus_env(1))
                 _job(first, source, cpu_hits, "cpu")
                 a, b = _hits_key(gpu_hits), _hits_key(cpu_hits)
                 record["exactness"] = {
@@ -256,6 +265,41 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
                                                   .all())}
                 print(f"  exactness GPU vs CPU: {record['exactness']}")
             runs.append(record)
+            if backend == "gpu":  # the same job on several GPUs of this machine
+                runs.extend(_several_gpus(args, record, query_file, db_path, output, work))
+    return runs
+
+
+def _several_gpus(args, one, query_file, db_path, one_output, work: Path) -> list[dict]:
+    """The job of record ``one`` (one GPU) again on each of ``--gpu-counts`` GPUs (one
+    warm run each): ``over_one_gpu`` (the one-GPU wall over this one), ``x_linear`` (that
+    over the GPU count) and whether the hits equal the one-GPU job's."""
+    import subprocess
+
+    present = int(subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+                  .stdout.count("GPU "))
+    runs = []
+    for count in [c for c in args.gpu_counts if c > 1]:
+        if count > present:
+            print(f"{one['workload']} on {count} GPUs skipped: this machine has {present}")
+            continue
+        output = work / f"{one['workload']}-{count}gpus.tsv"
+        seconds, phases = _job(query_file, db_path, output, "gpu", _gpus_env(count))
+        over = one["wall_seconds"] / seconds
+        record = {key: one[key] for key in ("workload", "backend", "device", "date", "commit",
+                                            "database", "database_residues", "queries",
+                                            "cells", "kernel_tcups") if key in one}
+        record.update(gpus=count, wall_seconds=seconds, phases=phases,
+                      effective_tcups=one["cells"] / seconds / 1e12,
+                      one_gpu_wall_seconds=one["wall_seconds"], over_one_gpu=over,
+                      x_linear=over / count,
+                      equal_to_one_gpu=bool(_hits_key(output).equals(_hits_key(one_output))))
+        if "seed" in one:
+            record["seed"] = one["seed"]
+        print(f"{one['workload']} gpu on {count} GPUs: {seconds:.2f} s {phases}, "
+              f"{over:.2f} x one GPU ({one['wall_seconds']:.2f} s), hits equal: "
+              f"{record['equal_to_one_gpu']}")
+        runs.append(record)
     return runs
 
 
@@ -279,6 +323,9 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--w1-json", help="the same run's W1 kernel-only JSON")
+    parser.add_argument("--gpu-counts", type=int, nargs="+", default=[1],
+                        help="GPU sets: also run --backend gpu on these many GPUs of the "
+                             "machine (CUDA_VISIBLE_DEVICES), one warm run each")
     args = parser.parse_args()
     if args.gpu:
         work = Path(tempfile.mkdtemp(prefix="swdask-bench-search-"))

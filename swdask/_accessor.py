@@ -106,13 +106,9 @@ class SeriesAccessor:
     def search_with(self, queries, top: int, options: Options, kept=None,
                     statistics="auto"):
         """:meth:`search` with the options parsed."""
-        top = _many_queries.check_top(top)
-        ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
-        stats = _many_queries.hit_statistics(statistics, options.scoring, prepared)
-        partials = self.search_prepared(ids, prepared, top, options, kept=kept,
-                                        summaries=bool(stats and stats.fitted),
-                                        totals=stats is not None)
-        return _many_queries.rank_hits(partials, top, stats)
+        return _many_queries.search_columns([self._series], queries, top, options,
+                                            kept=None if kept is None else [kept],
+                                            statistics=statistics)
 
     def search_prepared(self, ids, queries, top: int, options: Options, partition: int = 0,
                         kept=None, summaries: bool = False, totals: bool = False):

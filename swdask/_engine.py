@@ -12,8 +12,11 @@ GPU (CUDA through CuPy, :mod:`swdask.gpu`). Each implements the small protocol
   (``"alignment"`` too: the GPU traces each chunk of pairs while it is on the device);
 * ``traceback(queries, query_rows, targets, target_rows, columns, scoring)``: the alignment
   columns of known hits (numba on the CPU, ``gpu/traceback.cu`` on the GPU);
-* ``batch()``: held while a batch of queries runs against one column (the GPU takes one
-  batch at a time per process);
+* ``batch()``: held while a batch of queries runs against one column (a GPU takes one
+  batch at a time);
+* ``device_count()`` and ``device(index)``: the devices this process sees and the context
+  in which a thread's work runs on one of them (the CPU is one device; a job on several
+  local GPUs drives each from its own thread);
 * ``warm_up(query_lengths, scoring)``: ready what a first search needs (the GPU's context and
   kernels), so that a job does it while it reads;
 
@@ -68,8 +71,16 @@ class Backend(Protocol):
 
     def batch(self) -> "ContextManager":
         """Held while a batch of queries runs against one column (the many-queries
-        search): the GPU runs one batch at a time per process, so that threads reading the
-        next partitions overlap the GPU instead of queueing layouts in its memory."""
+        search): a GPU runs one batch at a time, so that threads reading the next
+        partitions overlap it instead of queueing layouts in its memory."""
+        ...
+
+    def device_count(self) -> int:
+        """The devices this process sees (the CPU is one)."""
+        ...
+
+    def device(self, index: int) -> "ContextManager":
+        """The context in which this thread's work runs on device ``index`` (0-based)."""
         ...
 
     def warm_up(self, query_lengths, scoring: Scoring) -> None:
@@ -143,6 +154,16 @@ class CpuBackend:
     @staticmethod
     def batch():
         # the kernels take _CPU_KERNEL_LOCK per call; between calls, threads may interleave
+        return nullcontext()
+
+    @staticmethod
+    def device_count() -> int:
+        return 1  # the numba kernels use every core already
+
+    @staticmethod
+    def device(index: int):
+        if index != 0:
+            raise ValueError(f"the CPU backend has one device, 0; got {index}")
         return nullcontext()
 
     @staticmethod

@@ -20,6 +20,8 @@ scoring 0 are not hits; a query may have fewer than ``top``.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -229,6 +231,34 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
         frame = pd.concat([frame] + [rows.astype({c: frame[c].dtype for c in rows.columns})
                                      for rows in extra], ignore_index=True)
     return frame
+
+
+def search_columns(columns, queries, top, options, kept=None, statistics="auto",
+                   devices=None) -> pd.DataFrame:
+    """Each query's ``top`` best hits over ``columns`` (the parts of one database in record
+    order, pandas or cuDF, in memory), ranked together (:func:`rank_hits`): what
+    ``.sw.search`` returns for one column. ``kept``: one frame of other columns per column,
+    copied for each hit. ``devices``: one context per column (a backend's ``device(k)``) in
+    which that column is searched, each in its own thread: the in-process job on several
+    local GPUs, each GPU driven by one thread (the threads spend their time waiting on
+    their device, so the GIL is no bottleneck); without it, the columns one after another."""
+    top = check_top(top)
+    ids, prepared = prepare_queries(queries, options.scoring)
+    stats = hit_statistics(statistics, options.scoring, prepared)
+
+    def one(k):
+        with devices[k] if devices is not None else nullcontext():
+            return search_column(prepared, ids, columns[k], options, top, partition=k,
+                                 kept=None if kept is None else kept[k],
+                                 summaries=bool(stats and stats.fitted),
+                                 totals=stats is not None)
+
+    if devices is None or len(columns) == 1:
+        partials = [one(k) for k in range(len(columns))]
+    else:
+        with ThreadPoolExecutor(len(columns), thread_name_prefix="swdask-device") as pool:
+            partials = list(pool.map(one, range(len(columns))))
+    return rank_hits(partials, top, stats)
 
 
 @dataclass(frozen=True)

@@ -7,12 +7,13 @@ encoded and (on the GPU) laid out once for all the queries.
 
 Where it runs: with no cluster asked for (no ``--scheduler``, no ``--workers``), in this
 process: on the CPU on Dask's threaded scheduler (the numba kernels use every core; the
-partitions stream through), and with the GPU engine on one local GPU with no Dask graph at
-all (:func:`_search_in_process`: threads read the database into one frame while another
-readies the GPU, then one ``.sw.search`` on it). Otherwise on a
-cluster: ``--workers N`` starts a local one of N worker processes, ``--scheduler`` uses a
-running one, and on several local GPUs a LocalCUDACluster of one worker per GPU, the
-partitions read in parallel joined into one per GPU before the search.
+partitions stream through), and with the GPU engine on the local GPUs with no Dask graph at
+all (:func:`_search_in_process`: threads read the database into one frame while others
+ready the GPUs, then the frame is searched, on several GPUs one slice of equal residues per
+GPU, each driven by its own thread). Otherwise on a cluster: ``--workers N`` starts a local
+one of N worker processes, ``--scheduler`` uses a running one, and ``--backend cudf`` on
+several local GPUs a LocalCUDACluster of one worker per GPU, the partitions read in
+parallel joined into one per GPU before the search.
 
 Ranking: score descending, ties broken by the target's place in the database (its record
 number, the index of :func:`swdask.read_fasta`), so the result does not depend on the
@@ -346,25 +347,30 @@ def read_queries(path, scoring, strip_gaps: bool = False):
 
 
 def _search_in_process(database_path, queries, top, options, backend, blocksize, threads,
-                       statistics, strip_gaps, phases):
-    """The search on one local GPU with no cluster: the database read into one frame in this
-    process (:func:`~swdask._fasta.read_fasta_frame`, ``threads`` threads) while another thread
-    readies the GPU (its context, the kernels these queries launch), then one ``.sw.search``
-    on that frame (moved to the GPU as a cuDF frame for ``backend="cudf"``). Neither Dask's
-    graph nor its dataframe module is needed: on an H100, importing dask.dataframe (which
-    imports dask.array, CuPy's SciPy modules and SciPy) and reading through Dask's threaded
-    scheduler took 3.8 s of an 8.7 s W1 job, and the partitions read in parallel are joined
-    into one anyway (one launch on the whole database, see :func:`_lazy_search`)."""
+                       statistics, strip_gaps, phases, gpus: int = 1):
+    """The search on the local GPUs (``gpus`` of them) with no cluster: the database read
+    into one frame in this process (:func:`~swdask._fasta.read_fasta_frame`, ``threads``
+    threads) while other threads ready each GPU (its context, the kernels these queries
+    launch), then the search of that frame: on one GPU one ``.sw.search`` (moved to the GPU
+    as a cuDF frame for ``backend="cudf"``); on several, the frame cut into ``gpus`` slices
+    of about equal residues (:func:`split_by_residues`), each searched by its own thread on
+    its own GPU, the hits ranked together. Neither Dask's graph nor its dataframe module is
+    needed: on an H100, importing dask.dataframe (which imports dask.array, CuPy's SciPy
+    modules and SciPy) and reading through Dask's threaded scheduler took 3.8 s of an 8.7 s
+    W1 job, and the partitions read in parallel are joined into one per GPU anyway (one
+    launch on each GPU's whole share, see :func:`_lazy_search`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ._engine import get_backend
     from ._fasta import read_fasta_frame
+    from ._many_queries import search_columns
 
     gpu = get_backend("gpu")
     lengths = [len(sequence) for sequence in queries["sequence"]]
 
-    def ready_gpu():  # beside the read: the GPU's context and kernels, cuDF's import (~2 s)
-        gpu.warm_up(lengths, options.scoring)
+    def ready_gpu(index):  # beside the read: a GPU's context and kernels, cuDF's import
+        with gpu.device(index):
+            gpu.warm_up(lengths, options.scoring)
         if backend == "cudf":
             from ._accessor import register_cudf
             from ._fasta import _require_cudf
@@ -372,29 +378,46 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
             _require_cudf()
             register_cudf()
 
-    with ThreadPoolExecutor(1) as pool:
-        ready = pool.submit(ready_gpu)
+    with ThreadPoolExecutor(gpus) as pool:
+        ready = [pool.submit(ready_gpu, index) for index in range(gpus)]
         with phases("read"):
             database = read_fasta_frame(database_path, blocksize, threads=threads,
                                         strip_gaps=strip_gaps)
         with phases("ready"):
-            ready.result()
+            for future in ready:
+                future.result()
     if database.empty:
         raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record (no "
                          "line starts with '>')")
-    if backend == "cudf":
+    if backend == "cudf":  # one GPU (several take the cluster's path: one worker each)
         import cudf
 
         with phases("to_gpu"):
             database = cudf.from_pandas(database)
+    parts = split_by_residues(database, gpus)
     with phases("search"):
         _timing.take()  # from zero: only this job's stages
-        hits = database.sw.search(queries, top=top, column="sequence",
-                                  keep=("id", "description"), statistics=statistics,
-                                  matrix=options.scoring, positions=options.mode,
-                                  backend=options.backend)
+        hits = search_columns(
+            [part["sequence"] for part in parts], queries, top, options,
+            kept=[part[["id", "description"]] for part in parts], statistics=statistics,
+            devices=[gpu.device(index) for index in range(len(parts))] if gpus > 1 else None)
     phases.in_tasks = _timing.take()
     return hits
+
+
+def split_by_residues(frame, count: int) -> list:
+    """``frame`` (with a ``sequence`` column) cut into at most ``count`` slices of
+    consecutive rows holding about as many residues each (a search's cost follows the
+    residues, not the rows), by the cuts of :func:`swdask._balance.balance_by_residues`."""
+    if count <= 1:
+        return [frame]
+    import numpy as np
+
+    from ._balance import _boundaries
+
+    lengths = frame["sequence"].str.len().fillna(0).to_numpy(dtype="int64")
+    cuts = [0] + _boundaries(np.arange(len(frame)), lengths, count) + [len(frame)]
+    return [frame.iloc[begin:end] for begin, end in zip(cuts[:-1], cuts[1:])]
 
 
 def _names(paths) -> str:
@@ -447,14 +470,17 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     report = report or _report_to_stderr
     gpu_engine = backend in ("gpu", "cudf")
     with phases("startup"):  # for the GPU engine: CuPy imported and the GPUs counted
-        one_local_gpu = (gpu_engine and scheduler is None and n_workers is None
-                         and local_gpu_count() <= 1)
-    if one_local_gpu:
+        local_gpus = (max(1, local_gpu_count()) if gpu_engine and scheduler is None
+                      and n_workers is None else 0)
+    # the GPU engine and no cluster asked for: in this process, on every local GPU (with
+    # cuDF frames on one; several take a LocalCUDACluster, one worker per GPU, below)
+    if local_gpus == 1 or (local_gpus > 1 and backend == "gpu"):
         threads = min(available_cores(), 8)
-        report(f"running in this process on one GPU ({threads} threads read the database); no "
-               "dashboard: pass --scheduler to run on a cluster and watch it")
+        where = "one GPU" if local_gpus == 1 else f"{local_gpus} GPUs, one thread each"
+        report(f"running in this process on {where} ({threads} threads read the database); "
+               "no dashboard: pass --scheduler to run on a cluster and watch it")
         hits = _search_in_process(database_path, queries, top, options, backend, blocksize,
-                                  threads, statistics, strip_gaps, phases)
+                                  threads, statistics, strip_gaps, phases, gpus=local_gpus)
         return hits_table(_below(hits, evalue))
     if not gpu_engine and scheduler is None and n_workers is None:
         # The CPU engine on this machine and no cluster asked for: in this process too. The

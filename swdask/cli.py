@@ -110,10 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--backend", choices=("auto", "cpu", "gpu", "cudf"), default="auto",
                      help="alignment engine (default auto: CPU for these partitions); gpu: "
                           "CUDA kernels on pandas partitions; cudf: the database as cuDF "
-                          "partitions in GPU memory (needs cuDF and dask-cudf). On one "
-                          "local GPU without --scheduler or --workers, both run in this "
-                          "process without a cluster; on several, a LocalCUDACluster "
-                          "(needs dask-cuda) has one worker per GPU")
+                          "partitions in GPU memory (needs cuDF and dask-cudf). Without "
+                          "--scheduler or --workers, both run in this process without a "
+                          "cluster on one local GPU, and gpu on several too (one thread "
+                          "per GPU, each on a slice of equal residues); cudf on several "
+                          "starts a LocalCUDACluster (needs dask-cuda), one worker per GPU")
     run.add_argument("--no-progress", action="store_true",
                      help="no progress bar on standard error")
     run.add_argument("-v", "--verbose", action="store_true",

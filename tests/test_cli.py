@@ -303,16 +303,30 @@ def test_search_function_rejects_an_unknown_backend():
 
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
                     reason="the host emulation needs g++")
-def test_one_local_gpu_runs_in_this_process(tmp_path, capsys, monkeypatch, setting):
-    """--backend gpu on a machine with one GPU and no cluster asked for: no cluster, the
-    database read on threads into one frame in this process and searched there, its phases
-    printed; the hits equal the expected ones (the GPU kernels run in the host emulation)."""
+@pytest.mark.parametrize("gpus", [1, 3])
+def test_local_gpus_run_in_this_process(tmp_path, capsys, monkeypatch, setting, gpus):
+    """--backend gpu on a machine with one or several GPUs and no cluster asked for: no
+    cluster, the database read on threads into one frame in this process and searched there
+    (on several GPUs one slice per GPU, each searched on its own device), its phases
+    printed; the hits equal the expected ones (the GPU kernels run in the host emulation,
+    which pretends to have ``gpus`` devices)."""
     import swdask._cluster as cluster_module
+    from swdask import _engine, _many_queries
 
     setting("gpu.runtime", "emulation")
-    monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: 1)
+    setting("emulation.devices", gpus)
+    monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: gpus)
     started = []
     monkeypatch.setattr(cluster_module, "cluster", lambda *a, **k: started.append(a))
+    devices = []
+    search_column = _many_queries.search_column
+
+    def recording(*args, **kwargs):  # the device each slice was searched on
+        devices.append((kwargs["partition"], _engine.get_backend("gpu").runtime
+                        .current_device(), len(args[2])))
+        return search_column(*args, **kwargs)
+
+    monkeypatch.setattr(_many_queries, "search_column", recording)
     db = tmp_path / "db.fasta"
     db.write_text("".join(f">{name} {description}\n{sequence}\n"
                           for name, description, sequence in records(DB)[:12]))
@@ -324,9 +338,38 @@ def test_one_local_gpu_runs_in_this_process(tmp_path, capsys, monkeypatch, setti
                  "--backend", "gpu", "--blocksize", "200", "--verbose"]) == 0
     assert not started  # no cluster was started
     err = capsys.readouterr().err
-    assert "in this process on one GPU" in err
+    assert ("in this process on one GPU" if gpus == 1
+            else f"in this process on {gpus} GPUs, one thread each") in err
     assert all(f"{phase} " in err for phase in ("queries", "read", "search", "write"))
+    assert sorted((partition, device) for partition, device, _ in devices) == [
+        (k, k if gpus > 1 else 0) for k in range(gpus)]
+    assert sum(rows for _, _, rows in devices) == 12
     check_hits(read_tsv(out), expected_hits(queries, db, 4))
+
+
+def test_split_by_residues_keeps_every_row_in_order():
+    """The slices of the several-GPU job: consecutive rows, every row once and in order,
+    about equal residues each (within one row's length of the ideal), nulls counted as 0;
+    more slices asked for than rows gives one per row at most."""
+    import numpy as np
+    import pandas as pd
+
+    from swdask._search import split_by_residues
+
+    rng = np.random.default_rng(5)
+    lengths = rng.integers(1, 400, size=301)
+    frame = pd.DataFrame({"sequence": pd.array(["A" * n for n in lengths], dtype="string"),
+                          "id": np.arange(301)}, index=pd.RangeIndex(7, 308))
+    frame.loc[frame.index[10], "sequence"] = pd.NA
+    for count in (1, 2, 3, 8):
+        parts = split_by_residues(frame, count)
+        assert len(parts) == count
+        pd.testing.assert_frame_equal(pd.concat(parts), frame)
+        residues = [int(p["sequence"].str.len().fillna(0).sum()) for p in parts]
+        ideal = sum(residues) / count
+        assert max(abs(r - ideal) for r in residues) <= 2 * lengths.max()  # two cuts
+    tiny = frame.iloc[:2]
+    assert [len(p) for p in split_by_residues(tiny, 5)] == [1, 1]
 
 
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,

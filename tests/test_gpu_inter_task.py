@@ -299,3 +299,52 @@ def test_length_buckets_run_side_by_side_exactly(monkeypatch, buckets, setting):
     scoring = make_scoring("BLOSUM62")
     for query in (queries[0], queries[-1]):
         compare(query, db, scoring, modes=("end", "full"))
+
+
+@pytest.mark.skipif(cupy.cuda.runtime.getDeviceCount() < 2, reason="needs two GPUs")
+def test_several_gpus_search_equals_one_gpu_and_cpu():
+    """The in-process search on every local GPU (one thread per GPU, a slice of equal
+    residues each: what ``swdask search --backend gpu`` runs on several GPUs) gives the
+    hits of one GPU and of the CPU engine, every column, and each slice really ran on its
+    own device (its scan's arrays live there)."""
+    import pandas as pd
+
+    from swdask import _many_queries
+    from swdask._options import Options
+    from swdask._search import split_by_residues
+
+    rng = np.random.default_rng(11)
+    db = read_fasta(DATA / "proteins_db.fasta")
+    db += [_mutate(rng, db[k % len(db)], PROTEIN) for k in range(600)]
+    frame = pd.DataFrame({"sequence": pd.array(db, dtype="string"),
+                          "id": [f"t{k}" for k in range(len(db))]})
+    queries = read_fasta(DATA / "proteins_query.fasta")
+    gpu = _engine.get_backend("gpu")
+    count = gpu.device_count()
+    parts = split_by_residues(frame, count)
+    seen = []
+    one_against_many = type(gpu).one_against_many
+
+    def recording(self, query, targets, mode, **kwargs):
+        found = one_against_many(self, query, targets, mode, **kwargs)
+        seen.append(int(found.columns["score"].device.id))
+        return found
+
+    options = Options.parse(matrix="BLOSUM62", gap_open=11, gap_extend=1, backend="gpu")
+    try:
+        type(gpu).one_against_many = recording
+        several = _many_queries.search_columns(
+            [p["sequence"] for p in parts], queries, 7, options,
+            kept=[p[["id"]] for p in parts], devices=[gpu.device(k) for k in range(count)])
+    finally:
+        type(gpu).one_against_many = one_against_many
+    assert sorted(set(seen)) == list(range(count))
+    one = _many_queries.search_columns([frame["sequence"]], queries, 7, options,
+                                       kept=[frame[["id"]]])
+    cpu = _many_queries.search_columns([frame["sequence"]], queries, 7,
+                                       Options.parse(matrix="BLOSUM62", gap_open=11,
+                                                     gap_extend=1, backend="cpu"),
+                                       kept=[frame[["id"]]])
+    pd.testing.assert_frame_equal(several, one)
+    pd.testing.assert_frame_equal(one, cpu)
+    assert len(one) == 7 * len(queries)

@@ -48,9 +48,11 @@ from ._runtime import get_runtime, is_out_of_memory
 _SEARCH_SHARE = 0.4
 #: Below this budget a failed allocation is final (one row per chunk cannot shrink further).
 _MIN_BUDGET = 1 << 20
-#: One batch of queries against one column at a time in this process (:meth:`GpuBackend.batch`;
-#: a worker process drives one GPU, and so does an in-process cluster).
-_BATCH_LOCK = threading.Lock()
+#: One batch of queries against one column at a time per device in this process
+#: (:meth:`GpuBackend.batch`): a worker process drives one GPU, an in-process job one thread
+#: per GPU.
+_BATCH_LOCKS: dict[int, threading.Lock] = {}
+_BATCH_LOCKS_LOCK = threading.Lock()
 
 
 # ------------------------------------------------------------------------------------ cache
@@ -259,12 +261,22 @@ class GpuBackend:
         search would otherwise wait for, done while a job reads its data."""
         inter_task.warm_up(self.runtime, query_lengths, scoring)
 
-    @staticmethod
-    def batch():
-        """The GPU for one batch of queries against one column (threads of an in-process
-        cluster take turns: one partition's layout and searches on the device at a time,
-        while other threads read and encode the next partitions on the host)."""
-        return _BATCH_LOCK
+    def batch(self):
+        """The current GPU for one batch of queries against one column (threads on one
+        device take turns: one partition's layout and searches on it at a time, while other
+        threads read and encode the next partitions on the host)."""
+        device = self.runtime.current_device()
+        with _BATCH_LOCKS_LOCK:
+            return _BATCH_LOCKS.setdefault(device, threading.Lock())
+
+    def device_count(self) -> int:
+        """The GPUs this process sees."""
+        return self.runtime.device_count()
+
+    def device(self, index: int):
+        """The context in which this thread's work runs on GPU ``index`` (0-based, of those
+        this process sees)."""
+        return self.runtime.on_device(index)
 
     def pairs(self, queries, targets, scoring, mode: str):
         from . import _pairs

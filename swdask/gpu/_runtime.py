@@ -119,6 +119,19 @@ class CudaRuntime:
     def function(self, source_name: str, name: str):
         return _cupy_function(self.xp.cuda.Device().id, source_name, name)
 
+    def device_count(self) -> int:
+        """The CUDA devices this process sees (``CUDA_VISIBLE_DEVICES`` applies)."""
+        return int(self.xp.cuda.runtime.getDeviceCount())
+
+    def current_device(self) -> int:
+        return int(self.xp.cuda.Device().id)
+
+    def on_device(self, index: int):
+        """The context in which this thread's arrays and launches go to device ``index``
+        (CuPy's ``Device``: CUDA's current device is per host thread; the previous one is
+        restored on exit). Kernels, streams and CuPy's memory pool are per device already."""
+        return self.xp.cuda.Device(int(index))
+
     def launch(self, function, grid: int, block: int, args, shared_mem: int = 0,
                stream=None):
         if grid <= 0:
@@ -227,6 +240,7 @@ def is_out_of_memory(error: BaseException) -> bool:
 # ---------------------------------------------------------------------------------- emulation
 
 _EMULATION_LOCK = threading.Lock()
+_EMULATED_DEVICE = threading.local()
 _CTYPES = {np.dtype(np.int32): ctypes.c_int32, np.dtype(np.int64): ctypes.c_int64,
            np.dtype(np.uint32): ctypes.c_uint32, np.dtype(np.uint64): ctypes.c_uint64}
 
@@ -286,6 +300,28 @@ class EmulationRuntime:
 
     def function(self, source_name: str, name: str):
         return _emulation_library(source_name, name)
+
+    def device_count(self) -> int:
+        """The devices the emulation pretends to have (setting ``emulation.devices``: tests
+        of the several-GPU paths); they share the CPU and its memory."""
+        return max(1, _settings().get_int("emulation.devices") or 1)
+
+    def current_device(self) -> int:
+        return getattr(_EMULATED_DEVICE, "index", 0)
+
+    @contextmanager
+    def on_device(self, index: int):
+        """Pretend that this thread works on device ``index`` (only :meth:`current_device`
+        changes: the emulated devices share one memory)."""
+        if not 0 <= int(index) < self.device_count():
+            raise ValueError(f"device {index} does not exist (the emulation has "
+                             f"{self.device_count()}; setting emulation.devices)")
+        previous = self.current_device()
+        _EMULATED_DEVICE.index = int(index)
+        try:
+            yield
+        finally:
+            _EMULATED_DEVICE.index = previous
 
     @contextmanager
     def concurrent(self, count: int):
