@@ -238,7 +238,7 @@ def search_columns(columns, queries, top, options, kept=None, statistics="auto",
     """Each query's ``top`` best hits over ``columns`` (the parts of one database in record
     order, pandas or cuDF, in memory), ranked together (:func:`rank_hits`): what
     ``.sw.search`` returns for one column. ``kept``: one frame of other columns per column,
-    copied for each hit. ``devices``: one context per column (a backend's ``device(k)``) in
+    copied for each hit. ``devices``: one context per column (a backend's ``device(k)``, entered once) in
     which that column is searched, each in its own thread: the in-process job on several
     local GPUs, each GPU driven by one thread (the threads spend their time waiting on
     their device, so the GIL is no bottleneck); without it, the columns one after another."""
