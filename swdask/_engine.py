@@ -6,8 +6,11 @@ GPU (CUDA through CuPy, :mod:`swdask.gpu`). Each implements the small protocol
 
 * ``encode(values, scoring, labels, what)``: a column of strings to
   :class:`~swdask._sequences.EncodedSequences` where this backend wants them (host or device);
-* ``one_against_many(query, targets, mode, owner=, fingerprint=)``: one prepared query
-  against every row of ``targets``;
+* ``one_against_many(query, targets, mode, owner=, fingerprint=, checks=)``: one prepared
+  query against every row of ``targets``; with a list ``checks``, a backend may leave the
+  checks of its fast path to later (appending what to check) instead of waiting for its
+  device, and ``failed_checks([checks, ...])`` says, for each, whether that search must
+  be done again without them (the CPU never defers);
 * ``pairs(queries, targets, scoring, mode)``: row ``r`` against row ``r``, in every mode
   (``"alignment"`` too: the GPU traces each chunk of pairs while it is on the device);
 * ``traceback(queries, query_rows, targets, target_rows, columns, scoring)``: the alignment
@@ -60,7 +63,13 @@ class Backend(Protocol):
 
     def one_against_many(self, query: PreparedQuery,
                          targets: EncodedSequences | Callable[[], EncodedSequences], mode: str,
-                         *, owner=None, fingerprint: tuple = ()) -> Alignments:
+                         *, owner=None, fingerprint: tuple = (),
+                         checks: list | None = None) -> Alignments:
+        ...
+
+    def failed_checks(self, checks: list) -> list[bool]:
+        """For each ``checks`` list given to :meth:`one_against_many`: whether that search
+        must be done again without ``checks`` (read in one wait, after the last)."""
         ...
 
     def pairs(self, queries: EncodedSequences, targets: EncodedSequences, scoring: Scoring,
@@ -119,7 +128,8 @@ class CpuBackend:
     def warm_up(query_lengths, scoring: Scoring) -> None:
         """Nothing to ready: the numba kernels load from their cache on first use."""
 
-    def one_against_many(self, query, targets, mode, *, owner=None, fingerprint=()):
+    def one_against_many(self, query, targets, mode, *, owner=None, fingerprint=(),
+                         checks=None):
         from . import _cpu
 
         targets = _on_host(targets() if callable(targets) else targets)
@@ -150,6 +160,10 @@ class CpuBackend:
             return found
         rows = np.arange(len(targets), dtype=np.int64)
         return with_alignments(queries, rows, targets, rows, found, scoring, self)
+
+    @staticmethod
+    def failed_checks(checks) -> list[bool]:
+        return [False] * len(checks)  # nothing deferred: every result is exact as returned
 
     @staticmethod
     def batch():

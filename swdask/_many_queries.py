@@ -60,26 +60,32 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     names = ("query", "row") + result_columns(mode) + (
         ("target_length",) if mode == "alignment" else ())
     found = {name: np.zeros(0, dtype=np.int64) for name in names}
-    counts, picked, is_hit, scanned, summary = [], [], [], [], []
+    lengths = usable = None
     if summaries:  # what every query's summary counts: the rows' lengths, usable rows
         lengths = encoded.offsets[1:] - encoded.offsets[:-1]
         usable = array_module(lengths).asarray(encoded.valid, dtype=bool) & (lengths > 0)
+
+    def scan(query, checks=None):  # one query's top rows (and summary), nothing read back
+        found = chosen.one_against_many(query, encoded, "end", owner=owner,
+                                        fingerprint=fingerprint, checks=checks)
+        rows = top_candidates(found, top)
+        return (int(rows.shape[0]), rows, found.has_hit[rows],
+                found.take(rows) if mode != "full" else None,
+                score_summary(found.columns["score"], lengths, usable, found.xp)
+                if summaries else None)
+
     with chosen.batch():
         with stage("scan"):
-            # queue every query's scan and top rows without reading anything back, so the
-            # GPU goes from one query to the next without waiting for the host
-            for query in queries:
-                scan = chosen.one_against_many(query, encoded, "end", owner=owner,
-                                               fingerprint=fingerprint)
-                rows = top_candidates(scan, top)
-                counts.append(int(rows.shape[0]))
-                picked.append(rows)
-                is_hit.append(scan.has_hit[rows])
-                if mode != "full":
-                    scanned.append(scan.take(rows))
-                if summaries:
-                    summary.append(score_summary(scan.columns["score"], lengths, usable,
-                                                 scan.xp))
+            # queue every query's scan and top rows without reading anything back (the
+            # backend's checks too, read once after the last query), so the GPU goes from
+            # one query to the next without waiting for the host
+            checks = [[] for _ in queries]
+            scans = [scan(query, listed) for query, listed in zip(queries, checks)]
+            for k, again in enumerate(chosen.failed_checks(checks)):
+                if again:  # its fast path could not tell: searched again, checked at once
+                    scans[k] = scan(queries[k])
+            counts, picked, is_hit, scanned, summary = (list(c) for c in zip(*scans)) \
+                if scans else ([], [], [], [], [])
             if summaries:
                 found.update(_stack_summaries(summary, len(queries)))
             if not picked or not sum(counts):

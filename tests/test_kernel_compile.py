@@ -246,9 +246,11 @@ def test_emulated_long_rows_are_routed_and_merged(emulated, monkeypatch):
     calls = []
     real = _pairs.align_long_rows
 
-    def spy(query_codes, residues, offsets, rows, scoring, mode):
+    def spy(query_codes, residues, offsets, rows, scoring, mode, lengths=None):
         calls.append(np.asarray(rows).copy())
-        return real(query_codes, residues, offsets, rows, scoring, mode)
+        # the layout's host lengths are those of the rows it routed
+        assert np.array_equal(lengths, np.diff(np.asarray(offsets))[np.asarray(rows)])
+        return real(query_codes, residues, offsets, rows, scoring, mode, lengths=lengths)
 
     monkeypatch.setattr(_pairs, "align_long_rows", spy)
     rng = np.random.default_rng(31)

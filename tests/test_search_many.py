@@ -134,3 +134,39 @@ def test_top_candidates_order_and_tie_rule(top):
     assert len(rows) == min(top, n)
     assert list(rows[:len(expected)]) == expected
     assert not found.has_hit[rows[len(expected):]].any()
+
+
+@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
+def test_gpu_search_redoes_queries_whose_16_bit_lanes_saturated(setting, monkeypatch):
+    """The GPU search queues every query's scan without reading its 16-bit checks back and
+    reads them once at the end: a query whose rows saturated the 16-bit lanes (scores past
+    32767, here with match 3000) is searched again, checked, and its hits equal the CPU's;
+    the redo happens for those queries only (the first query, which lays the column out,
+    is checked at once: it is an ordinary one here)."""
+    from swdask.gpu import _backend
+
+    setting("gpu.runtime", "emulation")
+    rng = np.random.default_rng(2)
+    bases = np.array(list("ACGT"))
+    targets = ["".join(rng.choice(bases, int(n))) for n in rng.integers(5, 40, size=30)]
+    long_match = "".join(rng.choice(bases, 30))
+    targets[7] = "GG" + long_match + "TT"
+    targets[19] = long_match[:25]
+    column = pd.Series(targets, index=pd.RangeIndex(100, 130))
+    queries = ["ACGTAC", long_match, "TTGACA", long_match[3:]]
+    options = dict(matrix=None, match=3000, mismatch=-2000, gap_open=2500, gap_extend=1000,
+                   top=4)
+    redone = []
+    failed_checks = _backend.GpuBackend.failed_checks
+
+    def recording(checks):
+        verdicts = failed_checks(checks)
+        redone.extend(k for k, again in enumerate(verdicts) if again)
+        return verdicts
+
+    monkeypatch.setattr(_backend.GpuBackend, "failed_checks", staticmethod(recording))
+    got = column.sw.search(queries, backend="gpu", **options)
+    want = column.sw.search(queries, backend="cpu", **options)
+    pd.testing.assert_frame_equal(got, want)
+    assert got["score"].max() > 32767
+    assert redone == [1, 3]

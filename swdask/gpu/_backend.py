@@ -168,14 +168,15 @@ def _cache_key(runtime, scoring, fingerprint: tuple) -> tuple:
             inter_task.long_row_threshold(runtime), inter_task.long_rows_cap(runtime))
 
 
-def _search_cached(runtime, query, mode, owner, fingerprint):
+def _search_cached(runtime, query, mode, owner, fingerprint, checks=None):
     """The search on the owner's cached layout: ``(cells, valid)``, or ``None`` when there
-    is none (or it no longer fits beside the search: then the cache is emptied)."""
+    is none (or it no longer fits beside the search: then the cache is emptied).
+    ``checks``: see :func:`~swdask.gpu.inter_task.search`."""
     targets = TARGETS_CACHE.get(owner, _cache_key(runtime, query.scoring, fingerprint))
     if targets is None:
         return None
     try:
-        cells = inter_task.search(targets, query.codes, query.scoring, mode)
+        cells = inter_task.search(targets, query.codes, query.scoring, mode, checks=checks)
     except Exception as error:
         if not is_out_of_memory(error):
             raise
@@ -227,14 +228,16 @@ class GpuBackend:
         return encode_on_device(values, scoring, labels=labels, what=what,
                                 runtime=self.runtime)
 
-    def one_against_many(self, query, targets, mode: str, *, owner=None, fingerprint=()):
+    def one_against_many(self, query, targets, mode: str, *, owner=None, fingerprint=(),
+                         checks=None):
         """``query`` (a PreparedQuery) against every row of ``targets`` (EncodedSequences on
         the device or the host, or a callable returning them: not called when the owner's
-        layout is cached); :class:`~swdask._results.Alignments` on the device."""
+        layout is cached); :class:`~swdask._results.Alignments` on the device. ``checks``:
+        see :meth:`failed_checks` (used on a cached layout, in modes ``"end"``/``"none"``)."""
         runtime = self.runtime
         xp = runtime.xp
         if owner is not None and len(query):
-            cached = _search_cached(runtime, query, mode, owner, fingerprint)
+            cached = _search_cached(runtime, query, mode, owner, fingerprint, checks)
             if cached is not None:
                 return finish(*cached, mode)
         encoded = targets() if callable(targets) else targets
@@ -254,6 +257,15 @@ class GpuBackend:
                 clear_cache()
                 runtime.release_cached_memory()
                 budget //= 2
+
+    @staticmethod
+    def failed_checks(checks) -> list[bool]:
+        """For each list that :meth:`one_against_many` was given as ``checks``: whether its
+        results must be computed again without ``checks`` (their 16-bit lanes saturated).
+        The checks of every search come back in one read, after the last was queued."""
+        flat = [flags for listed in checks for flags in listed]
+        verdicts = iter(inter_task.check_flags(flat))
+        return [any([next(verdicts) for _ in listed]) for listed in checks]
 
     def warm_up(self, query_lengths, scoring) -> None:
         """The device's context created and the one-against-many kernels that queries of

@@ -504,7 +504,7 @@ def _trace_chunk(runtime, batch, cells, valid, first, stop, scoring, alignment) 
 
 
 def align_long_rows(query_codes, residues, offsets, rows, scoring, mode: str,
-                    shape: tuple[int, int] | None = None) -> dict:
+                    shape: tuple[int, int] | None = None, lengths=None) -> dict:
     """One query against the targets ``rows`` with the intra-task kernel (one block per row).
 
     For the long-target tail of one-against-all search. ``query_codes`` (uint8), ``residues``
@@ -513,7 +513,8 @@ def align_long_rows(query_codes, residues, offsets, rows, scoring, mode: str,
     (:func:`swdask._results.empty_cells`: ``score``, ``query_start``, ``query_end``,
     ``target_start``, ``target_end``), int32 arrays of the runtime's array module, one entry
     per element of ``rows``: inclusive cells, ``-1`` where the score is 0; the start cells
-    only in mode ``"full"`` (``mode``: ``"full"``, ``"end"``, ``"none"``).
+    only in mode ``"full"`` (``mode``: ``"full"``, ``"end"``, ``"none"``). ``lengths``: the
+    rows' lengths on the host, when the caller has them (else read back from the device).
     """
     runtime = get_runtime()
     xp = runtime.xp
@@ -526,7 +527,8 @@ def align_long_rows(query_codes, residues, offsets, rows, scoring, mode: str,
     batch = DevicePairs(xp.asarray(query_codes, dtype=xp.uint8), xp.zeros(count, xp.int64),
                         xp.full(count, m, dtype=xp.int32), xp.asarray(residues, dtype=xp.uint8),
                         t_start, t_len, np.full(count, m, dtype=np.int64),
-                        runtime.to_host(t_len).astype(np.int64))
+                        runtime.to_host(t_len).astype(np.int64) if lengths is None
+                        else np.asarray(lengths, dtype=np.int64))
     cells = empty_cells(count, xp, xp.int32)
     if count and m:
         ks = kernel_scoring(scoring, score_bound(scoring, batch.q_len_host, batch.t_len_host),

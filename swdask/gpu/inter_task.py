@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _settings
+from .._results import array_module
 from .._scoring import substitution_table
 from . import _kernels
 from ._runtime import get_runtime
@@ -252,6 +253,9 @@ class DeviceTargets:
     long_row_min: int | None = None
     #: the longest of ``long_rows`` (read once here, not once per query)
     longest_long_row: int = 0
+    #: the lengths of ``long_rows`` on the host (read once here: each query's intra-task
+    #: launches need them, and a read per query would wait for the GPU)
+    long_row_lengths: object = None
 
     def __len__(self) -> int:
         return int(self.lengths.shape[0])
@@ -309,9 +313,10 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
     order = rows[xp.argsort(-lengths[rows], kind="stable")] if rows.size else rows
     pad_code = alphabet_size
     pairs = _pair_layout(runtime, residues, offsets, lengths, order, 2, pad_code)
-    longest = int(lengths[long_rows].max()) if long_rows.shape[0] else 0
+    long_lengths = np.asarray(runtime.to_host(lengths[long_rows]), dtype=np.int64)
+    longest = int(long_lengths.max()) if long_lengths.size else 0
     return DeviceTargets(runtime, residues, offsets, lengths, valid, order, pairs, pad_code,
-                         long_rows, long_row_min, longest)
+                         long_rows, long_row_min, longest, long_lengths)
 
 
 # ----------------------------------------------------------------------------------- kernels
@@ -371,14 +376,32 @@ def _run_forward(runtime, layout: _PairLayout, profile, pad_score, m, alpha1, sc
 
 
 def _scatter(xp, n, slot_rows, values, fill):
-    out = xp.full(n, fill, dtype=xp.int32)
-    real = slot_rows >= 0
-    out[slot_rows[real]] = values[real]
-    return out
+    """``values`` by slot into an array by row; padding slots (``slot_rows`` -1) write to a
+    spare element past the end, dropped: no boolean mask, so nothing waits for the GPU (a
+    masked gather reads its count back)."""
+    out = xp.full(n + 1, fill, dtype=xp.int32)
+    out[xp.where(slot_rows >= 0, slot_rows, n)] = values
+    return out[:n]
+
+
+def check_flags(flags) -> list[bool]:
+    """Read the deferred checks of several searches (:func:`search`'s ``checks``: device
+    arrays ``[saturated, bad end cell]``) back in one transfer: for each, whether its rows
+    saturated the 16-bit lanes (search it again without deferring). A bad end cell is an
+    internal error, raised."""
+    if not flags:
+        return []
+    xp = array_module(flags[0])
+    values = xp.stack(flags)
+    values = values.get() if xp is not np else values
+    if bool(values[:, 1].any()):
+        raise RuntimeError("internal error: the GPU forward kernel returned an end cell "
+                           "outside the matrix; please report it with the input")
+    return [bool(v) for v in values[:, 0]]
 
 
 def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
-           shape: tuple[int, int] | None = None) -> dict:
+           shape: tuple[int, int] | None = None, checks: list | None = None) -> dict:
     """Align one query (uint8 codes) against every target; results stay on the device.
 
     Returns int32 device arrays of length ``len(targets)``, by row: ``score`` and, as
@@ -386,6 +409,14 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     ``query_end``, ``target_end``, ``query_start``, ``target_start`` (-1 where the score is
     0, and for null or empty rows). ``shape`` = (G, R) runs every pair of the 16-bit kernel
     in that shape (else :func:`forward_plan`: one launch per length bucket).
+
+    ``checks`` (a list; only in mode ``"end"`` or ``"none"``): leave the 16-bit lanes'
+    checks to the caller instead of waiting for the kernels here: one device array
+    ``[saturated, bad end cell]`` is appended, and where :func:`check_flags` says it
+    saturated, the results are not exact and the query must be searched again without
+    ``checks``. So a search of many queries queues one query's kernels behind the last's
+    with nothing read back between them (on an H200, two GPUs driven from two threads of
+    one process waited on each other at every per-query read).
     """
     runtime = targets.runtime
     xp = runtime.xp
@@ -443,13 +474,14 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
         limit = scoring.saturation_bound(_LANE16_MAX)
         saturated = result["score"] >= limit
         # both checks come back in one transfer (each read waits for the kernels)
-        flags = [saturated.any()]
-        if track_end:
-            flags.append(((score > 0) & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any())
-        flags = xp.stack(flags).get() if xp is not np else np.stack(flags)
-        if track_end and flags[1]:
-            raise RuntimeError("internal error: the GPU forward kernel returned an end cell "
-                               "outside the matrix; please report it with the input")
+        bad_end = (((score > 0) & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any()
+                   if track_end else xp.zeros((), dtype=bool))
+        flags = xp.stack([saturated.any(), bad_end])
+        if checks is not None and mode != "full":
+            checks.append(flags)
+            flags = (False, False)
+        else:
+            flags = check_flags([flags]) + [False]
         if flags[0]:
             again = targets.order[saturated[targets.order]]
             wide_rows = again if wide_rows is None else xp.concatenate([wide_rows, again])
@@ -492,7 +524,7 @@ def _align_long(targets: DeviceTargets, codes, scoring, mode: str, result) -> No
 
     rows = targets.long_rows
     found = _pairs.align_long_rows(codes, targets.residues, targets.offsets, rows, scoring,
-                                   mode)
+                                   mode, lengths=targets.long_row_lengths)
     result["score"][rows] = found["score"]
     if mode != "none":
         for key in ("query_end", "target_end"):
