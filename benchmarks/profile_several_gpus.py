@@ -47,7 +47,8 @@ def _search(columns, queries, gpus: int = 1):
 
     gpu = _engine.get_backend("gpu")
     devices = [gpu.device(k) for k in range(gpus)] if gpus > 1 else None
-    return _many_queries.search_columns(columns, queries, 10, _options(), devices=devices)
+    return _many_queries.search_columns([(column, None) for column in columns], queries, 10,
+                                        _options(), devices=devices)
 
 
 def _in_threads(frame, queries, gpus: int) -> dict:

@@ -1,8 +1,6 @@
 """``python -m swdask``: the same command line as the ``swdask`` script."""
-import sys
-
-from .cli import main
+from .cli import run
 
 # Guarded: worker processes of a local cluster are spawned, and they import __main__ again.
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

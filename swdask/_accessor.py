@@ -106,8 +106,7 @@ class SeriesAccessor:
     def search_with(self, queries, top: int, options: Options, kept=None,
                     statistics="auto"):
         """:meth:`search` with the options parsed."""
-        return _many_queries.search_columns([self._series], queries, top, options,
-                                            kept=None if kept is None else [kept],
+        return _many_queries.search_columns([(self._series, kept)], queries, top, options,
                                             statistics=statistics)
 
     def search_prepared(self, ids, queries, top: int, options: Options, partition: int = 0,

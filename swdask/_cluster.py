@@ -183,7 +183,7 @@ def cluster(scheduler: str | None = None, n_workers: int | None = None,
 
 class _Drawer:
     """Draws a text progress bar on ``out``: redrawn in place on a terminal, one line per 10%
-    otherwise (a log file, CI). Shared by the cluster's and the threaded scheduler's bars."""
+    otherwise (a log file, CI). Shared by the cluster's bar and the one of work in this process."""
 
     def __init__(self, out, width: int):
         self.out = out
@@ -211,20 +211,25 @@ class _Drawer:
 
 
 @contextmanager
-def local_progress(out=None, width: int = 40):
-    """A progress bar of the tasks that Dask's local (threaded) scheduler runs inside the
-    block, drawn as :func:`show_progress` draws it (Dask's own ``ProgressBar`` tracks them)."""
-    from dask.diagnostics import ProgressBar
+def count_progress(total: int, what: str = "partitions", out=None, width: int = 40):
+    """A progress bar of ``total`` steps that the block advances by calling the function it
+    yields once per step done (work in this process without Dask's scheduler), drawn as
+    :func:`show_progress` draws it."""
+    import time
 
     drawer = _Drawer(sys.stderr if out is None else out, width)
+    start, done = time.perf_counter(), [0]
 
-    class _Bar(ProgressBar):
-        def _draw_bar(self, frac, elapsed):
-            drawer.draw(frac, elapsed)
+    def advance() -> None:
+        done[0] += 1
+        drawer.draw(done[0] / total if total else 1.0, time.perf_counter() - start,
+                    f"{done[0]}/{total} {what} ")
 
-    with _Bar(out=None):
-        yield
-    drawer.stop()
+    drawer.draw(0.0 if total else 1.0, 0.0, f"0/{total} {what} ")
+    try:
+        yield advance
+    finally:
+        drawer.stop()
 
 
 def show_progress(futures, out=None, width: int = 40) -> None:

@@ -49,8 +49,10 @@ from numba.extending import overload
 
 from ._results import MODES
 from ._scoring import saturation_bound, substitution_table
-from ._simd import (LANES, add, add_where_positive, gather, load, load_codes, mask_eq, mask_gt,
-                    maximum, permute, permute64, select, splat, store, sub_floor0)
+from ._simd import (BYTE_LANES, LANES, add, add_where_positive, adds_bytes, gather, load,
+                    load_bytes, load_codes, mask_eq, mask_gt, max_bytes, maximum, permute,
+                    permute64, permute_bytes, select, splat, splat_bytes, store, store_bytes,
+                    sub_floor0, subs_bytes)
 
 # Minus infinity for E/F: far below any reachable score, far from int64 overflow.
 _NEG = -(1 << 60)
@@ -203,11 +205,17 @@ class QueryProfile(NamedTuple):
             residue ``a`` against target residue ``t`` (``_PAD_SCORE`` for ``t >= A``), the
             32-entry row one ``vpermw`` turns into a lane vector; ``None`` when the matrix
             does not fit the int16 lane kernels.
+        byte_table: ``uint8[A * 64]`` or ``None``: the same scores plus ``byte_bias`` (0 for
+            padding), the rows of the byte-lane scores pass; ``None`` when the matrix does
+            not fit it.
+        byte_bias: ``-min(matrix)`` (at least 0).
     """
 
     codes: np.ndarray
     scores: np.ndarray
     lane_table: np.ndarray | None
+    byte_table: np.ndarray | None = None
+    byte_bias: int = 0
 
 
 def _matrix_fits_lanes(matrix: np.ndarray) -> bool:
@@ -243,7 +251,18 @@ def query_profile(query_codes: np.ndarray, matrix: np.ndarray) -> QueryProfile:
     # row a: query residue a against every target residue
     table = substitution_table(matrix.T, (matrix.shape[0], LANES), pad=_PAD_SCORE,
                                dtype=np.int16)
-    return QueryProfile(codes, scores, table.reshape(-1))
+    bias = max(0, -int(matrix.min()))
+    byte_table = None
+    if matrix.shape[0] < BYTE_LANES and _byte_bound(matrix, bias) >= _BYTE_MIN_BOUND:
+        byte_table = substitution_table(matrix.T, (matrix.shape[0], BYTE_LANES), pad=0,
+                                        offset=bias, dtype=np.uint8).reshape(-1)
+    return QueryProfile(codes, scores, table.reshape(-1), byte_table, bias)
+
+
+def _byte_bound(matrix: np.ndarray, bias: int) -> int:
+    """A byte lane whose best reaches this may have saturated (``diagonal + substitution +
+    bias`` past 255): it is rescored in int16 lanes. Below it, every cell was exact."""
+    return 255 - bias - max(int(matrix.max()), 0)
 
 
 def _mode_of(mode: str) -> int:
@@ -520,6 +539,86 @@ def _pair_starts(table, stride, q_residues, q_end, t_residues, t_end, end_i, end
 
 # ============================================================================ one to many
 
+#: The byte pass runs only where its exact range is worth it: scores below this bound
+#: (BLOSUM62: 240) cover the unrelated rows of a protein search.
+_BYTE_MIN_BOUND = 64
+
+
+@nb.njit(cache=True, nogil=True)
+def _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open, gap_extend,
+                   bias, H, E, S, codes, best):
+    """Scores only, 64 byte lanes: :func:`_forward_lanes` with every value in ``[0, 255]``
+    (``H = max(diag + (sub + bias) - bias, E', F')``, each step saturating): exact while
+    a lane's best stays below :func:`_byte_bound`. Writes the lanes' best into ``best``."""
+    m = query.shape[0]
+    zero = splat_bytes(0)
+    open_cost = splat_bytes(gap_open)
+    extend_cost = splat_bytes(gap_extend)
+    bias_cost = splat_bytes(bias)
+    for i in range(m):
+        store_bytes(H, i * BYTE_LANES, zero)
+        store_bytes(E, i * BYTE_LANES, zero)
+    best_so_far = zero
+    for j in range(n_columns):
+        for lane in range(BYTE_LANES):
+            codes[lane] = residues[starts[lane] + j] if j < lengths[lane] else BYTE_LANES - 1
+        target = load_bytes(codes, 0)
+        for a in range(table.shape[0] // BYTE_LANES):
+            store_bytes(S, a * BYTE_LANES, permute_bytes(load_bytes(table, a * BYTE_LANES),
+                                                         target))
+        diag = zero
+        f = zero
+        for i in range(m):
+            h_left = load_bytes(H, i * BYTE_LANES)
+            e = load_bytes(E, i * BYTE_LANES)
+            substituted = subs_bytes(adds_bytes(diag, load_bytes(S, query[i] * BYTE_LANES)),
+                                     bias_cost)
+            h = max_bytes(max_bytes(substituted, e), f)
+            h_open = subs_bytes(h, open_cost)
+            store_bytes(E, i * BYTE_LANES, max_bytes(subs_bytes(e, extend_cost), h_open))
+            f = max_bytes(subs_bytes(f, extend_cost), h_open)
+            store_bytes(H, i * BYTE_LANES, h)
+            diag = h_left
+            best_so_far = max_bytes(best_so_far, h)
+    store_bytes(best, 0, best_so_far)
+
+
+@nb.njit(cache=True, parallel=True)
+def _one_to_many_bytes(query, table, residues, offsets, rows, gap_open, gap_extend, bias,
+                       bound, score, saturated):
+    """Scores of ``rows`` (longest first) in batches of 64 byte lanes, one batch per task;
+    rows whose best reached ``bound`` are flagged in ``saturated`` instead (for the int16
+    lanes)."""
+    m = query.shape[0]
+    n_rows = rows.shape[0]
+    n_batches = (n_rows + BYTE_LANES - 1) // BYTE_LANES
+    alphabet = table.shape[0] // BYTE_LANES
+    for batch in nb.prange(n_batches):
+        first = batch * BYTE_LANES
+        count = min(BYTE_LANES, n_rows - first)
+        starts = np.zeros(BYTE_LANES, dtype=np.int64)
+        lengths = np.zeros(BYTE_LANES, dtype=np.int64)
+        n_columns = np.int64(0)
+        for lane in range(count):
+            row = rows[first + lane]
+            starts[lane] = offsets[row]
+            lengths[lane] = offsets[row + 1] - offsets[row]
+            n_columns = max(n_columns, lengths[lane])
+        H = np.empty(m * BYTE_LANES, dtype=np.uint8)
+        E = np.empty(m * BYTE_LANES, dtype=np.uint8)
+        S = np.empty(alphabet * BYTE_LANES, dtype=np.uint8)
+        codes = np.empty(BYTE_LANES, dtype=np.uint8)
+        best = np.empty(BYTE_LANES, dtype=np.uint8)
+        _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
+                       gap_extend, bias, H, E, S, codes, best)
+        for lane in range(count):
+            row = rows[first + lane]
+            if best[lane] >= bound:
+                saturated[row] = True
+            else:
+                score[row] = best[lane]
+
+
 
 @nb.njit(cache=True, nogil=True)
 def _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open, gap_extend,
@@ -666,6 +765,18 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
     lengths = offsets[rows + 1] - offsets[rows]
     if not (lengths[1:] <= lengths[:-1]).all():
         rows = rows[np.argsort(-lengths, kind="stable")]
+    if (mode == MODE_NONE and table is not None and profile.byte_table is not None
+            and 0 <= gap_open <= 255 and 0 <= gap_extend <= 255):
+        # scores only: a byte-lane pass first (twice the lanes); the rows it cannot tell
+        # (best near 255: the related ones) go on to the int16 lanes below
+        unsure = np.zeros(score.shape[0], dtype=np.bool_)
+        with nb.parallel_chunksize(1):
+            _one_to_many_bytes(profile.codes, profile.byte_table, residues, offsets, rows,
+                               gap_open, gap_extend, profile.byte_bias,
+                               _byte_bound(scores, profile.byte_bias), score, unsure)
+        rows = rows[unsure[rows]]
+        if rows.size == 0:
+            return
     if table is None or not _gaps_fit_lanes(gap_open, gap_extend):
         _scalar_one_to_many(scores, m, residues, offsets, rows, gap_open, gap_extend,
                             mode == MODE_FULL, score, query_start, query_end, target_start,

@@ -4,8 +4,9 @@ What ``.sw.search`` runs on each column (a pandas or cuDF column in memory, or e
 of a Dask frame): the column is encoded once, and with the GPU backend laid out once, for the
 whole batch of queries; each query then
 
-1. **scans** every row for its score and end cell only (mode ``"end"``: no start positions,
-   the costly half of a full alignment),
+1. **scans** every row for its score only (mode ``"none"``; with its end cell, ``"end"``,
+   when that is the result asked for): no start positions, the costly half of a full
+   alignment,
 2. keeps its ``top`` best rows (:func:`swdask._results.top_candidates`: score descending, then
    record order; on the GPU for GPU data, so only ``top`` row numbers leave it),
 3. and, when start positions are asked for, aligns just those rows again in full: every
@@ -65,8 +66,13 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
         lengths = encoded.offsets[1:] - encoded.offsets[:-1]
         usable = array_module(lengths).asarray(encoded.valid, dtype=bool) & (lengths > 0)
 
+    # the scan's cells: end cells only where they are the result (mode "end"); the top rows
+    # of modes "full" and "alignment" are aligned again as pairs, so their scan needs the
+    # scores alone (on the CPU a byte-lane pass, twice the lanes of the int16 one)
+    scan_mode = "end" if mode == "end" else "none"
+
     def scan(query, checks=None):  # one query's top rows (and summary), nothing read back
-        found = chosen.one_against_many(query, encoded, "end", owner=owner,
+        found = chosen.one_against_many(query, encoded, scan_mode, owner=owner,
                                         fingerprint=fingerprint, checks=checks)
         rows = top_candidates(found, top)
         return (int(rows.shape[0]), rows, found.has_hit[rows],
@@ -239,31 +245,36 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
     return frame
 
 
-def search_columns(columns, queries, top, options, kept=None, statistics="auto",
-                   devices=None) -> pd.DataFrame:
-    """Each query's ``top`` best hits over ``columns`` (the parts of one database in record
-    order, pandas or cuDF, in memory), ranked together (:func:`rank_hits`): what
-    ``.sw.search`` returns for one column. ``kept``: one frame of other columns per column,
-    copied for each hit. ``devices``: one context per column (a backend's ``device(k)``, entered once) in
-    which that column is searched, each in its own thread: the in-process job on several
-    local GPUs, each GPU driven by one thread (the threads spend their time waiting on
-    their device, so the GIL is no bottleneck); without it, the columns one after another."""
+def search_columns(parts, queries, top, options, statistics="auto", devices=None,
+                   done=None) -> pd.DataFrame:
+    """Each query's ``top`` best hits over ``parts`` (the parts of one database in record
+    order: ``(column, kept)`` pairs, a pandas or cuDF column in memory and a frame of other
+    columns to copy for each hit, or None), ranked together (:func:`rank_hits`): what
+    ``.sw.search`` returns for one column. ``parts`` may be an iterator: without
+    ``devices`` the parts are searched one after another as they come, and only their hits
+    are kept (``done`` is called after each). ``devices``: one context per part (a
+    backend's ``device(k)``, entered once) in which that part is searched, each in its own
+    thread: the in-process job on several local GPUs, each GPU driven by one thread."""
     top = check_top(top)
     ids, prepared = prepare_queries(queries, options.scoring)
     stats = hit_statistics(statistics, options.scoring, prepared)
 
-    def one(k):
-        with devices[k] if devices is not None else nullcontext():
-            return search_column(prepared, ids, columns[k], options, top, partition=k,
-                                 kept=None if kept is None else kept[k],
-                                 summaries=bool(stats and stats.fitted),
-                                 totals=stats is not None)
+    def one(k, part, device=None):
+        column, kept = part
+        with device if device is not None else nullcontext():
+            found = search_column(prepared, ids, column, options, top, partition=k, kept=kept,
+                                  summaries=bool(stats and stats.fitted),
+                                  totals=stats is not None)
+        if done is not None:
+            done()
+        return found
 
-    if devices is None or len(columns) == 1:
-        partials = [one(k) for k in range(len(columns))]
+    if devices is None:
+        partials = [one(k, part) for k, part in enumerate(parts)]
     else:
-        with ThreadPoolExecutor(len(columns), thread_name_prefix="swdask-device") as pool:
-            partials = list(pool.map(one, range(len(columns))))
+        parts = list(parts)
+        with ThreadPoolExecutor(len(parts), thread_name_prefix="swdask-device") as pool:
+            partials = list(pool.map(one, range(len(parts)), parts, devices))
     return rank_hits(partials, top, stats)
 
 

@@ -6,9 +6,9 @@ returns only each query's best hits, and one last task ranks them. Each partitio
 encoded and (on the GPU) laid out once for all the queries.
 
 Where it runs: with no cluster asked for (no ``--scheduler``, no ``--workers``), in this
-process: on the CPU on Dask's threaded scheduler (the numba kernels use every core; the
-partitions stream through), and with the GPU engine on the local GPUs with no Dask graph at
-all (:func:`_search_in_process`: threads read the database into one frame while others
+process with no Dask graph at all: on the CPU the partitions stream through, each read on a
+thread while the one before is searched (:func:`_search_cpu_in_process`; the numba kernels
+use every core), and with the GPU engine on the local GPUs (:func:`_search_in_process`: threads read the database into one frame while others
 ready the GPUs, then the frame is searched, on several GPUs one slice of equal residues per
 GPU, each driven by its own thread). Otherwise on a cluster: ``--workers N`` starts a local
 one of N worker processes, ``--scheduler`` uses a running one, and ``--backend cudf`` on
@@ -398,11 +398,32 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
     with phases("search"):
         _timing.take()  # from zero: only this job's stages
         hits = search_columns(
-            [part["sequence"] for part in parts], queries, top, options,
-            kept=[part[["id", "description"]] for part in parts], statistics=statistics,
+            [(part["sequence"], part[["id", "description"]]) for part in parts], queries, top,
+            options, statistics=statistics,
             devices=[gpu.device(index) for index in range(len(parts))] if gpus > 1 else None)
     phases.in_tasks = _timing.take()
     return hits
+
+
+def _search_cpu_in_process(database_path, queries, top, options, blocksize, statistics,
+                           strip_gaps, progress):
+    """The search with the CPU engine in this process: the database's partitions streamed
+    through (:func:`~swdask._fasta.iter_fasta_frames`: each read while the one before is
+    searched, so memory holds two), each searched by every query
+    (:func:`~swdask._many_queries.search_columns`), the hits ranked together."""
+    from ._cluster import count_progress
+    from ._fasta import iter_fasta_frames
+    from ._many_queries import search_columns
+
+    count, frames = iter_fasta_frames(database_path, blocksize, strip_gaps=strip_gaps)
+    if not count:
+        raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record (no "
+                         "line starts with '>')")
+    _timing.take()  # from zero: only this job's stages
+    parts = ((frame["sequence"], frame[["id", "description"]]) for frame in frames)
+    with count_progress(count) if progress else nullcontext() as advance:
+        return search_columns(parts, queries, top, options, statistics=statistics,
+                              done=advance)
 
 
 def split_by_residues(frame, count: int) -> list:
@@ -439,7 +460,7 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     start-up time. ``phases`` (a :class:`Phases`) collects the seconds of each phase.
     """
     from ._cluster import (_report_to_stderr, available_cores, cluster, local_gpu_count,
-                           local_progress, show_progress)
+                           show_progress)
 
     phases = phases if phases is not None else Phases()
     top = check_top(top)
@@ -484,22 +505,22 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         return hits_table(_below(hits, evalue))
     if not gpu_engine and scheduler is None and n_workers is None:
         # The CPU engine on this machine and no cluster asked for: in this process too. The
-        # numba kernels already use every core, and Dask's threaded scheduler streams the
-        # partitions (memory bounded by the partitions in flight); a local cluster's start
-        # and stop cost 1.9 s of a 6.5 s 10-query job on the 2-core machine.
+        # numba kernels already use every core, and the partitions stream through (memory
+        # bounded by the partitions in flight); a local cluster's start and stop cost 1.9 s
+        # of a 6.5 s 10-query job on the 2-core machine.
         # Partitions as large as memory allows (each costs every query a kernel call, its
         # longest rows' tail and its own top rows' start positions: on the 2-core machine 10
         # queries against DB.fasta searched in 3.1 s as one partition, 3.7 s as two, 4.0 s as
         # four), two in flight: one read while the kernels search the other.
+        # No Dask graph either: the partitions are read one ahead of the search on a thread
+        # (iter_fasta_frames), and dask.dataframe (0.5 s to import on the 2-core machine,
+        # with 0.25 s more to look for distributed at compute time) is never needed.
         report(f"running in this process on {available_cores()} cores; no dashboard: pass "
                "--workers N for a local cluster, or --scheduler, to watch it")
         with phases("search"):
-            lazy = _lazy_search(database_path, queries, top, options, backend,
-                                _MAX_BLOCK if blocksize == "auto" else blocksize, 2, gpus=0,
-                                statistics=statistics, strip_gaps=strip_gaps)
-            _timing.take()  # from zero: only this job's tasks
-            with local_progress() if progress else nullcontext():
-                hits = lazy.compute(scheduler="threads", num_workers=2)
+            hits = _search_cpu_in_process(database_path, queries, top, options,
+                                          _MAX_BLOCK if blocksize == "auto" else blocksize,
+                                          statistics, strip_gaps, progress)
         phases.in_tasks = _timing.take()
         return hits_table(_below(hits, evalue))
     # a GPU cluster only when the GPU engine is asked for: the pandas partitions of this job

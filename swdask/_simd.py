@@ -31,19 +31,19 @@ _VEC = ir.VectorType(_I16, LANES)
 _MASK_INT = ir.IntType(LANES)
 
 
-def _host_has_avx512bw() -> bool:
-    """True when numba compiles for this host and the host has AVX-512BW (``vpermw``)."""
+def _host_feature(name: str) -> bool:
+    """True when numba compiles for this host and the host has CPU feature ``name``."""
     if config.CPU_NAME not in (None, "", "host"):
         return False  # compiling for a named/generic CPU: stay portable
-    if config.CPU_FEATURES and "+avx512bw" not in config.CPU_FEATURES:
+    if config.CPU_FEATURES and f"+{name}" not in config.CPU_FEATURES:
         return False
     try:
-        return bool(llvm_binding.get_host_cpu_features().get("avx512bw", False))
+        return bool(llvm_binding.get_host_cpu_features().get(name, False))
     except RuntimeError:  # pragma: no cover - llvmlite cannot read the features
         return False
 
 
-HAVE_VPERMW = _host_has_avx512bw()
+HAVE_VPERMW = _host_feature("avx512bw")
 _GATHER_NAME = "llvm.masked.gather.v32i32.v32p0"
 
 
@@ -305,3 +305,131 @@ def gather(typingctx, table, index):
 
     return sig, codegen
 
+
+
+# ----------------------------------------------------------------------------- byte lanes
+#
+# The first pass of the one-against-many scores (SWIPE's and Farrar's 8-bit pass): 64
+# unsigned byte lanes per vector, twice the int16 lanes' cells per instruction. Values stay in
+# [0, 255]; the kernel adds substitution scores biased to be non-negative and subtracts the
+# bias with saturation, so every operation is one unsigned saturating instruction, and a
+# lane whose best comes near 255 is recomputed in int16 lanes.
+
+#: Byte lanes per vector (one 512-bit register).
+BYTE_LANES = 64
+
+_I8 = ir.IntType(8)
+_BVEC = ir.VectorType(_I8, BYTE_LANES)
+
+
+#: ``vpermb`` (AVX-512 VBMI): a 64-entry byte table lookup per lane in one instruction.
+HAVE_VPERMB = _host_feature("avx512vbmi")
+
+
+class BytesType(types.Type):
+    """numba type of a ``<64 x i8>`` vector value (unsigned bytes)."""
+
+    def __init__(self):
+        super().__init__(name="Bytes_u8x64")
+
+
+Bytes = BytesType()
+
+
+@register_model(BytesType)
+class _BytesModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _BVEC)
+
+
+@intrinsic
+def load_bytes(typingctx, array, offset):
+    """``array[offset:offset+64]`` (uint8) as byte lanes."""
+    if not (isinstance(array, types.Array) and array.dtype == types.uint8):
+        return None
+    sig = Bytes(array, offset)
+
+    def codegen(context, builder, sig, args):
+        pointer = _element_pointer(context, builder, sig.args[0], args[0], args[1], _BVEC)
+        return builder.load(pointer, align=1)
+
+    return sig, codegen
+
+
+@intrinsic
+def store_bytes(typingctx, array, offset, value):
+    """``array[offset:offset+64] = value`` (uint8)."""
+    if not (isinstance(array, types.Array) and array.dtype == types.uint8) or value is not Bytes:
+        return None
+    sig = types.void(array, offset, value)
+
+    def codegen(context, builder, sig, args):
+        pointer = _element_pointer(context, builder, sig.args[0], args[0], args[1], _BVEC)
+        builder.store(args[2], pointer, align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@intrinsic
+def splat_bytes(typingctx, scalar):
+    """All byte lanes equal to ``scalar`` (truncated to 8 bits)."""
+    if not isinstance(scalar, types.Integer):
+        return None
+    sig = Bytes(scalar)
+
+    def codegen(context, builder, sig, args):
+        value = args[0]
+        value = builder.trunc(value, _I8) if value.type.width > 8 else value
+        vector = builder.insert_element(ir.Constant(_BVEC, ir.Undefined), value,
+                                        ir.Constant(ir.IntType(32), 0))
+        zeros = ir.Constant(ir.VectorType(ir.IntType(32), BYTE_LANES), [0] * BYTE_LANES)
+        return builder.shuffle_vector(vector, ir.Constant(_BVEC, ir.Undefined), zeros)
+
+    return sig, codegen
+
+
+def _byte_binary(name: str, doc: str):
+    @intrinsic
+    def operation(typingctx, a, b):
+        if a is not Bytes or b is not Bytes:
+            return None
+        sig = Bytes(a, b)
+
+        def codegen(context, builder, sig, args):
+            return _call_intrinsic(builder, name, _BVEC, [args[0], args[1]])
+
+        return sig, codegen
+
+    operation.__doc__ = doc
+    return operation
+
+
+adds_bytes = _byte_binary("llvm.uadd.sat.v64i8", "Lane-wise ``min(x + y, 255)``.")
+subs_bytes = _byte_binary("llvm.usub.sat.v64i8", "Lane-wise ``max(x - y, 0)``.")
+max_bytes = _byte_binary("llvm.umax.v64i8", "Lane-wise unsigned maximum.")
+
+
+@intrinsic
+def permute_bytes(typingctx, table, index):
+    """``result[l] = table[index[l] & 63]``: a 64-entry byte table lookup in every lane
+    (``vpermb`` where the host has AVX-512 VBMI; elsewhere portable IR, scalarised)."""
+    if table is not Bytes or index is not Bytes:
+        return None
+    sig = Bytes(table, index)
+
+    def codegen(context, builder, sig, args):
+        table_value, index_value = args
+        if HAVE_VPERMB:
+            return _call_intrinsic(builder, "llvm.x86.avx512.permvar.qi.512", _BVEC,
+                                   [table_value, index_value])
+        result = ir.Constant(_BVEC, ir.Undefined)
+        mask = ir.Constant(_I8, BYTE_LANES - 1)
+        for lane in range(BYTE_LANES):
+            position = ir.Constant(ir.IntType(32), lane)
+            entry = builder.and_(builder.extract_element(index_value, position), mask)
+            result = builder.insert_element(
+                result, builder.extract_element(table_value, entry), position)
+        return result
+
+    return sig, codegen

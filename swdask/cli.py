@@ -7,6 +7,7 @@ options, and argparse adds no dependency (click is not one of ours). The job its
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 
@@ -170,6 +171,27 @@ def main(argv=None) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def run() -> None:
+    """The ``swdask`` script and ``python -m swdask``: :func:`main`, then the process ends at
+    once with its status. Nothing is left to do by then (the output file is written and
+    renamed, the cluster stopped): the streams are flushed and the ``atexit`` handlers run
+    here, and the interpreter's own finalisation, which frees every module one by one
+    (numba's and LLVM's, pandas', Dask's), is skipped: it took 0.37 s of a 2.9 s 10-query
+    search on the 2-core machine."""
+    import atexit
+
+    code = main()
+    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)  # CPython; else skipped
+    if run_exit_functions is not None:
+        run_exit_functions()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can reach it
+            code = code or 1
+    os._exit(code)
 
 
 def _interrupt(signum, frame):  # SIGTERM as Ctrl-C: the job and its cluster stop cleanly

@@ -7,6 +7,7 @@ first ``top`` rows. The best hit of each query is also rescored by Biopython's a
 """
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -129,6 +130,28 @@ def test_search_subprocess_parquet_on_its_own_cluster(tmp_path):
     got = pd.read_parquet(output)
     check_hits(got, expected_hits(QUERIES, DB, 7))
     assert got["score"].dtype == "Int64"
+
+
+def test_search_subprocess_in_this_process_streams_and_ends_whole(tmp_path):
+    """The CPU job with no cluster, as from the shell: the database streams through in
+    partitions (a progress bar counts them on stderr), no Dask graph is built
+    (dask.dataframe never imported), and the process, which skips the interpreter's
+    finalisation, still ends with every hit on stdout and status 0."""
+    code = ("import sys, runpy\n"
+            "sys.argv = ['swdask', 'search', %r, %r, '--top', '9', '-o', '-', "
+            "'--blocksize', '100kB']\n"
+            "import atexit\n"
+            "atexit.register(lambda: sys.stderr.write('modules: %%s\\n' %% [m for m in "
+            "('dask.dataframe', 'distributed') if m in sys.modules]))\n"
+            "runpy.run_module('swdask', run_name='__main__')\n" % (str(QUERIES), str(DB)))
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert "partitions" in result.stderr and "100%" in result.stderr
+    assert "modules: []" in result.stderr  # the atexit handlers ran, and found no Dask graph
+    got = pd.read_csv(io.StringIO(result.stdout), sep="\t")
+    check_hits(got, expected_hits(QUERIES, DB, 9))
 
 
 def test_ties_rank_by_database_order_across_partitions(scheduler, tmp_path):

@@ -433,3 +433,53 @@ def test_portable_permute_fallback(monkeypatch):
         monkeypatch.setattr(_simd, "HAVE_VPERMW", have_vpermw)
         compiled = nb.njit(lookups)  # a fresh function: generated with the flag as set
         assert (compiled(low, high, index, table32, wide) == expected).all(), have_vpermw
+
+
+@pytest.mark.parametrize("scheme", [BLOSUM62, Scheme("PAM30", 9, 1),
+                                    Scheme(None, 5, 2, match=2, mismatch=-3)])
+def test_byte_lane_scores_pass_sends_only_unsure_rows_to_int16(scheme, monkeypatch):
+    """Scores only (mode "none") run the 64-byte-lane pass first: every score equals the
+    scalar reference and parasail, rows scoring near 255 and beyond (homologs of the query)
+    as well as unrelated ones, over several batches with padding; the int16 lanes see only
+    the rows the byte pass could not tell (its best at or past the bound)."""
+    rng = np.random.default_rng(64)
+    letters = "ACGT" if scheme.matrix is None else PROTEIN
+    query = "".join(rng.choice(list(letters), 180))
+    targets = ([mutate(query, rng, rate, letters) for rate in np.linspace(0.0, 0.6, 40)]
+               + ["".join(rng.choice(list(letters), int(n))) for n in rng.integers(1, 400, 150)]
+               + [query[:k] for k in (5, 40, 90)])
+    to_int16 = []
+    real = _cpu._one_to_many_lanes
+
+    def spy(query_codes, table, residues, offsets, rows, *args):
+        to_int16.append(np.asarray(rows).copy())
+        return real(query_codes, table, residues, offsets, rows, *args)
+
+    monkeypatch.setattr(_cpu, "_one_to_many_lanes", spy)
+    fast = one_to_many(query, targets, scheme, "none")
+    reference = one_to_many(query, targets, scheme, "none", kernel=_cpu._scalar_one_to_many)
+    assert_same_as_reference(fast, reference, "none")
+    assert fast[0].tolist() == [parasail_score(query, t, scheme) for t in targets]
+    scoring = scoring_of(scheme)
+    profile = _cpu.query_profile(encode_text(query, scoring), scoring.matrix)
+    bound = _cpu._byte_bound(profile.scores, profile.byte_bias)
+    unsure = sorted(np.concatenate(to_int16).tolist()) if to_int16 else []
+    assert unsure == np.flatnonzero(fast[0] >= bound).tolist()
+    assert 0 < len(unsure) < len(targets) // 2  # both kinds of rows are in the test
+
+
+@pytest.mark.parametrize("scheme", [Scheme(None, 300, 1, match=2, mismatch=-3),
+                                    Scheme(None, 5, 2, match=200, mismatch=-3)])
+def test_scores_beyond_the_byte_lanes_take_the_int16_lanes(scheme):
+    """A gap cost past 255, or a matrix whose byte range would leave too little room, skips
+    the byte pass (no byte table), and the scores are still exact."""
+    rng = np.random.default_rng(65)
+    query = "".join(rng.choice(list("ACGT"), 120))
+    targets = [mutate(query, rng, rate, "ACGT") for rate in (0.0, 0.1, 0.3)] + [
+        "".join(rng.choice(list("ACGT"), 200)) for _ in range(70)]
+    scoring = scoring_of(scheme)
+    profile = _cpu.query_profile(encode_text(query, scoring), scoring.matrix)
+    assert (profile.byte_table is None) == (scheme.match == 200)
+    fast = one_to_many(query, targets, scheme, "none")
+    reference = one_to_many(query, targets, scheme, "none", kernel=_cpu._scalar_one_to_many)
+    assert_same_as_reference(fast, reference, "none")

@@ -428,8 +428,10 @@ def test_one_pass_scan_equals_the_checked_parser(pieces, newline):
         except FastaError as exc:
             return str(exc)
 
-    assert outcome(lambda: _fasta.parse_block(data, "f.fa")) == outcome(
-        lambda: _fasta._parse_checked(np.frombuffer(data, np.uint8), "f.fa", 1))
+    arr = np.frombuffer(data, np.uint8)
+    checked = outcome(lambda: _fasta._parse_checked(arr, "f.fa", 1))
+    assert outcome(lambda: _fasta._parse_scanned(arr, "f.fa", 1)) == checked
+    assert outcome(lambda: _fasta.parse_block(data, "f.fa")) == checked  # small: NumPy
 
 
 # ------------------------------------------------ planning on threads, reading in this process

@@ -334,17 +334,16 @@ def test_several_gpus_search_equals_one_gpu_and_cpu():
     try:
         type(gpu).one_against_many = recording
         several = _many_queries.search_columns(
-            [p["sequence"] for p in parts], queries, 7, options,
-            kept=[p[["id"]] for p in parts], devices=[gpu.device(k) for k in range(count)])
+            [(p["sequence"], p[["id"]]) for p in parts], queries, 7, options,
+            devices=[gpu.device(k) for k in range(count)])
     finally:
         type(gpu).one_against_many = one_against_many
     assert sorted(set(seen)) == list(range(count))
-    one = _many_queries.search_columns([frame["sequence"]], queries, 7, options,
-                                       kept=[frame[["id"]]])
-    cpu = _many_queries.search_columns([frame["sequence"]], queries, 7,
+    one = _many_queries.search_columns([(frame["sequence"], frame[["id"]])], queries, 7,
+                                       options)
+    cpu = _many_queries.search_columns([(frame["sequence"], frame[["id"]])], queries, 7,
                                        Options.parse(matrix="BLOSUM62", gap_open=11,
-                                                     gap_extend=1, backend="cpu"),
-                                       kept=[frame[["id"]]])
+                                                     gap_extend=1, backend="cpu"))
     pd.testing.assert_frame_equal(several, one)
     pd.testing.assert_frame_equal(one, cpu)
     assert len(one) == 7 * len(queries)

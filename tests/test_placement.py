@@ -33,8 +33,11 @@ def _where_and_residues(part):
 
 def test_workers_hold_equal_residues_and_results_are_unchanged():
     query = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEK"
-    with swdask.cluster(gpu=False, n_workers=2, dashboard_address=":0",
-                        report=None) as client:
+    # no work stealing: each reading task runs where its partition lives (on a loaded
+    # machine a stolen task reported the thief's address, not the holder's)
+    with dask.config.set({"distributed.scheduler.work-stealing": False}), \
+            swdask.cluster(gpu=False, n_workers=2, dashboard_address=":0",
+                           report=None) as client:
         frame = swdask.read_fasta(EXAMPLE_DB, blocksize=40_000)
         balanced = swdask.persist_balanced(frame, client)
         assert balanced.npartitions == frame.npartitions
