@@ -103,10 +103,6 @@ def _describe_byte(byte: int) -> str:
     return f"control byte 0x{byte:02x}"
 
 
-#: Below this many bytes, :func:`parse_block` parses with NumPy alone (see there).
-_SMALL_TEXT = 1 << 20
-
-
 def parse_block(data: bytes, path: str = "<bytes>", first_line: int = 1) -> pa.Table:
     """Parse FASTA text into a pyarrow Table of ``large_string`` columns id, description, sequence.
 
@@ -115,13 +111,7 @@ def parse_block(data: bytes, path: str = "<bytes>", first_line: int = 1) -> pa.T
     other printable ASCII (``*``, ``-``, digits) is kept as is, for the aligner to judge.
     Raises :class:`FastaError` naming ``path`` and the line (counted from ``first_line``).
     """
-    arr = np.frombuffer(data, dtype=np.uint8)
-    if arr.size < _SMALL_TEXT:
-        # a query file: NumPy's passes cost less here than the numba scan's first call in a
-        # process (its cache loaded: 0.28 s on the 2-core machine), which the database read
-        # then pays instead, on a thread beside the GPU's warm-up
-        return _parse_checked(arr, path, first_line)
-    return _parse_scanned(arr, path, first_line)
+    return _parse_scanned(np.frombuffer(data, dtype=np.uint8), path, first_line)
 
 
 def _parse_scanned(arr: np.ndarray, path: str, first_line: int) -> pa.Table:

@@ -431,7 +431,7 @@ def test_one_pass_scan_equals_the_checked_parser(pieces, newline):
     arr = np.frombuffer(data, np.uint8)
     checked = outcome(lambda: _fasta._parse_checked(arr, "f.fa", 1))
     assert outcome(lambda: _fasta._parse_scanned(arr, "f.fa", 1)) == checked
-    assert outcome(lambda: _fasta.parse_block(data, "f.fa")) == checked  # small: NumPy
+    assert outcome(lambda: _fasta.parse_block(data, "f.fa")) == checked
 
 
 # ------------------------------------------------ planning on threads, reading in this process
