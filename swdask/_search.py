@@ -1,19 +1,20 @@
 """The search job behind ``swdask search``: every query against a database, best hits per query.
 
-The job is one ``.sw.search`` over the database (a Dask frame from :func:`swdask.read_fasta`):
-one ``sw-search`` task per database partition runs every query against it in one pass and
-returns only each query's best hits, and one last task ranks them. Each partition is read,
+Every query runs against each part of the database in one pass, which returns only each
+query's best hits; the hits of all parts are then ranked together. Each part is read,
 encoded and (on the GPU) laid out once for all the queries.
 
 Where it runs: with no cluster asked for (no ``--scheduler``, no ``--workers``), in this
 process with no Dask graph at all: on the CPU the partitions stream through, each read on a
 thread while the one before is searched (:func:`_search_cpu_in_process`; the numba kernels
-use every core), and with the GPU engine on the local GPUs (:func:`_search_in_process`: threads read the database into one frame while others
-ready the GPUs, then the frame is searched, on several GPUs one slice of equal residues per
-GPU, each driven by its own thread). Otherwise on a cluster: ``--workers N`` starts a local
-one of N worker processes, ``--scheduler`` uses a running one, and ``--backend cudf`` on
-several local GPUs a LocalCUDACluster of one worker per GPU, the partitions read in
-parallel joined into one per GPU before the search.
+use every core); with the GPU engine on the local GPUs (:func:`_search_in_process`: threads
+read the database into one frame while others ready the GPUs, then the frame is searched,
+on several GPUs one slice of equal residues per GPU, each driven by its own thread).
+Otherwise on a cluster, where the job is one ``.sw.search`` over a Dask frame from
+:func:`swdask.read_fasta` (one ``sw-search`` task per partition, one task ranking them):
+``--workers N`` starts a local one of N worker processes, ``--scheduler`` uses a running
+one, and ``--backend cudf`` on several local GPUs a LocalCUDACluster of one worker per GPU,
+the partitions read in parallel joined into one per GPU before the search.
 
 Ranking: score descending, ties broken by the target's place in the database (its record
 number, the index of :func:`swdask.read_fasta`), so the result does not depend on the
