@@ -28,6 +28,11 @@ Two implementations of these conventions live here:
   row); start cells from an anchored, banded reverse pass (see "start cells" below), in a
   second round whose batches group rows by query end so that their bands overlap.
 
+One query against many targets starts with a byte-lane pass (64 unsigned byte lanes,
+:func:`_one_to_many_bytes`: substitution scores plus a bias, every step saturating, scores
+and end cells exact while a lane's best stays below :func:`_byte_bound`, 240 for BLOSUM62);
+only the rows that reach the bound (the related ones, in a search) go on to the int16 lanes.
+
 Lane kernels keep ``E' = max(E, 0)`` and ``F' = max(F, 0)`` instead of ``E``/``F``: since
 ``H >= 0``, ``max(E', F', diag + sub)`` is still ``H`` and ``E'`` follows
 ``max(H - gap_open, E' - gap_extend, 0)``, one unsigned saturating subtraction per term.
@@ -50,7 +55,8 @@ from numba.extending import overload
 from ._results import MODES
 from ._scoring import saturation_bound, substitution_table
 from ._simd import (BYTE_LANES, LANES, add, add_where_positive, adds_bytes, gather, load,
-                    load_bytes, load_codes, mask_eq, mask_gt, max_bytes, maximum, permute,
+                    load_bytes, load_codes, mask_eq, mask_eq_bytes, mask_gt, mask_gt_bytes,
+                    max_bytes, maximum, permute,
                     permute64, permute_bytes, select, splat, splat_bytes, store, store_bytes,
                     sub_floor0, subs_bytes)
 
@@ -545,11 +551,28 @@ _BYTE_MIN_BOUND = 64
 
 
 @nb.njit(cache=True, nogil=True)
+def _record_first_rows_bytes(H, m, value, lanes, column, row_out, column_out):
+    """:func:`_record_first_rows` for byte lanes, rows 0 to ``m - 1``."""
+    pending = lanes
+    for i in range(m):
+        hits = mask_eq_bytes(load_bytes(H, i * BYTE_LANES), value) & pending
+        if hits != 0:
+            for lane in range(BYTE_LANES):
+                if (hits >> lane) & 1:
+                    row_out[lane] = i
+                    column_out[lane] = column
+            pending &= ~hits
+            if pending == 0:
+                return
+
+
+@nb.njit(cache=True, nogil=True)
 def _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open, gap_extend,
-                   bias, H, E, S, codes, best):
-    """Scores only, 64 byte lanes: :func:`_forward_lanes` with every value in ``[0, 255]``
-    (``H = max(diag + (sub + bias) - bias, E', F')``, each step saturating): exact while
-    a lane's best stays below :func:`_byte_bound`. Writes the lanes' best into ``best``."""
+                   bias, want_end, H, E, S, codes, best, end_i, end_j):
+    """:func:`_forward_lanes` in 64 byte lanes, every value in ``[0, 255]``
+    (``H = max(diag + (sub + bias) - bias, E', F')``, each step saturating): exact, end
+    cells included, while a lane's best stays below :func:`_byte_bound`. Writes the lanes'
+    best into ``best`` and, if ``want_end``, their end cells by the tie rule."""
     m = query.shape[0]
     zero = splat_bytes(0)
     open_cost = splat_bytes(gap_open)
@@ -568,6 +591,7 @@ def _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
                                                          target))
         diag = zero
         f = zero
+        column_best = zero
         for i in range(m):
             h_left = load_bytes(H, i * BYTE_LANES)
             e = load_bytes(E, i * BYTE_LANES)
@@ -579,16 +603,21 @@ def _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
             f = max_bytes(subs_bytes(f, extend_cost), h_open)
             store_bytes(H, i * BYTE_LANES, h)
             diag = h_left
-            best_so_far = max_bytes(best_so_far, h)
+            column_best = max_bytes(column_best, h)
+        improved = mask_gt_bytes(column_best, best_so_far)
+        if improved != 0:  # strict: the smallest column, then the first row holding it
+            best_so_far = max_bytes(best_so_far, column_best)
+            if want_end:
+                _record_first_rows_bytes(H, m, column_best, improved, j, end_i, end_j)
     store_bytes(best, 0, best_so_far)
 
 
 @nb.njit(cache=True, parallel=True)
 def _one_to_many_bytes(query, table, residues, offsets, rows, gap_open, gap_extend, bias,
-                       bound, score, saturated):
-    """Scores of ``rows`` (longest first) in batches of 64 byte lanes, one batch per task;
-    rows whose best reached ``bound`` are flagged in ``saturated`` instead (for the int16
-    lanes)."""
+                       want_end, bound, score, query_end, target_end, saturated):
+    """:func:`_one_to_many_lanes` in batches of 64 byte lanes (``rows`` longest first, one
+    batch per task): scores and, if ``want_end``, end cells; rows whose best reached
+    ``bound`` are flagged in ``saturated`` instead (for the int16 lanes)."""
     m = query.shape[0]
     n_rows = rows.shape[0]
     n_batches = (n_rows + BYTE_LANES - 1) // BYTE_LANES
@@ -609,14 +638,19 @@ def _one_to_many_bytes(query, table, residues, offsets, rows, gap_open, gap_exte
         S = np.empty(alphabet * BYTE_LANES, dtype=np.uint8)
         codes = np.empty(BYTE_LANES, dtype=np.uint8)
         best = np.empty(BYTE_LANES, dtype=np.uint8)
+        end_i = np.full(BYTE_LANES, -1, dtype=np.int64)
+        end_j = np.full(BYTE_LANES, -1, dtype=np.int64)
         _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
-                       gap_extend, bias, H, E, S, codes, best)
+                       gap_extend, bias, want_end, H, E, S, codes, best, end_i, end_j)
         for lane in range(count):
             row = rows[first + lane]
             if best[lane] >= bound:
                 saturated[row] = True
             else:
                 score[row] = best[lane]
+                if best[lane] > 0:
+                    query_end[row] = end_i[lane]
+                    target_end[row] = end_j[lane]
 
 
 
@@ -765,18 +799,6 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
     lengths = offsets[rows + 1] - offsets[rows]
     if not (lengths[1:] <= lengths[:-1]).all():
         rows = rows[np.argsort(-lengths, kind="stable")]
-    if (mode == MODE_NONE and table is not None and profile.byte_table is not None
-            and 0 <= gap_open <= 255 and 0 <= gap_extend <= 255):
-        # scores only: a byte-lane pass first (twice the lanes); the rows it cannot tell
-        # (best near 255: the related ones) go on to the int16 lanes below
-        unsure = np.zeros(score.shape[0], dtype=np.bool_)
-        with nb.parallel_chunksize(1):
-            _one_to_many_bytes(profile.codes, profile.byte_table, residues, offsets, rows,
-                               gap_open, gap_extend, profile.byte_bias,
-                               _byte_bound(scores, profile.byte_bias), score, unsure)
-        rows = rows[unsure[rows]]
-        if rows.size == 0:
-            return
     if table is None or not _gaps_fit_lanes(gap_open, gap_extend):
         _scalar_one_to_many(scores, m, residues, offsets, rows, gap_open, gap_extend,
                             mode == MODE_FULL, score, query_start, query_end, target_start,
@@ -784,10 +806,21 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
         _forget_ends(mode, rows, query_end, target_end)
         return
     saturated = np.zeros(score.shape[0], dtype=np.bool_)
+    lane_rows = rows  # the rows the int16 lanes score
     with nb.parallel_chunksize(1):  # batches differ in cost: hand them out one at a time
-        _one_to_many_lanes(profile.codes, table, residues, offsets, rows, gap_open, gap_extend,
-                           mode != MODE_NONE, saturation_bound(_LANE_MAX, scores.max()), score,
-                           query_end, target_end, saturated)
+        if (profile.byte_table is not None and gap_open <= 255 and gap_extend <= 255):
+            # a byte-lane pass first (twice the lanes); the rows it cannot tell (best near
+            # 255: the related ones) go on to the int16 lanes
+            unsure = np.zeros(score.shape[0], dtype=np.bool_)
+            _one_to_many_bytes(profile.codes, profile.byte_table, residues, offsets, rows,
+                               gap_open, gap_extend, profile.byte_bias, mode != MODE_NONE,
+                               _byte_bound(scores, profile.byte_bias), score, query_end,
+                               target_end, unsure)
+            lane_rows = rows[unsure[rows]]
+        _one_to_many_lanes(profile.codes, table, residues, offsets, lane_rows, gap_open,
+                           gap_extend, mode != MODE_NONE,
+                           saturation_bound(_LANE_MAX, scores.max()), score, query_end,
+                           target_end, saturated)
         if mode == MODE_FULL:
             hits = rows[~saturated[rows] & (score[rows] > 0)]
             hits = hits[np.argsort(query_end[hits], kind="stable")]

@@ -433,3 +433,25 @@ def permute_bytes(typingctx, table, index):
         return result
 
     return sig, codegen
+
+
+def _byte_mask(predicate):
+    @intrinsic
+    def operation(typingctx, a, b):
+        if a is not Bytes or b is not Bytes:
+            return None
+        sig = types.int64(a, b)
+
+        def codegen(context, builder, sig, args):
+            compared = builder.icmp_unsigned(predicate, args[0], args[1])
+            return builder.bitcast(compared, ir.IntType(BYTE_LANES))
+
+        return sig, codegen
+
+    return operation
+
+
+mask_gt_bytes = _byte_mask(">")
+mask_gt_bytes.__doc__ = "Bit ``l`` set where ``a[l] > b[l]`` (unsigned bytes)."
+mask_eq_bytes = _byte_mask("==")
+mask_eq_bytes.__doc__ = "Bit ``l`` set where ``a[l] == b[l]``."

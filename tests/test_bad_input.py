@@ -170,8 +170,10 @@ def test_interrupted_job_leaves_no_output(workdir, which):
     """A job stopped mid-search (Ctrl-C, or SIGTERM from a scheduler) exits 130 with one
     line, leaves the old output as it was, no partial file, and no worker behind."""
     records = PROTEIN_DB.split(">")[1:]
-    (workdir / "many.fa").write_text("".join(">" + r for r in records[:60]))  # ~a minute
-    (workdir / "big.fa").write_text(PROTEIN_DB * 40)
+    # minutes of work at the 2-core machine's speed (with 40 copies, 60 queries took ~3 s
+    # once the byte-lane pass came, and a job could end before the signal)
+    (workdir / "many.fa").write_text("".join(">" + r for r in records[:60]))
+    (workdir / "big.fa").write_text(PROTEIN_DB * 300)
     command = [sys.executable, "-m", "swdask", "search", "many.fa", "big.fa", "-o",
                "hits.tsv", "--no-progress", "--workers", "1"]
     process = subprocess.Popen(command, cwd=workdir, stderr=subprocess.PIPE, text=True)

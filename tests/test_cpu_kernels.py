@@ -437,11 +437,13 @@ def test_portable_permute_fallback(monkeypatch):
 
 @pytest.mark.parametrize("scheme", [BLOSUM62, Scheme("PAM30", 9, 1),
                                     Scheme(None, 5, 2, match=2, mismatch=-3)])
-def test_byte_lane_scores_pass_sends_only_unsure_rows_to_int16(scheme, monkeypatch):
-    """Scores only (mode "none") run the 64-byte-lane pass first: every score equals the
-    scalar reference and parasail, rows scoring near 255 and beyond (homologs of the query)
-    as well as unrelated ones, over several batches with padding; the int16 lanes see only
-    the rows the byte pass could not tell (its best at or past the bound)."""
+@pytest.mark.parametrize("positions", MODES)
+def test_byte_lane_pass_sends_only_unsure_rows_to_int16(scheme, positions, monkeypatch):
+    """Every mode runs the 64-byte-lane pass first (scores, and end cells by the tie rule):
+    every output equals the scalar reference's (scores also parasail's), rows scoring near
+    255 and beyond (homologs of the query) as well as unrelated ones, over several batches
+    with padding; the int16 lanes see only the rows the byte pass could not tell (its best
+    at or past the bound)."""
     rng = np.random.default_rng(64)
     letters = "ACGT" if scheme.matrix is None else PROTEIN
     query = "".join(rng.choice(list(letters), 180))
@@ -456,9 +458,10 @@ def test_byte_lane_scores_pass_sends_only_unsure_rows_to_int16(scheme, monkeypat
         return real(query_codes, table, residues, offsets, rows, *args)
 
     monkeypatch.setattr(_cpu, "_one_to_many_lanes", spy)
-    fast = one_to_many(query, targets, scheme, "none")
-    reference = one_to_many(query, targets, scheme, "none", kernel=_cpu._scalar_one_to_many)
-    assert_same_as_reference(fast, reference, "none")
+    fast = one_to_many(query, targets, scheme, positions)
+    reference = one_to_many(query, targets, scheme, positions,
+                            kernel=_cpu._scalar_one_to_many)
+    assert_same_as_reference(fast, reference, positions)
     assert fast[0].tolist() == [parasail_score(query, t, scheme) for t in targets]
     scoring = scoring_of(scheme)
     profile = _cpu.query_profile(encode_text(query, scoring), scoring.matrix)
