@@ -56,9 +56,8 @@ from ._results import MODES
 from ._scoring import saturation_bound, substitution_table
 from ._simd import (BYTE_LANES, LANES, add, add_where_positive, adds_bytes, gather, load,
                     load_bytes, load_codes, mask_eq, mask_eq_bytes, mask_gt, mask_gt_bytes,
-                    max_bytes, maximum, permute,
-                    permute64, permute_bytes, select, splat, splat_bytes, store, store_bytes,
-                    sub_floor0, subs_bytes)
+                    max_bytes, maximum, permute, permute64, permute_bytes, select, shift_up,
+                    splat, splat_bytes, store, store_bytes, sub_floor0, subs_bytes)
 
 # Minus infinity for E/F: far below any reachable score, far from int64 overflow.
 _NEG = -(1 << 60)
@@ -732,6 +731,115 @@ def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_exte
                     target_end[row] = end_j[lane]
 
 
+# ------------------------------------------------------------- few rows: striped over the query
+#
+# Fewer rows than one batch of lanes leave most lanes empty (one 330,000-letter row ran in
+# one lane of 64), so such rows are aligned one at a time with the lanes over the query
+# instead (Farrar's striped layout, as parasail's and SSW's kernels): lane ``l`` of vector
+# ``k`` holds query row ``l * seg + k``; a column is ``seg`` vector steps, the vertical gaps
+# crossing from one segment to the next are finished by the "lazy F" loop, which runs only
+# while a gap can still change a cell (``F > H - gap_open`` in some lane). Same cells, same
+# clamped gap states and the same end-cell rule as the lane kernels.
+
+#: Below this many rows to align, and for queries of at least :data:`LANES` letters, the
+#: rows go to the striped kernel (one row per task) instead of the lane kernels.
+_STRIPED_MAX_ROWS = BYTE_LANES
+
+
+def striped_profile(scores: np.ndarray) -> tuple[np.ndarray, int]:
+    """``(table, seg)``: the query's scores (``scores[t, i]``, the QueryProfile's) in the
+    striped layout, ``table[(t * seg + k) * 32 + l]`` = score of target letter ``t`` against
+    query row ``l * seg + k`` (``_PAD_SCORE`` past the query's end)."""
+    alphabet, m = scores.shape
+    seg = -(-m // LANES)
+    rows = np.arange(LANES)[None, :] * seg + np.arange(seg)[:, None]  # [seg, LANES]
+    inside = rows < m
+    table = np.full((alphabet, seg, LANES), _PAD_SCORE, dtype=np.int16)
+    table[:, inside] = scores[:, rows[inside]]
+    return table.reshape(-1), seg
+
+
+@nb.njit(cache=True, nogil=True)
+def _striped_row(table, seg, m, residues, t0, n, gap_open, gap_extend, H, E, column):
+    """One row against the striped query: ``(best, end_i, end_j)`` by the tie rule."""
+    zero = splat(0)
+    open_cost = splat(gap_open)
+    extend_cost = splat(gap_extend)
+    for k in range(seg):
+        store(H, k * LANES, zero)
+        store(E, k * LANES, zero)
+    best = 0
+    end_i = -1
+    end_j = -1
+    for j in range(n):
+        base = np.int64(residues[t0 + j]) * seg * LANES
+        f = zero
+        diag = shift_up(load(H, (seg - 1) * LANES))
+        column_best = zero
+        for k in range(seg):
+            h_left = load(H, k * LANES)
+            e = load(E, k * LANES)
+            h = maximum(maximum(add(diag, load(table, base + k * LANES)), e), f)
+            store(H, k * LANES, h)
+            column_best = maximum(column_best, h)
+            h_open = sub_floor0(h, open_cost)
+            store(E, k * LANES, maximum(sub_floor0(e, extend_cost), h_open))
+            f = maximum(sub_floor0(f, extend_cost), h_open)
+            diag = h_left
+        # the gaps leaving each segment's last row enter the next segment: a carried gap
+        # ``f`` raises a cell where it beats it (then ``E`` there too, and the gap below
+        # may reopen from it: ``f - gap_open``), and goes on down as ``f - gap_extend`` (a
+        # cell's own ``H - gap_open`` is in the main loop's F already); it stops where no
+        # lane's carried gap beats ``H - gap_open``, below which it changes nothing more
+        f = shift_up(f)
+        k = 0
+        while mask_gt(f, sub_floor0(load(H, k * LANES), open_cost)) != 0:
+            h_old = load(H, k * LANES)
+            raised = mask_gt(f, h_old)
+            h = maximum(h_old, f)
+            store(H, k * LANES, h)
+            column_best = maximum(column_best, h)
+            store(E, k * LANES, maximum(load(E, k * LANES), sub_floor0(h, open_cost)))
+            f = maximum(sub_floor0(f, extend_cost), select(raised, sub_floor0(f, open_cost),
+                                                           zero))
+            k += 1
+            if k == seg:
+                k = 0
+                f = shift_up(f)
+        if mask_gt(column_best, splat(best)) != 0:  # strict: the smallest column, first row
+            store(column, 0, column_best)
+            best = int(column.max())
+            for i in range(m):
+                if H[(i % seg) * LANES + i // seg] == best:
+                    end_i = i
+                    end_j = j
+                    break
+    return best, end_i, end_j
+
+
+@nb.njit(cache=True, parallel=True)
+def _one_to_many_striped(table, seg, m, residues, offsets, rows, gap_open, gap_extend,
+                         want_end, saturation, score, query_end, target_end, saturated):
+    """Scores and (if ``want_end``) end cells of ``rows``, one row per task on
+    :func:`_striped_row`; rows whose best may have wrapped are flagged in ``saturated``
+    instead."""
+    for index in nb.prange(rows.shape[0]):
+        row = rows[index]
+        H = np.empty(seg * LANES, dtype=np.int16)
+        E = np.empty(seg * LANES, dtype=np.int16)
+        column = np.empty(LANES, dtype=np.int16)
+        best, end_i, end_j = _striped_row(table, seg, m, residues, offsets[row],
+                                          offsets[row + 1] - offsets[row], gap_open,
+                                          gap_extend, H, E, column)
+        if best >= saturation:
+            saturated[row] = True
+        else:
+            score[row] = best
+            if best > 0 and want_end:
+                query_end[row] = end_i
+                target_end[row] = end_j
+
+
 @nb.njit(cache=True, parallel=True)
 def _one_to_many_starts(query, table, residues, offsets, rows, gap_open, gap_extend, score,
                         query_end, target_end, query_start, target_start):
@@ -808,7 +916,14 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
     saturated = np.zeros(score.shape[0], dtype=np.bool_)
     lane_rows = rows  # the rows the int16 lanes score
     with nb.parallel_chunksize(1):  # batches differ in cost: hand them out one at a time
-        if (profile.byte_table is not None and gap_open <= 255 and gap_extend <= 255):
+        if rows.size < _STRIPED_MAX_ROWS and m >= LANES:  # few rows: striped over the query
+            striped, seg = striped_profile(scores)
+            _one_to_many_striped(striped, seg, m, residues, offsets, rows, gap_open,
+                                 gap_extend, mode != MODE_NONE,
+                                 saturation_bound(_LANE_MAX, scores.max()), score, query_end,
+                                 target_end, saturated)
+            lane_rows = rows[:0]
+        elif (profile.byte_table is not None and gap_open <= 255 and gap_extend <= 255):
             # a byte-lane pass first (twice the lanes); the rows it cannot tell (best near
             # 255: the related ones) go on to the int16 lanes
             unsure = np.zeros(score.shape[0], dtype=np.bool_)

@@ -232,6 +232,23 @@ def permute64(typingctx, table_low, table_high, index):
     return sig, codegen
 
 
+@intrinsic
+def shift_up(typingctx, value):
+    """``result[0] = 0``, ``result[l] = value[l - 1]``: each lane takes the one below (the
+    striped layout's step from one query segment to the next)."""
+    if value is not Lanes:
+        return None
+    sig = Lanes(value)
+
+    def codegen(context, builder, sig, args):
+        zeros = ir.Constant(_VEC, [0] * LANES)
+        order = ir.Constant(ir.VectorType(ir.IntType(32), LANES),
+                            [0] + [LANES + lane for lane in range(LANES - 1)])
+        return builder.shuffle_vector(zeros, args[0], order)
+
+    return sig, codegen
+
+
 # ----------------------------------------------------------------------------- masks
 
 

@@ -486,3 +486,44 @@ def test_scores_beyond_the_byte_lanes_take_the_int16_lanes(scheme):
     fast = one_to_many(query, targets, scheme, "none")
     reference = one_to_many(query, targets, scheme, "none", kernel=_cpu._scalar_one_to_many)
     assert_same_as_reference(fast, reference, "none")
+
+
+@pytest.mark.parametrize("scheme", [Scheme(None, 5, 2, match=2, mismatch=-3),
+                                    Scheme(None, 0, 0, match=1, mismatch=-2),
+                                    Scheme(None, 3, 0, match=2, mismatch=-3), BLOSUM62,
+                                    Scheme("BLOSUM62", 4, 4)])
+@pytest.mark.parametrize("positions", MODES)
+def test_few_long_rows_take_the_striped_kernel(scheme, positions, monkeypatch):
+    """Fewer rows than a batch of lanes are aligned one at a time, striped over the query
+    (lazy F across segments): every output equals the scalar reference (the tie rules
+    included), on long rows holding copies of the query with gaps, repeats (many equal
+    cells), a query shorter and longer than the segments, and a row that saturates 16 bits
+    (recomputed exactly; but for match 1)."""
+    rng = np.random.default_rng(77)
+    letters = "ACGT" if scheme.matrix is None else PROTEIN
+    used = []
+    real = _cpu._one_to_many_striped
+
+    def spy(table, seg, m, residues, offsets, rows, *args):
+        used.append(len(rows))
+        return real(table, seg, m, residues, offsets, rows, *args)
+
+    monkeypatch.setattr(_cpu, "_one_to_many_striped", spy)
+    for length in (33, 257, 1500):
+        query = "".join(rng.choice(list(letters), length))
+        targets = ["".join(rng.choice(list(letters), 5000)) + mutate(query, rng, 0.05, letters)
+                   + "".join(rng.choice(list(letters), 3000)),
+                   (query[: length // 2] * 6)[: 4 * length], letters[0] * 2000,
+                   mutate(query, rng, 0.2, letters), query[length // 3:]]
+        fast = one_to_many(query, targets, scheme, positions)
+        reference = one_to_many(query, targets, scheme, positions,
+                                kernel=_cpu._scalar_one_to_many)
+        assert_same_as_reference(fast, reference, positions)
+    assert used == [5, 5, 5]
+    huge = random_protein(rng, 7000) if scheme.matrix else "".join(rng.choice(list("ACGT"), 20000))
+    if scheme.match != 1:  # (match 1 would need 33,000 letters: too slow a reference)
+        assert sum(scheme.table[a][a] for a in huge) > 32767  # its self-alignment saturates
+    fast = one_to_many(huge, [huge, huge[:100]], scheme, positions)
+    reference = one_to_many(huge, [huge, huge[:100]], scheme, positions,
+                            kernel=_cpu._scalar_one_to_many)
+    assert_same_as_reference(fast, reference, positions)
