@@ -75,11 +75,10 @@ def _search_partition(part, ids, queries, top, column, keep, options, summaries=
         hits = _sw(series).search_prepared(ids, queries, top, options, partition, kept,
                                            summaries, totals)
     except SequenceError as exc:  # name the record by its id where the frame has one
-        if "id" not in getattr(part, "columns", ()) or exc.label not in part.index:
+        named = _many_queries.record_error(exc, part)
+        if named is None:
             raise
-        record = part["id"].loc[exc.label]
-        raise SequenceError(f"record {record!r} (number {exc.label} of the database): "
-                            f"{exc}") from None
+        raise named from None
     report_cells(sum(len(q) for q in queries) * one_to_many_cells(1, series))
     return hits
 

@@ -245,6 +245,16 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
     return frame
 
 
+def record_error(error: SequenceError, frame) -> SequenceError | None:
+    """``error`` (a bad target row, by its index label) naming the record by the ``id``
+    column of ``frame`` (a frame of the same rows), or None where it has none."""
+    if frame is None or "id" not in getattr(frame, "columns", ()) or \
+            error.label not in frame.index:
+        return None
+    record = frame["id"].loc[error.label]
+    return SequenceError(f"record {record!r} (number {error.label} of the database): {error}")
+
+
 def search_columns(parts, queries, top, options, statistics="auto", devices=None,
                    done=None) -> pd.DataFrame:
     """Each query's ``top`` best hits over ``parts`` (the parts of one database in record
@@ -262,9 +272,15 @@ def search_columns(parts, queries, top, options, statistics="auto", devices=None
     def one(k, part, device=None):
         column, kept = part
         with device if device is not None else nullcontext():
-            found = search_column(prepared, ids, column, options, top, partition=k, kept=kept,
-                                  summaries=bool(stats and stats.fitted),
-                                  totals=stats is not None)
+            try:
+                found = search_column(prepared, ids, column, options, top, partition=k,
+                                      kept=kept, summaries=bool(stats and stats.fitted),
+                                      totals=stats is not None)
+            except SequenceError as exc:
+                named = record_error(exc, kept)
+                if named is None:
+                    raise
+                raise named from None
         if done is not None:
             done()
         return found

@@ -154,6 +154,22 @@ def test_search_subprocess_in_this_process_streams_and_ends_whole(tmp_path):
     check_hits(got, expected_hits(QUERIES, DB, 9))
 
 
+@pytest.mark.parametrize("where", [[], ["--workers", "1"]], ids=["in-process", "cluster"])
+def test_a_bad_database_record_is_named_on_every_path(tmp_path, capsys, where):
+    """A database record holding '-' stops the job with one line naming the record by its
+    id and number, in this process (streamed partitions) as on a cluster, and no output."""
+    db = tmp_path / "db.fa"
+    db.write_text(">ok1\nMKTAYIAK\n>aligned_7 from an MSA\nMKT-AYIAK\n>ok2\nMKV\n")
+    queries = tmp_path / "q.fa"
+    queries.write_text(">q\nMKTAY\n")
+    out = tmp_path / "hits.tsv"
+    assert main(["search", str(queries), str(db), "-o", str(out), "--no-progress",
+                 *where]) == 1
+    err = capsys.readouterr().err
+    assert "record 'aligned_7' (number 1 of the database)" in err and "--strip-gaps" in err
+    assert "Traceback" not in err and not out.exists()
+
+
 def test_ties_rank_by_database_order_across_partitions(scheduler, tmp_path):
     """Identical targets score the same; they must be ranked in database order, also when
     they sit in different partitions (tiny blocksize)."""
