@@ -550,6 +550,21 @@ _BYTE_MIN_BOUND = 64
 
 
 @nb.njit(cache=True, nogil=True)
+def _batch_rows(rows, offsets, first, count, lanes):
+    """``(starts, lengths, n_columns)`` of one batch of the one-to-many lane kernels:
+    ``rows[first:first + count]`` in ``lanes`` lanes (the others empty), and its longest."""
+    starts = np.zeros(lanes, dtype=np.int64)
+    lengths = np.zeros(lanes, dtype=np.int64)
+    n_columns = np.int64(0)
+    for lane in range(count):
+        row = rows[first + lane]
+        starts[lane] = offsets[row]
+        lengths[lane] = offsets[row + 1] - offsets[row]
+        n_columns = max(n_columns, lengths[lane])
+    return starts, lengths, n_columns
+
+
+@nb.njit(cache=True, nogil=True)
 def _record_first_rows_bytes(H, m, value, lanes, column, row_out, column_out):
     """:func:`_record_first_rows` for byte lanes, rows 0 to ``m - 1``."""
     pending = lanes
@@ -624,14 +639,7 @@ def _one_to_many_bytes(query, table, residues, offsets, rows, gap_open, gap_exte
     for batch in nb.prange(n_batches):
         first = batch * BYTE_LANES
         count = min(BYTE_LANES, n_rows - first)
-        starts = np.zeros(BYTE_LANES, dtype=np.int64)
-        lengths = np.zeros(BYTE_LANES, dtype=np.int64)
-        n_columns = np.int64(0)
-        for lane in range(count):
-            row = rows[first + lane]
-            starts[lane] = offsets[row]
-            lengths[lane] = offsets[row + 1] - offsets[row]
-            n_columns = max(n_columns, lengths[lane])
+        starts, lengths, n_columns = _batch_rows(rows, offsets, first, count, BYTE_LANES)
         H = np.empty(m * BYTE_LANES, dtype=np.uint8)
         E = np.empty(m * BYTE_LANES, dtype=np.uint8)
         S = np.empty(alphabet * BYTE_LANES, dtype=np.uint8)
@@ -703,14 +711,7 @@ def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_exte
     for batch in nb.prange(n_batches):
         first = batch * LANES
         count = min(LANES, n_rows - first)
-        starts = np.zeros(LANES, dtype=np.int64)
-        lengths = np.zeros(LANES, dtype=np.int64)
-        n_columns = np.int64(0)
-        for lane in range(count):
-            row = rows[first + lane]
-            starts[lane] = offsets[row]
-            lengths[lane] = offsets[row + 1] - offsets[row]
-            n_columns = max(n_columns, lengths[lane])
+        starts, lengths, n_columns = _batch_rows(rows, offsets, first, count, LANES)
         H = np.empty(m * LANES, dtype=np.int16)
         E = np.empty(m * LANES, dtype=np.int16)
         S = np.empty(alphabet * LANES, dtype=np.int16)
