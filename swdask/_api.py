@@ -14,7 +14,7 @@ import inspect
 
 from . import _engine
 from ._options import Options, document
-from ._sequences import PreparedQuery, prepare_query
+from ._sequences import EncodedSequences, PreparedQuery, prepare_query
 
 #: The keyword parameters every alignment entry point takes (those of :meth:`Options.parse`).
 OPTION_PARAMETERS = tuple(
@@ -58,12 +58,14 @@ def _index_of(values):
 
 
 def column_targets(column, scoring, options: Options, what: str = "target row"):
-    """A column (pandas, cuDF, list, Arrow) as the engine's input: ``(targets, backend,
-    owner, fingerprint, library)``. A cuDF column is read in place on the GPU (``targets`` a
+    """A column (pandas, cuDF, list, Arrow, or EncodedSequences for ``scoring``, taken as
+    they are) as the engine's input: ``(targets, backend, owner, fingerprint, library)``. A cuDF column is read in place on the GPU (``targets`` a
     callable, called only when the GPU backend has no cached layout for ``owner``), unless
     ``backend="cpu"``, which aligns a host copy; anything else is encoded by the chosen
     backend. ``library`` ("pandas" or "cudf") is what the results are built as."""
     index = _index_of(column)
+    if isinstance(column, EncodedSequences):  # encoded already (the one-GPU search's read)
+        return column, options.backend, None, (), "pandas"
     if is_cudf(column):
         if options.backend == "cpu":  # the CPU kernels on a host copy; results go back up
             host = column.to_pandas()

@@ -38,8 +38,8 @@ import os
 import zlib
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
-import numba as nb
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -114,10 +114,25 @@ def parse_block(data: bytes, path: str = "<bytes>", first_line: int = 1) -> pa.T
     return _parse_scanned(np.frombuffer(data, dtype=np.uint8), path, first_line)
 
 
+#: Texts shorter than this are parsed by NumPy (:func:`_parse_checked`), not by the numba
+#: scan: a query file is parsed in milliseconds either way, but the scan's first call in a
+#: process imports numba and loads the compiled scan (0.2-0.3 s on the 2-core machine; on
+#: the H100 machine 0.3 s of import and 0.5 s more, as numba probes SciPy's BLAS), which the
+#: one-GPU search job, its database parsed on the GPU (:func:`fasta_layout`), never needs.
+_NUMPY_PARSE_MAX = 2**20
+
+
 def _parse_scanned(arr: np.ndarray, path: str, first_line: int) -> pa.Table:
-    """:func:`parse_block` by the numba scan, or by :func:`_parse_checked` where the scan
-    finds the text off (it then names the problem)."""
-    scanned = _scan(arr)
+    """:func:`parse_block` by the numba scan (NumPy below :data:`_NUMPY_PARSE_MAX` bytes),
+    or by :func:`_parse_checked` where the scan finds the text off (it then names the
+    problem)."""
+    if arr.size < _NUMPY_PARSE_MAX:
+        return _parse_checked(arr, path, first_line)
+    return _parse_numba(arr, path, first_line)
+
+
+def _parse_numba(arr: np.ndarray, path: str, first_line: int) -> pa.Table:
+    scanned = _compiled_scan()(arr)
     if scanned[0]:  # well-formed text: the one-pass scan has every piece
         _, residues, lengths, header_spans, header_bytes, header_lines = scanned
         return _records(_strings(lengths, residues), _strings(header_spans, header_bytes),
@@ -125,13 +140,15 @@ def _parse_scanned(arr: np.ndarray, path: str, first_line: int) -> pa.Table:
     return _parse_checked(arr, path, first_line)
 
 
-@nb.njit(cache=True, nogil=True)
-def _failed():
-    empty_bytes, empty_ints = np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.int64)
-    return False, empty_bytes, empty_ints, empty_ints, empty_bytes, empty_ints
+@lru_cache(maxsize=1)
+def _compiled_scan():
+    """:func:`_scan` compiled by numba (imported here, on first use: ``import swdask`` does
+    not import numba)."""
+    import numba as nb
+
+    return nb.njit(cache=True, nogil=True)(_scan)
 
 
-@nb.njit(cache=True, nogil=True)
 def _scan(arr):
     """One pass over FASTA bytes, in numba, line by line: the residues, each record's residue
     count, and the header lines (each from its '>' to its newline, included) with their line
@@ -144,7 +161,8 @@ def _scan(arr):
     tests and copies bytes; residues go to a buffer as large as the text (cut to size at the
     end) so that no counting pass comes first. Measured on the 2-core development machine
     (one core, sp500k.fa, 231 MB): NumPy alone ~100 MB/s, a byte-by-byte two-pass scan
-    154 MB/s, this one (see benchmarks/NOTES-cpu.md)."""
+    154 MB/s, this one (see benchmarks/NOTES-cpu.md). Compiled by :func:`_compiled_scan`."""
+    no_bytes, no_ints = np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.int64)
     n = arr.size
     most = 1  # records: at most one per '>' in the text
     for k in range(n):
@@ -172,9 +190,9 @@ def _scan(arr):
                 if byte < 32 or byte == 127:
                     if byte == 13:
                         if j >= n or arr[j] != 10:
-                            return _failed()
+                            return False, no_bytes, no_ints, no_ints, no_bytes, no_ints
                     elif byte != 9:
-                        return _failed()
+                        return False, no_bytes, no_ints, no_ints, no_bytes, no_ints
             spans[record] = j - k
         else:  # a sequence line (or a blank one)
             j = k
@@ -184,24 +202,24 @@ def _scan(arr):
                 j += 1
                 if byte > 32:
                     if byte >= 127:
-                        return _failed()
+                        return False, no_bytes, no_ints, no_ints, no_bytes, no_ints
                     residues[r] = byte
                     r += 1
                 elif byte == 10:
                     break
                 elif byte == 13:
                     if j >= n or arr[j] != 10:
-                        return _failed()
+                        return False, no_bytes, no_ints, no_ints, no_bytes, no_ints
                 elif byte != 32 and byte != 9:
-                    return _failed()
+                    return False, no_bytes, no_ints, no_ints, no_bytes, no_ints
             if r > start:
                 if record < 0:  # sequence data before the first header
-                    return _failed()
+                    return False, no_bytes, no_ints, no_ints, no_bytes, no_ints
                 lengths[record] += r - start
         line += 1
         k = j
     if record < 0:
-        return _failed()
+        return False, no_bytes, no_ints, no_ints, no_bytes, no_ints
     headers = record + 1
     header_bytes = np.empty(spans[:headers].sum(), dtype=np.uint8)
     h = 0
@@ -262,6 +280,11 @@ def _parse_checked(arr: np.ndarray, path: str, first_line: int) -> pa.Table:
 def _records(sequences, raw_headers, header_lines, path: str, first_line: int) -> pa.Table:
     """The table from the sequences and the raw header lines (">text", maybe "\r", newline),
     the '>' cut off and blanks trimmed; ``header_lines``: their line numbers in the block."""
+    return _table(*_header_columns(raw_headers, header_lines, path, first_line), sequences)
+
+
+def _header_columns(raw_headers, header_lines, path: str, first_line: int):
+    """``(ids, descriptions)`` of raw header lines (see :func:`_records`)."""
     try:
         raw_headers.validate(full=True)
     except pa.ArrowInvalid:
@@ -279,8 +302,118 @@ def _records(sequences, raw_headers, header_lines, path: str, first_line: int) -
         raise _error(path, first_line + int(header_lines[k]), "header '>' without an id",
                      "give every record an id right after '>', e.g. '>seq1 description'")
     rest = pa.array(first_word + 1, mask=~has_rest)
-    descriptions = pc.fill_null(flat.take(rest), "")
-    return _table(ids, descriptions, sequences)
+    return ids, pc.fill_null(flat.take(rest), "")
+
+
+def fasta_layout(text, xp):
+    """A whole FASTA file's text (``uint8``, NumPy or CuPy: the work stays where it is) cut
+    into its records' layout where the text is in the plain form nearly every database file
+    has; ``None`` otherwise, for :func:`parse_block` to read it (or to name its problem).
+
+    Returns ``(residues, offsets, header_starts, header_ends, header_lines)``: the sequence
+    bytes of every record joined, ``int64`` offsets (``n + 1``, from 0; record ``k`` is
+    ``residues[offsets[k]:offsets[k + 1]]``), and each header line's span in ``text`` ('>'
+    included, newline not) and 0-based line number (for :class:`FastaHeaders`).
+
+    The plain form: printable ASCII lines (spaces allowed in headers only) ended by ``\n``,
+    only empty lines before the first header, and an id in every header. Byte-order marks,
+    ``\r\n``, tabs, blanks in sequence lines, non-ASCII bytes and anything malformed go to
+    :func:`parse_block`. Where this returns, its sequences and headers equal parse_block's
+    (tests/test_fasta.py checks both on generated texts).
+
+    Written against the array API that NumPy and CuPy share, in whole-array passes: on a GPU
+    each pass over sp500k's 231 MB takes milliseconds, and neither numba nor a Python loop
+    is needed; the same code runs in CPU CI on NumPy. (cuDF's ``read_text`` splits on one
+    delimiter and would leave the line joins and header checks to do: not used.)"""
+    n = int(text.shape[0])
+    if n == 0 or bool((((text < 32) & (text != _NEWLINE)) | (text >= 127)).any()):
+        return None
+    newline = text == _NEWLINE
+    breaks = xp.flatnonzero(newline)
+    line_starts = xp.concatenate((xp.zeros(1, dtype=xp.int64), breaks + 1))
+    if int(line_starts[-1]) == n:  # the text ends with a newline: no line after it
+        line_starts = line_starts[:-1]
+    line_ends = xp.concatenate((breaks, xp.full(1, n, dtype=xp.int64)))[:line_starts.shape[0]]
+    is_header = (line_starts < line_ends) & (text[xp.minimum(line_starts, n - 1)] == _GT)
+    header_lines = xp.flatnonzero(is_header)
+    if not header_lines.shape[0]:
+        return None
+    line_lengths = line_ends - line_starts
+    first = int(header_lines[0])
+    if first and bool((line_lengths[:first] > 0).any()):  # text before the first header
+        return None
+    header_starts, header_ends = line_starts[header_lines], line_ends[header_lines]
+    # the bytes of header lines: +1 where one starts, -1 where it ends (lines do not overlap)
+    mark = xp.zeros(n + 1, dtype=xp.int8)
+    mark[header_starts] = 1
+    mark[header_ends] -= 1
+    in_header = xp.cumsum(mark[:-1], dtype=xp.int8).view(xp.bool_)
+    residues = text[~(in_header | newline)]
+    if residues.shape[0] and bool((residues == 32).any()):  # blanks inside sequence lines
+        return None
+    # every header must hold an id: a byte other than a space after its '>'
+    header_bytes = text[in_header]
+    spans = header_ends - header_starts
+    header_offsets = xp.zeros(header_lines.shape[0] + 1, dtype=xp.int64)
+    xp.cumsum(spans, out=header_offsets[1:])
+    visible = (header_bytes > 32).astype(xp.int64)
+    visible[header_offsets[:-1]] = 0  # the '>'
+    seen = xp.zeros(header_bytes.shape[0] + 1, dtype=xp.int64)
+    xp.cumsum(visible, out=seen[1:])
+    if bool((seen[header_offsets[1:]] == seen[header_offsets[:-1]]).any()):
+        return None
+    # residues per line (header lines have none), summed up to each header
+    per_line = xp.where(is_header, 0, line_lengths)
+    before = xp.zeros(per_line.shape[0] + 1, dtype=xp.int64)
+    xp.cumsum(per_line, out=before[1:])
+    offsets = xp.concatenate((before[header_lines], before[-1:]))
+    return residues, offsets, header_starts, header_ends, header_lines
+
+
+@dataclass(frozen=True, eq=False)
+class FastaHeaders:
+    """The ``id`` and ``description`` of every record of a FASTA text in memory, split only
+    for the rows asked (:meth:`take`): a search needs them for its hits alone, not for the
+    500,000 records of its database. From :func:`fasta_layout`'s header spans (host arrays)."""
+
+    text: np.ndarray          # the file's bytes
+    starts: np.ndarray        # each header line's first byte (its '>')
+    ends: np.ndarray          # its end (the newline excluded)
+    lines: np.ndarray         # its 0-based line number
+    path: str
+    columns = ("id", "description")
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def take(self, rows) -> pd.DataFrame:
+        """The ``id`` and ``description`` of records ``rows`` (record numbers, in that order),
+        as :func:`read_fasta` gives them, indexed by those numbers."""
+        rows = np.asarray(rows, dtype=np.int64)
+        starts, spans = self.starts[rows], self.ends[rows] - self.starts[rows]
+        offsets = np.zeros(rows.size + 1, dtype=np.int64)
+        np.cumsum(spans, out=offsets[1:])
+        position = np.arange(int(offsets[-1]), dtype=np.int64)
+        line = np.searchsorted(offsets[1:], position, side="right")
+        raw = _strings(spans, self.text[starts[line] + position - offsets[line]])
+        ids, descriptions = _header_columns(raw, self.lines[rows], self.path, 1)
+        index = pd.Index(rows)
+        return pd.DataFrame({"id": pd.Series(ids, dtype=_STRING, index=index),
+                             "description": pd.Series(descriptions, dtype=_STRING,
+                                                      index=index)}, index=index)
+
+
+def whole_plain_text(path, storage_options=None):
+    """``(path, bytes as uint8)`` of a single, local, uncompressed FASTA file (what
+    :func:`fasta_layout` reads), or ``None`` for anything else (several files, a glob, a
+    compressed or remote file): those take :func:`read_fasta_frame`."""
+    from fsspec.implementations.local import LocalFileSystem
+    from fsspec.utils import infer_compression
+
+    fs, paths = expand_paths(path, storage_options)
+    if len(paths) != 1 or not isinstance(fs, LocalFileSystem) or infer_compression(paths[0]):
+        return None
+    return paths[0], np.fromfile(paths[0], dtype=np.uint8)
 
 
 def _check_bytes(arr: np.ndarray, newlines: np.ndarray, path: str, first_line: int) -> None:

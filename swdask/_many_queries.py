@@ -34,7 +34,7 @@ from ._metrics import column_total
 from ._results import (COLUMNS, array_module, column_array, host_array, result_columns,
                        top_candidates)
 from ._scoring import ScoringError
-from ._sequences import SequenceError, prepare_query, query_column
+from ._sequences import EncodedSequences, SequenceError, prepare_query, query_column
 from ._statistics import SCORE_BINS, KarlinAltschul, blast_parameters, fit_scores, score_summary
 from ._timing import stage
 
@@ -342,8 +342,10 @@ def fitted_parameters(summaries: pd.DataFrame, query_lengths) -> dict:
 
 
 def database_totals(column) -> tuple[int, int]:
-    """``(residues, sequences)`` of a column (pandas or cuDF): the search space's database
-    side; nulls are not sequences, empty strings are."""
+    """``(residues, sequences)`` of a column (pandas, cuDF or EncodedSequences): the search
+    space's database side; nulls are not sequences, empty strings are."""
+    if isinstance(column, EncodedSequences):
+        return int(column.offsets[-1]), int(np.count_nonzero(host_array(column.valid)))
     return column_total(column.str.len()), int(column.count())
 
 

@@ -349,22 +349,29 @@ def read_queries(path, scoring, strip_gaps: bool = False):
 
 def _search_in_process(database_path, queries, top, options, backend, blocksize, threads,
                        statistics, strip_gaps, phases, gpus: int = 1):
-    """The search on the local GPUs (``gpus`` of them) with no cluster: the database read
-    into one frame in this process (:func:`~swdask._fasta.read_fasta_frame`, ``threads``
-    threads) while other threads ready each GPU (its context, the kernels these queries
-    launch), then the search of that frame: on one GPU one ``.sw.search`` (moved to the GPU
-    as a cuDF frame for ``backend="cudf"``); on several, the frame cut into ``gpus`` slices
-    of about equal residues (:func:`split_by_residues`), each searched by its own thread on
-    its own GPU, the hits ranked together. Neither Dask's graph nor its dataframe module is
-    needed: on an H100, importing dask.dataframe (which imports dask.array, CuPy's SciPy
-    modules and SciPy) and reading through Dask's threaded scheduler took 3.8 s of an 8.7 s
-    W1 job, and the partitions read in parallel are joined into one per GPU anyway (one
-    launch on each GPU's whole share, see :func:`_lazy_search`)."""
+    """The search on the local GPUs (``gpus`` of them) with no cluster. With the GPU engine
+    on one GPU and one plain (uncompressed, local) database file, the file's bytes are read
+    and uploaded as they are, then cut into records and encoded on the GPU
+    (:func:`~swdask.gpu._encode.encode_fasta_text`; the hits' ids come from their header
+    lines alone) while another thread readies the GPU (its context, the kernels these
+    queries launch); neither numba nor a frame of the database is needed. Otherwise (or
+    where that parse leaves the file to the reader: see
+    :func:`~swdask._fasta.fasta_layout`) the database is read into one frame in this process
+    (:func:`~swdask._fasta.read_fasta_frame`, ``threads`` threads) beside that warm-up, then
+    searched: on one GPU one column (moved to the GPU as a cuDF frame for
+    ``backend="cudf"``); on several, the frame cut into ``gpus`` slices of about equal
+    residues (:func:`split_by_residues`), each searched by its own thread on its own GPU,
+    the hits ranked together. Neither Dask's graph nor its dataframe module is needed: on
+    an H100, importing dask.dataframe (which imports dask.array, CuPy's SciPy modules and
+    SciPy) and reading through Dask's threaded scheduler took 3.8 s of an 8.7 s W1 job, and
+    the partitions read in parallel are joined into one per GPU anyway (one launch on each
+    GPU's whole share, see :func:`_lazy_search`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ._engine import get_backend
-    from ._fasta import read_fasta_frame
+    from ._fasta import read_fasta_frame, whole_plain_text
     from ._many_queries import search_columns
+    from .gpu._encode import encode_fasta_text
 
     gpu = get_backend("gpu")
     lengths = [len(sequence) for sequence in queries["sequence"]]
@@ -379,28 +386,43 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
             _require_cudf()
             register_cudf()
 
+    database = None
     with ThreadPoolExecutor(gpus) as pool:
         ready = [pool.submit(ready_gpu, index) for index in range(gpus)]
-        with phases("read"):
-            database = read_fasta_frame(database_path, blocksize, threads=threads,
-                                        strip_gaps=strip_gaps)
+        if backend == "gpu" and gpus == 1:
+            # one plain file: its bytes go up as they are and are parsed and encoded there
+            with phases("read"):
+                text = whole_plain_text(database_path)
+            if text is not None:
+                with phases("ready"):
+                    ready[0].result()
+                with phases("parse"):
+                    database = encode_fasta_text(text[1], text[0], options.scoring,
+                                                 gpu.runtime)
+        if database is None:  # anything else (or a file to name a problem in): the reader
+            with phases("read"):
+                database = read_fasta_frame(database_path, blocksize, threads=threads,
+                                            strip_gaps=strip_gaps)
         with phases("ready"):
             for future in ready:
                 future.result()
-    if database.empty:
-        raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record (no "
-                         "line starts with '>')")
-    if backend == "cudf":  # one GPU (several take the cluster's path: one worker each)
-        import cudf
+    if isinstance(database, tuple):  # (codes on the GPU, the records' headers)
+        parts = [database]
+    else:
+        if database.empty:
+            raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record "
+                             "(no line starts with '>')")
+        if backend == "cudf":  # one GPU (several take the cluster's path: one worker each)
+            import cudf
 
-        with phases("to_gpu"):
-            database = cudf.from_pandas(database)
-    parts = split_by_residues(database, gpus)
+            with phases("to_gpu"):
+                database = cudf.from_pandas(database)
+        parts = [(part["sequence"], part[["id", "description"]])
+                 for part in split_by_residues(database, gpus)]
     with phases("search"):
         _timing.take()  # from zero: only this job's stages
         hits = search_columns(
-            [(part["sequence"], part[["id", "description"]]) for part in parts], queries, top,
-            options, statistics=statistics,
+            parts, queries, top, options, statistics=statistics,
             devices=[gpu.device(index) for index in range(len(parts))] if gpus > 1 else None)
     phases.in_tasks = _timing.take()
     return hits
@@ -460,8 +482,7 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     Scoring, queries and options are checked before any cluster starts, so a mistake costs no
     start-up time. ``phases`` (a :class:`Phases`) collects the seconds of each phase.
     """
-    from ._cluster import (_report_to_stderr, available_cores, cluster, local_gpu_count,
-                           show_progress)
+    from ._cluster import _report_to_stderr, available_cores, cluster, show_progress
 
     phases = phases if phases is not None else Phases()
     top = check_top(top)
@@ -477,22 +498,22 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     if evalue is not None and statistics not in ("blast", "search"):
         raise ValueError("evalue= filters on E-values: pass statistics='blast' or 'search' "
                          "with it")
+    gpu_engine = backend in ("gpu", "cudf")
+    # the GPU engine: CuPy imported, the driver started and the GPUs counted on a thread,
+    # beside the queries' read (0.3-0.5 s of a W1 job on the H100 machine)
+    gpu_stack = _start(_gpu_stack) if gpu_engine else None
     if isinstance(queries_path, pd.DataFrame):  # read already (read_queries)
         queries = queries_path
     else:
         with phases("queries"):
             queries = read_queries(queries_path, options.scoring, strip_gaps)
     check_database(database_path)  # missing or empty files fail here, before any cluster
-    if backend in ("gpu", "cudf"):  # no GPU (or no CuPy): said now, not from a task
-        from . import _engine
-
-        _engine.get_backend("gpu")
     if blocksize != "auto":
         parse_blocksize(blocksize)
     report = report or _report_to_stderr
-    gpu_engine = backend in ("gpu", "cudf")
-    with phases("startup"):  # for the GPU engine: CuPy imported and the GPUs counted
-        local_gpus = (max(1, local_gpu_count()) if gpu_engine and scheduler is None
+    with phases("startup"):  # no GPU (or no CuPy): said now, not from a task
+        gpus_here = gpu_stack.result() if gpu_engine else 0
+        local_gpus = (max(1, gpus_here) if gpu_engine and scheduler is None
                       and n_workers is None else 0)
     # the GPU engine and no cluster asked for: in this process, on every local GPU (with
     # cuDF frames on one; several take a LocalCUDACluster, one worker per GPU, below)
@@ -548,6 +569,33 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         with phases("shutdown"):
             started.__exit__(None, None, None)
     return hits_table(_below(hits, evalue))
+
+
+def _gpu_stack() -> int:
+    """The GPU backend made (CuPy imported, the driver started; GpuUnavailableError, saying
+    what to do, where there is none): the GPUs this process sees."""
+    from . import _engine
+    from ._cluster import local_gpu_count
+
+    _engine.get_backend("gpu")
+    return local_gpu_count()
+
+
+def _start(function):
+    """``function()`` running on its own thread: its Future."""
+    import threading
+    from concurrent.futures import Future
+
+    future = Future()
+
+    def run():
+        try:
+            future.set_result(function())
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="swdask-start", daemon=True).start()
+    return future
 
 
 def _below(hits: pd.DataFrame, evalue) -> pd.DataFrame:

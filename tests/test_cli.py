@@ -340,6 +340,20 @@ def test_search_function_rejects_an_unknown_backend():
         search(QUERIES, DB, backend="tpu", progress=False)
 
 
+def _recording_frame_reads(monkeypatch) -> list:
+    """The paths read_fasta_frame is called on from now on (it still reads them)."""
+    from swdask import _fasta
+
+    calls, real = [], _fasta.read_fasta_frame
+
+    def recording(path, *args, **kwargs):
+        calls.extend(map(str, path) if isinstance(path, (list, tuple)) else [str(path)])
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(_fasta, "read_fasta_frame", recording)
+    return calls
+
+
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
                     reason="the host emulation needs g++")
 @pytest.mark.parametrize("gpus", [1, 3])
@@ -366,6 +380,7 @@ def test_local_gpus_run_in_this_process(tmp_path, capsys, monkeypatch, setting, 
         return search_column(*args, **kwargs)
 
     monkeypatch.setattr(_many_queries, "search_column", recording)
+    framed = _recording_frame_reads(monkeypatch)
     db = tmp_path / "db.fasta"
     db.write_text("".join(f">{name} {description}\n{sequence}\n"
                           for name, description, sequence in records(DB)[:12]))
@@ -380,10 +395,51 @@ def test_local_gpus_run_in_this_process(tmp_path, capsys, monkeypatch, setting, 
     assert ("in this process on one GPU" if gpus == 1
             else f"in this process on {gpus} GPUs, one thread each") in err
     assert all(f"{phase} " in err for phase in ("queries", "read", "search", "write"))
+    # one GPU: the plain file parsed and encoded where the GPU's arrays are, no frame
+    assert (str(db) in framed) == (gpus > 1)
     assert sorted((partition, device) for partition, device, _ in devices) == [
         (k, k if gpus > 1 else 0) for k in range(gpus)]
     assert sum(rows for _, _, rows in devices) == 12
     check_hits(read_tsv(out), expected_hits(queries, db, 4))
+
+
+@pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
+                    reason="the host emulation needs g++")
+@pytest.mark.parametrize("form", ["crlf", "gzip", "gap"])
+def test_one_gpu_job_leaves_other_files_to_the_reader(tmp_path, capsys, monkeypatch, setting,
+                                                       form):
+    """The one-GPU job parses a plain file on the GPU; a file outside that form (\r\n line
+    ends, compressed) is read by the reader instead, with the same hits, and a record with a
+    byte that is no residue ('-') is named by the reader's error, as on every path."""
+    import gzip
+
+    import swdask._cluster as cluster_module
+
+    setting("gpu.runtime", "emulation")
+    monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: 1)
+    chosen = records(DB)[:8]
+    if form == "gap":
+        chosen[5] = (chosen[5][0], "", chosen[5][2][:20] + "-" + chosen[5][2][20:])
+    newline = "\r\n" if form == "crlf" else "\n"
+    text = "".join(f">{name}{newline}{sequence}{newline}" for name, _, sequence in chosen)
+    db = tmp_path / ("db.fasta.gz" if form == "gzip" else "db.fasta")
+    db.write_bytes(gzip.compress(text.encode()) if form == "gzip" else text.encode())
+    plain = tmp_path / "plain.fasta"
+    plain.write_text(text.replace("\r\n", "\n"))
+    queries = tmp_path / "q.fasta"
+    queries.write_text("".join(f">{name}\n{sequence[:60]}\n"
+                               for name, _, sequence in records(QUERIES)[:2]))
+    out = tmp_path / "hits.tsv"
+    framed = _recording_frame_reads(monkeypatch)
+    code = main(["search", str(queries), str(db), "--top", "3", "-o", str(out),
+                 "--backend", "gpu", "--verbose", "--no-progress"])
+    err = capsys.readouterr().err
+    assert str(db) in framed, framed  # the database went to the reader
+    if form == "gap":
+        assert code == 1 and f"record {chosen[5][0]!r}" in err and "'-'" in err, err
+        return
+    assert code == 0, err
+    check_hits(read_tsv(out), expected_hits(queries, plain, 3))
 
 
 def test_split_by_residues_keeps_every_row_in_order():
@@ -415,7 +471,8 @@ def test_split_by_residues_keeps_every_row_in_order():
                     reason="the host emulation needs g++")
 def test_one_local_gpu_job_imports_no_dask_dataframe(tmp_path):
     """The one-GPU job in a new process (as from the shell) never imports dask.dataframe,
-    dask.array or distributed: on a GPU machine they cost seconds of a seconds-long job."""
+    dask.array or distributed, nor numba (its database parsed where the GPU's arrays are, its
+    queries by NumPy): on a GPU machine they cost seconds of a seconds-long job."""
     import os
     import subprocess
     import sys
@@ -430,8 +487,8 @@ def test_one_local_gpu_job_imports_no_dask_dataframe(tmp_path):
             "from swdask.cli import main\n"
             f"code = main(['search', {str(queries)!r}, {str(db)!r}, '-o', {str(out)!r}, "
             "'--backend', 'gpu', '--no-progress'])\n"
-            "print(code, [m for m in ('dask.dataframe', 'dask.array', 'distributed') "
-            "if m in sys.modules])")
+            "print(code, [m for m in ('dask.dataframe', 'dask.array', 'distributed', "
+            "'numba') if m in sys.modules])")
     env = {**os.environ, "DASK_SWDASK__GPU__RUNTIME": "emulation"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=env, timeout=600)

@@ -430,6 +430,7 @@ def test_one_pass_scan_equals_the_checked_parser(pieces, newline):
 
     arr = np.frombuffer(data, np.uint8)
     checked = outcome(lambda: _fasta._parse_checked(arr, "f.fa", 1))
+    assert outcome(lambda: _fasta._parse_numba(arr, "f.fa", 1)) == checked
     assert outcome(lambda: _fasta._parse_scanned(arr, "f.fa", 1)) == checked
     assert outcome(lambda: _fasta.parse_block(data, "f.fa")) == checked
 
@@ -485,3 +486,65 @@ def test_read_fasta_frame_equals_read_fasta(tmp_path, monkeypatch):
         _fasta.read_fasta_frame(path, 3000, threads=4)
     assert str(threaded.value) == str(one.value) and f"line {bad + 1}" in str(one.value)
     assert _fasta.read_fasta_frame(write(tmp_path / "empty.fasta", "")).empty
+
+
+# ------------------------------------------------ the plain-form layout (the GPU job's read)
+
+
+def _layout_outcome(data: bytes):
+    """What fasta_layout makes of ``data`` (NumPy), in parse_block's terms: None, or the
+    records as (id, description, sequence) tuples."""
+    from swdask import _fasta
+
+    text = np.frombuffer(data, np.uint8)
+    layout = _fasta.fasta_layout(text, np)
+    if layout is None:
+        return None
+    residues, offsets, starts, ends, lines = layout
+    headers = _fasta.FastaHeaders(text, starts, ends, lines, "f.fa")
+    frame = headers.take(np.arange(len(headers)))
+    assert frame.index.tolist() == list(range(len(headers)))
+    sequences = [residues[offsets[k]:offsets[k + 1]].tobytes().decode()
+                 for k in range(len(headers))]
+    return list(zip(frame["id"].tolist(), frame["description"].tolist(), sequences))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([b">", b">id desc", b">caf\xc3\xa9", b"ACGT", b"ac gt", b"\t*-",
+                                 b"", b"\r", b"\x00", b"\xc3\xa9", b"MKV", b" ", b"> x",
+                                 b">sp|P1|A  two  words ", b">  lead", b"-.*12", b"acgtNNN"]),
+                max_size=14),
+       st.sampled_from([b"\n", b"\r\n"]), st.booleans())
+def test_plain_layout_equals_parse_block(pieces, newline, final_newline):
+    """fasta_layout reads a text (None: it leaves it to parse_block) as parse_block does: the
+    same ids, descriptions and sequences, record for record; and it takes every text of the
+    plain form (here: no '\\r', tab, NUL, non-ASCII, blank-bearing sequence line)."""
+    from swdask import _fasta
+
+    data = newline.join(pieces) + (newline if final_newline else b"")
+    laid_out = _layout_outcome(data)
+    try:
+        table = _fasta.parse_block(data, "f.fa").to_pylist()
+        expected = [(r["id"], r["description"], r["sequence"]) for r in table]
+    except FastaError:
+        expected = None
+    if laid_out is not None:
+        assert laid_out == expected
+    plain = expected is not None and newline == b"\n" and not any(
+        byte in data for byte in (b"\r", b"\t", b"\x00", b"\xc3"))
+    plain = plain and not any(not p.startswith(b">") and b" " in p for p in pieces)
+    plain = plain and expected != [] and data.lstrip(b"\n").startswith(b">")
+    if plain:
+        assert laid_out is not None, data
+
+
+def test_plain_layout_of_real_proteins():
+    """A real database file: the layout's records equal read_fasta_frame's."""
+    from swdask import _fasta
+
+    path = Path(__file__).parent / "data" / "proteins_db.fasta"
+    found = _fasta.whole_plain_text(str(path))
+    assert found is not None
+    frame = _fasta.read_fasta_frame(str(path), threads=1)
+    assert _layout_outcome(found[1].tobytes()) == list(zip(
+        frame["id"].tolist(), frame["description"].tolist(), frame["sequence"].tolist()))

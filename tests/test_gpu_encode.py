@@ -208,3 +208,32 @@ def test_align_pairs_on_gpu_equals_cpu():
         got = swdask.align_pairs(queries, series, positions=positions, backend="gpu")
         want = swdask.align_pairs(queries, series, positions=positions, backend="cpu")
         pd.testing.assert_frame_equal(got, want)
+
+
+@pytest.mark.parametrize("name", ["proteins_db.fasta", "proteins_query.fasta"])
+def test_fasta_text_parsed_on_the_gpu_equals_the_reader(name, tmp_path):
+    """A FASTA file parsed and encoded on the GPU (the one-GPU search job's read) gives the
+    codes, offsets and validity of the reader's frame encoded on the CPU, and the ids and
+    descriptions of any records asked for; text outside the plain form (a tab in a sequence
+    line) and a byte no residue ('-') leave the file to the reader (None)."""
+    from swdask._fasta import read_fasta_frame, whole_plain_text
+    from swdask.gpu._encode import encode_fasta_text
+
+    scoring = make_scoring("BLOSUM62")
+    path, text = whole_plain_text(str(DATA / name))
+    encoded, headers = encode_fasta_text(text, path, scoring)
+    frame = read_fasta_frame(path, threads=1)
+    want = encode(frame["sequence"], scoring)
+    assert isinstance(encoded.residues, cupy.ndarray)
+    np.testing.assert_array_equal(encoded.residues.get(), want.residues)
+    np.testing.assert_array_equal(cupy.asnumpy(encoded.offsets), want.offsets)
+    np.testing.assert_array_equal(np.asarray(encoded.valid), want.valid)
+    rows = np.array([len(frame) - 1, 0, len(frame) // 2])
+    pd.testing.assert_frame_equal(headers.take(rows), frame[["id", "description"]].iloc[rows])
+    lines = text.tobytes().split(b"\n")
+    for bad in (b"\t", b"-"):
+        changed = tmp_path / "changed.fasta"
+        changed.write_bytes(b"\n".join(lines[:2] + [lines[2][:5] + bad + lines[2][5:]]
+                                       + lines[3:]))
+        assert encode_fasta_text(whole_plain_text(str(changed))[1], str(changed),
+                                 scoring) is None
