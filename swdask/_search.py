@@ -371,14 +371,17 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
     from ._engine import get_backend
     from ._fasta import read_fasta_frame, whole_plain_text
     from ._many_queries import search_columns
-    from .gpu._encode import encode_fasta_text
+    from .gpu._encode import encode_fasta_text, warm_up_fasta_text
 
     gpu = get_backend("gpu")
     lengths = [len(sequence) for sequence in queries["sequence"]]
+    parse_on_gpu = backend == "gpu" and gpus == 1
 
     def ready_gpu(index):  # beside the read: a GPU's context and kernels, cuDF's import
         with gpu.device(index):
             gpu.warm_up(lengths, options.scoring)
+            if parse_on_gpu:
+                warm_up_fasta_text(options.scoring, gpu.runtime)
         if backend == "cudf":
             from ._accessor import register_cudf
             from ._fasta import _require_cudf
@@ -389,7 +392,7 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
     database = None
     with ThreadPoolExecutor(gpus) as pool:
         ready = [pool.submit(ready_gpu, index) for index in range(gpus)]
-        if backend == "gpu" and gpus == 1:
+        if parse_on_gpu:
             # one plain file: its bytes go up as they are and are parsed and encoded there
             with phases("read"):
                 text = whole_plain_text(database_path)

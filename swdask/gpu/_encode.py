@@ -167,3 +167,14 @@ def encode_fasta_text(text: np.ndarray, path: str, scoring: Scoring, runtime=Non
     except _NotPlain:
         return None
     return encoded, FastaHeaders(text, *(host_array(a) for a in (starts, ends, lines)), path)
+
+
+#: A plain FASTA text in which every step of :func:`encode_fasta_text` has work to do.
+_SAMPLE_TEXT = b"\n>a one\nAC\nDE\n>b\n>c\nKL\n"
+
+
+def warm_up_fasta_text(scoring: Scoring, runtime=None) -> None:
+    """:func:`encode_fasta_text` on a few bytes: CuPy's kernels for its steps loaded (from
+    its disk cache, or compiled) beside the database file's read, not after it."""
+    encode_fasta_text(np.frombuffer(_SAMPLE_TEXT, dtype=np.uint8), "<sample>", scoring,
+                      runtime)
