@@ -1,8 +1,8 @@
 """The one-GPU job's database read, step by step (a diagnosis, not a benchmark): the file's
-bytes read, then uploaded, cut into records and encoded on the GPU (``encode_fasta_text``,
-``fasta.cu``), timed with the device synchronised after each step; three rounds in one
-process: the first loads the kernels (from CuPy's disk cache, or compiles them), the later
-ones show the steady cost; then cProfile of one more round.
+bytes read, uploaded, cut into records (``fasta_layout``) and encoded on the GPU
+(``encode_fasta_text``), timed with the device synchronised after each step; three rounds in
+one process: the first loads CuPy's kernels (from its disk cache, or compiles them), the later
+ones show the steady cost.
 
     python3 benchmarks/profile_gpu_parse.py --db sp500k.fa
 """
@@ -21,7 +21,7 @@ def main() -> None:
     import cupy
 
     from swdask import make_scoring
-    from swdask._fasta import whole_plain_text
+    from swdask._fasta import fasta_layout, whole_plain_text
     from swdask.gpu._encode import encode_fasta_text
 
     cupy.zeros(1).sum()
@@ -42,20 +42,24 @@ def main() -> None:
         path, text = whole_plain_text(args.db)
         step("read file")
         device = cupy.asarray(text)
-        step("upload alone")
-        del device
+        step("upload")
+        layout = fasta_layout(device, cupy)
+        step("fasta_layout")
+        del layout, device
         encode_fasta_text(text, path, scoring)
-        step("encode_fasta_text (upload, records, codes, headers to the host)")
+        step("encode_fasta_text (upload, layout, encode, headers to host)")
         print(f"round {round_ + 1}: " + ", ".join(f"{k} {v:.3f} s" for k, v in steps.items()))
     import cProfile
     import pstats
 
+    device = cupy.asarray(text)
+    sync()
     profile = cProfile.Profile()
     profile.enable()
-    encode_fasta_text(text, path, scoring)
+    fasta_layout(device, cupy)
     sync()
     profile.disable()
-    print("\n-- cProfile of one more encode_fasta_text, by own time")
+    print("\n-- cProfile of one more fasta_layout (the upload done), by own time")
     pstats.Stats(profile).sort_stats("tottime").print_stats(25)
 
 

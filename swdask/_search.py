@@ -355,8 +355,8 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
     (:func:`~swdask.gpu._encode.encode_fasta_text`; the hits' ids come from their header
     lines alone) while another thread readies the GPU (its context, the kernels these
     queries launch); neither numba nor a frame of the database is needed. Otherwise (or
-    where that parse leaves the file to the reader: anything but the plain form, see
-    ``swdask/gpu/fasta.cu``) the database is read into one frame in this process
+    where that parse leaves the file to the reader: see
+    :func:`~swdask._fasta.fasta_layout`) the database is read into one frame in this process
     (:func:`~swdask._fasta.read_fasta_frame`, ``threads`` threads) beside that warm-up, then
     searched: on one GPU one column (moved to the GPU as a cuDF frame for
     ``backend="cudf"``); on several, the frame cut into ``gpus`` slices of about equal
@@ -371,17 +371,14 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
     from ._engine import get_backend
     from ._fasta import read_fasta_frame, whole_plain_text
     from ._many_queries import search_columns
-    from .gpu._encode import encode_fasta_text, warm_up_fasta_text
+    from .gpu._encode import encode_fasta_text
 
     gpu = get_backend("gpu")
     lengths = [len(sequence) for sequence in queries["sequence"]]
-    parse_on_gpu = backend == "gpu" and gpus == 1
 
     def ready_gpu(index):  # beside the read: a GPU's context and kernels, cuDF's import
         with gpu.device(index):
             gpu.warm_up(lengths, options.scoring)
-            if parse_on_gpu:
-                warm_up_fasta_text(gpu.runtime)
         if backend == "cudf":
             from ._accessor import register_cudf
             from ._fasta import _require_cudf
@@ -392,7 +389,7 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
     database = None
     with ThreadPoolExecutor(gpus) as pool:
         ready = [pool.submit(ready_gpu, index) for index in range(gpus)]
-        if parse_on_gpu:
+        if backend == "gpu" and gpus == 1:
             # one plain file: its bytes go up as they are and are parsed and encoded there
             with phases("read"):
                 text = whole_plain_text(database_path)

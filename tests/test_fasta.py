@@ -488,98 +488,63 @@ def test_read_fasta_frame_equals_read_fasta(tmp_path, monkeypatch):
     assert _fasta.read_fasta_frame(write(tmp_path / "empty.fasta", "")).empty
 
 
-# ------------------------------------------------ the GPU job's read (fasta.cu, host emulation)
+# ------------------------------------------------ the plain-form layout (the GPU job's read)
 
 
-def _gpu_read(data: bytes, chunk: int, lookback: int):
-    """What encode_fasta_text (fasta.cu, in the host emulation, chunks of ``chunk`` bytes)
-    makes of ``data``, in parse_block's terms: None, or the records as (id, description,
-    codes) tuples."""
-    from swdask._scoring import make_scoring
-    from swdask.gpu import _encode
-    from swdask.gpu._runtime import get_runtime
-
-    saved = _encode._CHUNK, _encode._LOOKBACK
-    _encode._CHUNK, _encode._LOOKBACK = chunk, lookback
-    try:
-        with dask.config.set({"swdask.gpu.runtime": "emulation"}):
-            text = np.frombuffer(data, np.uint8)
-            found = _encode.encode_fasta_text(text, "f.fa", make_scoring("BLOSUM62"),
-                                              get_runtime())
-    finally:
-        _encode._CHUNK, _encode._LOOKBACK = saved
-    if found is None:
-        return None
-    encoded, headers = found
-    frame = headers.take(np.arange(len(headers)))
-    assert frame.index.tolist() == list(range(len(headers)))
-    codes = [encoded.residues[encoded.offsets[k]:encoded.offsets[k + 1]].tolist()
-             for k in range(len(headers))]
-    return list(zip(frame["id"].tolist(), frame["description"].tolist(), codes))
-
-
-def _reader(data: bytes):
-    """parse_block's records of ``data`` with their codes under BLOSUM62, or None where it
-    refuses the text or a residue is not a letter of BLOSUM62."""
-    from swdask._scoring import make_scoring
-    from swdask._sequences import SequenceError, encode
-
-    try:
-        table = _fasta_module().parse_block(data, "f.fa").to_pylist()
-        codes = encode([r["sequence"] for r in table], make_scoring("BLOSUM62"))
-    except (FastaError, SequenceError):
-        return None
-    return [(r["id"], r["description"],
-             codes.residues[codes.offsets[k]:codes.offsets[k + 1]].tolist())
-            for k, r in enumerate(table)]
-
-
-def _fasta_module():
+def _layout_outcome(data: bytes):
+    """What fasta_layout makes of ``data`` (NumPy), in parse_block's terms: None, or the
+    records as (id, description, sequence) tuples."""
     from swdask import _fasta
 
-    return _fasta
+    text = np.frombuffer(data, np.uint8)
+    layout = _fasta.fasta_layout(text, np)
+    if layout is None:
+        return None
+    residues, offsets, starts, ends, lines = layout
+    headers = _fasta.FastaHeaders(text, starts, ends, lines, "f.fa")
+    frame = headers.take(np.arange(len(headers)))
+    assert frame.index.tolist() == list(range(len(headers)))
+    sequences = [residues[offsets[k]:offsets[k + 1]].tobytes().decode()
+                 for k in range(len(headers))]
+    return list(zip(frame["id"].tolist(), frame["description"].tolist(), sequences))
 
 
-_needs_gxx = pytest.mark.skipif(
-    __import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
-    reason="the host emulation needs g++")
-
-
-@_needs_gxx
-@settings(max_examples=250, deadline=None)
+@settings(max_examples=400, deadline=None)
 @given(st.lists(st.sampled_from([b">", b">id desc", b">caf\xc3\xa9", b"ACGT", b"ac gt", b"\t*-",
                                  b"", b"\r", b"\x00", b"\xc3\xa9", b"MKV", b" ", b"> x",
-                                 b">sp|P1|A  two  words ", b">  lead", b"-.*12", b"acgtNNN",
-                                 b"MKVLAAGIVGLLLAWHDSSKQ"]),
+                                 b">sp|P1|A  two  words ", b">  lead", b"-.*12", b"acgtNNN"]),
                 max_size=14),
-       st.sampled_from([b"\n", b"\r\n"]), st.booleans(), st.sampled_from([1, 3, 7, 64]))
-def test_gpu_read_equals_the_reader(pieces, newline, final_newline, chunk):
-    """fasta.cu (chunks of 1 to 64 bytes, so records, lines and headers cross chunks) reads a
-    text as parse_block does, its codes those of the CPU's encode, or leaves it to the reader
-    (None); it takes every text of the plain form (no '\\r', tab, NUL or non-ASCII byte, no
-    blank in a sequence line, every residue a BLOSUM62 letter)."""
+       st.sampled_from([b"\n", b"\r\n"]), st.booleans())
+def test_plain_layout_equals_parse_block(pieces, newline, final_newline):
+    """fasta_layout reads a text (None: it leaves it to parse_block) as parse_block does: the
+    same ids, descriptions and sequences, record for record; and it takes every text of the
+    plain form (here: no '\\r', tab, NUL, non-ASCII, blank-bearing sequence line)."""
+    from swdask import _fasta
+
     data = newline.join(pieces) + (newline if final_newline else b"")
-    found = _gpu_read(data, chunk, 2**16)
-    expected = _reader(data)
-    if found is not None:
-        assert found == expected
+    laid_out = _layout_outcome(data)
+    try:
+        table = _fasta.parse_block(data, "f.fa").to_pylist()
+        expected = [(r["id"], r["description"], r["sequence"]) for r in table]
+    except FastaError:
+        expected = None
+    if laid_out is not None:
+        assert laid_out == expected
     plain = expected is not None and newline == b"\n" and not any(
         byte in data for byte in (b"\r", b"\t", b"\x00", b"\xc3"))
     plain = plain and not any(not p.startswith(b">") and b" " in p for p in pieces)
     plain = plain and expected != [] and data.lstrip(b"\n").startswith(b">")
     if plain:
-        assert found is not None, data
+        assert laid_out is not None, data
 
 
-@_needs_gxx
-def test_gpu_read_of_real_proteins_and_long_lines():
-    """A real database file: fasta.cu's records equal the reader's; a line longer than the
-    look-back (here 10 bytes) leaves the file to the reader."""
+def test_plain_layout_of_real_proteins():
+    """A real database file: the layout's records equal read_fasta_frame's."""
+    from swdask import _fasta
+
     path = Path(__file__).parent / "data" / "proteins_db.fasta"
-    found = _fasta_module().whole_plain_text(str(path))
+    found = _fasta.whole_plain_text(str(path))
     assert found is not None
-    data = found[1].tobytes()
-    assert _gpu_read(data, 4096, 2**16) == _reader(data)
-    assert _gpu_read(data, 97, 2**16) == _reader(data)
-    assert _gpu_read(data, 97, 10) is None
-    assert _fasta_module().whole_plain_text(str(path) + "*") is not None  # a glob of one
+    frame = _fasta.read_fasta_frame(str(path), threads=1)
+    assert _layout_outcome(found[1].tobytes()) == list(zip(
+        frame["id"].tolist(), frame["description"].tolist(), frame["sequence"].tolist()))

@@ -15,15 +15,18 @@ from functools import lru_cache
 
 import numpy as np
 
+from .._results import host_array
 from .._scoring import UNKNOWN_CODE, Scoring
 from .._sequences import EncodedSequences, arrow_layout, encode
-from . import _kernels
 from ._runtime import get_runtime
 
 
 #: The largest share of the GPU's free memory a column's text may take to be encoded there
 #: (its codes, the layout and the kernels' buffers need about as much again, and more).
 _DEVICE_SHARE = 0.25
+#: Device bytes :func:`encode_fasta_text` may hold at once per byte of FASTA text (the text,
+#: its masks, the residues and codes: about six; two more to spare).
+_LAYOUT_BYTES = 8
 
 
 @lru_cache(maxsize=1)
@@ -37,7 +40,8 @@ def _lookup_kernel():
 
 def _drop_null_bytes(cupy, data, offsets, valid):
     """Remove the bytes behind null slots (Arrow allows them) from ``data``; all on the
-    device (``offsets`` int64 ``n + 1`` from 0, ``valid`` bool ``n``, CuPy arrays). Returns
+    device (``offsets`` int64 ``n + 1`` from 0, ``valid`` bool ``n``; ``cupy`` the arrays'
+    module: CuPy, or NumPy under the host emulation). Returns
     the compacted data and offsets. Nulls usually cover no bytes: then nothing moves."""
     lengths = offsets[1:] - offsets[:-1]
     covered = ~valid & (lengths > 0)
@@ -90,111 +94,76 @@ def encode_device_layout(data, offsets, valid: np.ndarray, scoring: Scoring,
     """Encode a column already in the Arrow layout, its text bytes on the GPU.
 
     ``data``: the column's text bytes (a CuPy ``uint8`` array, or anything with the CUDA
-    array interface, read in place), from the first row's first byte; ``offsets``: ``int64``
-    ``n + 1``, from 0 (host or device; rows ``k`` is ``data[offsets[k]:offsets[k + 1]]``);
-    ``valid``: ``bool[n]`` (host or device; returned as given). Nothing comes to the host
-    but a few scalars (whether any null covers bytes, whether any byte is unknown). ``raise_bad()`` is called when a byte is not a
-    residue; it must raise the error naming the row (the callers encode on the CPU for that,
-    only to build the message). Shared by :func:`encode_on_device` (Arrow columns uploaded
-    once) and ``swdask._cudf`` (a cuDF column's own device buffers).
+    array interface, read in place; a NumPy array under the host emulation, where the work
+    stays on the host), from the first row's first byte; ``offsets``: ``int64`` ``n + 1``,
+    from 0 (host or device; rows ``k`` is ``data[offsets[k]:offsets[k + 1]]``); ``valid``:
+    ``bool[n]`` (host or device; returned as given). Nothing comes to the host but a few
+    scalars (whether any null covers bytes, whether any byte is unknown). ``raise_bad()`` is
+    called when a byte is not a residue; it must raise the error naming the row (the callers
+    encode on the CPU for that, only to build the message). Shared by
+    :func:`encode_on_device` (Arrow columns uploaded once), :func:`encode_fasta_text` (a
+    FASTA file parsed on the GPU) and ``swdask._cudf`` (a cuDF column's own device buffers).
     """
-    import cupy
-
-    data = cupy.asarray(data, dtype=cupy.uint8)
-    device_offsets = cupy.asarray(offsets, dtype=cupy.int64)
-    data, device_offsets = _drop_null_bytes(cupy, data, device_offsets,
-                                            cupy.asarray(valid, dtype=bool))
+    xp = np if isinstance(data, np.ndarray) else _cupy()
+    data = xp.asarray(data, dtype=xp.uint8)
+    device_offsets = xp.asarray(offsets, dtype=xp.int64)
+    data, device_offsets = _drop_null_bytes(xp, data, device_offsets,
+                                            xp.asarray(valid, dtype=bool))
     if data.size:
-        codes = _lookup_kernel()(data, cupy.asarray(scoring.lookup))
+        codes = (scoring.lookup[data] if xp is np
+                 else _lookup_kernel()(data, xp.asarray(scoring.lookup)))
         if bool((codes == UNKNOWN_CODE).any()):
             raise_bad()  # raises, naming the row
             raise RuntimeError(  # pragma: no cover - the two lookups disagree
                 "internal error: the GPU found a byte that is not a residue where the CPU "
                 "found none; please report it with the input")
     else:
-        codes = cupy.zeros(0, dtype=cupy.uint8)
-    return EncodedSequences(codes, cupy.ascontiguousarray(device_offsets), valid)
+        codes = xp.zeros(0, dtype=xp.uint8)
+    return EncodedSequences(codes, xp.ascontiguousarray(device_offsets), valid)
 
 
-#: Bytes of FASTA text per thread of fasta.cu's chunk kernels (sp500k: 56,000 threads) ...
-_CHUNK = 4096
-#: ... and how far back a thread looks for the start of the line its chunk begins in (a
-#: longer line, a whole chromosome on one line, leaves the file to the reader).
-_LOOKBACK = 2**16
-#: Device bytes :func:`encode_fasta_text` holds per byte of FASTA text: the text and the
-#: codes, one more to spare.
-_LAYOUT_BYTES = 3
+def _cupy():
+    import cupy
+
+    return cupy
+
+
+class _NotPlain(Exception):
+    """A FASTA text that :func:`encode_fasta_text` leaves to the reader."""
 
 
 def encode_fasta_text(text: np.ndarray, path: str, scoring: Scoring, runtime=None):
     """A whole FASTA file's bytes (host, :func:`swdask._fasta.whole_plain_text`) uploaded
-    once, cut into records and encoded on the GPU by ``fasta.cu``: ``(EncodedSequences on
-    the device, FastaHeaders)``, the records numbered from 0 as :func:`swdask.read_fasta`
-    numbers them, their codes those ``scoring.lookup`` gives; or ``None`` where the text is
-    not in the plain form (see ``fasta.cu``), a residue is not a letter of ``scoring``, or the
-    text would not fit in the GPU's free memory: the caller then reads the file with
+    once, cut into records on the GPU (:func:`swdask._fasta.fasta_layout`) and encoded
+    there: ``(EncodedSequences on the device, FastaHeaders)``, the records numbered from 0
+    as :func:`swdask.read_fasta` numbers them; or ``None`` where the text is not in the
+    plain form, a byte of a sequence is not a residue of ``scoring``, or the parse would not
+    fit in the GPU's free memory (it needs up to :data:`_LAYOUT_BYTES` per byte of text at
+    once): the caller then reads the file with
     :func:`swdask._fasta.read_fasta_frame`, which reads every valid file and names the file,
-    line or record of every problem. Under the host emulation the kernels run on the CPU.
+    line or record of every problem. Under the host emulation the same steps run on NumPy.
 
     What it replaces for the one-GPU search job: the database parsed on 8 host threads into
-    a pandas frame (numba), then its strings uploaded and encoded (see
-    benchmarks/NOTES-gpu.md)."""
-    from .._fasta import FastaHeaders
+    a pandas frame (numba), then its strings uploaded and encoded (0.33 s of reading, then
+    numba's import and start, on the H100 machine; see benchmarks/NOTES-gpu.md)."""
+    from .._fasta import FastaHeaders, fasta_layout
 
     runtime = runtime or get_runtime()
-    n = int(text.shape[0])
-    if n == 0 or (runtime.name == "cuda" and n * _LAYOUT_BYTES > runtime.free_bytes()):
+    if runtime.name == "cuda" and text.nbytes * _LAYOUT_BYTES > runtime.free_bytes():
         return None
     xp = runtime.xp
-    device_text = xp.asarray(text)
-    chunks = -(-n // _CHUNK)
-    counts = xp.empty((5, chunks), dtype=xp.int64)
-    plain = xp.empty(chunks, dtype=xp.int32)
-    sizes = (np.int64(n), np.int64(_CHUNK), np.int64(chunks), np.int64(_LOOKBACK))
-    runtime.launch(_function(runtime, "fasta_chunks"), _grid(chunks), _BLOCK,
-                   (device_text, *sizes, *counts, plain))
-    counts = runtime.to_host(counts)
-    residues, headers, newlines, first_header, first_residue = counts
-    records, total = int(headers.sum()), int(residues.sum())
-    if not records or not runtime.to_host(plain).all() or \
-            int(first_residue.min()) < int(first_header.min()):
+    layout = fasta_layout(xp.asarray(text), xp)
+    if layout is None:
         return None
-    starts = np.zeros((3, chunks), dtype=np.int64)  # first residue, record, line: per chunk
-    np.cumsum(np.stack([residues, headers, newlines])[:, :-1], axis=1, out=starts[:, 1:])
-    starts = xp.asarray(starts)
-    codes = xp.empty(max(total, 1), dtype=xp.uint8)
-    offsets = xp.empty(records + 1, dtype=xp.int64)
-    positions = xp.empty((3, records), dtype=xp.int64)  # the '>', the line's end, its number
-    known = xp.empty(chunks, dtype=xp.int32)
-    runtime.launch(_function(runtime, "fasta_records"), _grid(chunks), _BLOCK,
-                   (device_text, *sizes, *starts, xp.asarray(scoring.lookup),
-                    np.int32(UNKNOWN_CODE), np.int64(records), np.int64(total), codes, offsets,
-                    positions[0], positions[2], known))
-    has_id = xp.empty(records, dtype=xp.int32)
-    runtime.launch(_function(runtime, "fasta_header_ends"), _grid(records), _BLOCK,
-                   (device_text, np.int64(n), positions[0], np.int64(records), positions[1],
-                    has_id))
-    if not (runtime.to_host(known).all() and runtime.to_host(has_id).all()):
+    residues, offsets, starts, ends, lines = layout
+
+    def not_plain():
+        raise _NotPlain
+
+    try:
+        encoded = encode_device_layout(residues, offsets,
+                                       np.ones(int(offsets.shape[0]) - 1, dtype=bool), scoring,
+                                       raise_bad=not_plain)
+    except _NotPlain:
         return None
-    encoded = EncodedSequences(codes[:total], offsets, np.ones(records, dtype=bool))
-    return encoded, FastaHeaders(text, *runtime.to_host(positions), path)
-
-
-_SOURCE = "fasta.cu"
-_BLOCK = 256
-
-
-def _function(runtime, name: str):
-    return runtime.function(_SOURCE, f"swdask::{name}")
-
-
-def _grid(threads: int) -> int:
-    return max(1, min(-(-threads // _BLOCK), 65535))
-
-
-def warm_up_fasta_text(runtime=None) -> None:
-    """``fasta.cu``'s module loaded (from CuPy's disk cache, or compiled) beside the
-    database file's read, not after it."""
-    runtime = runtime or get_runtime()
-    for name in _kernels.FASTA_NAMES:
-        runtime.function(_SOURCE, name)
+    return encoded, FastaHeaders(text, *(host_array(a) for a in (starts, ends, lines)), path)

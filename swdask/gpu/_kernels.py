@@ -69,8 +69,6 @@ def reverse_name(group: int = REVERSE_SHAPE[0], rows: int = REVERSE_SHAPE[1]) ->
 
 
 PAIR_CODES_NAME = "swdask::sw_pair_codes"
-#: The kernels that cut a FASTA text into records and encode it (swdask.gpu._encode).
-FASTA_NAMES = ("swdask::fasta_chunks", "swdask::fasta_records", "swdask::fasta_header_ends")
 #: The traceback kernel and the kernel that packs its CIGAR texts (swdask.gpu._traceback).
 TRACEBACK_NAMES = ("swdask::sw_traceback", "swdask::sw_traceback_gather")
 
@@ -108,7 +106,7 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
     forward = [forward_name(2, group, r) for group in GROUP_SIZES for r in rows]
     forward += [forward_name(1, group, r) for group, r in WIDE_SHAPES]
     variants = {"inter_task.cu": [PAIR_CODES_NAME] + forward, "reverse.cu": [reverse_name()],
-                "traceback.cu": list(TRACEBACK_NAMES), "fasta.cu": list(FASTA_NAMES)}
+                "traceback.cu": list(TRACEBACK_NAMES)}
     shapes = {"inter": sorted(set(PAIRS_ROUTED_INTER_SHAPES) | set(PAIRS_FORCED_INTER_SHAPES)),
               "intra": CHAIN_SHAPES, "long": CHAIN_SHAPES}
     for family, (source_name, _) in PAIRS_KERNELS.items():
