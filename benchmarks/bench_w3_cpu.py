@@ -10,7 +10,12 @@ scoring -(11 + (k-1) x 1), measured side by side in one run on the same cores:
   (``full``: score, start and end; ``end``: score and end; ``none``: score only);
 * parasail: ``sw_striped_profile_sat`` (8-bit, then 16-bit where that saturates), one
   process per core (a ``multiprocessing`` pool over chunks of the database), the query
-  profile built once per chunk; scores only.
+  profile built once per chunk; scores only;
+* ssearch36 (Debian package fasta3, when installed): the whole program per query,
+  ``ssearch36 -T <cores> -f -11 -g -1 -s BL62 -m 8 -b 10 -d 0 query.fa DB.fasta`` (the
+  database decompressed once beforehand), as a user runs it: reading the database, every
+  score, statistics and the alignments of its 10 best hits. Not a kernel figure, so it is
+  recorded beside the others, not in their ratios.
 
 Each figure is the fastest of ``--repeat`` runs (the machine is shared and noisy); swdask
 and parasail alternate query by query. GCUPS = |query| x database residues / seconds / 1e9.
@@ -31,6 +36,8 @@ import argparse
 import multiprocessing as mp
 import os
 import platform
+import shutil
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,8 +45,8 @@ import numpy as np
 import parasail
 
 import swdask
-from _common import (ROOT, cpu_model, git_commit, git_dirty, nearest, read_sequences, slug,
-                     today, write_json)
+from _common import (ROOT, cpu_model, git_commit, git_dirty, nearest, read_sequences,
+                     run_process, slug, today, write_json)
 from swdask.lowlevel import align_many, encode, get_backend, prepare_query
 
 DB_PATH = Path("/usr/share/doc/mmseqs2/example-data/DB.fasta.gz")
@@ -136,8 +143,19 @@ def main(argv=None) -> int:
     chunks = chunk_bounds(db_lengths, args.workers * 4)
     pool.map(_parasail_chunk, [(queries[0][1], a, min(b, a + 8)) for a, b in chunks])
 
+    ssearch = shutil.which("ssearch36")
+    work = Path(tempfile.mkdtemp(prefix="w3-"))
+    if ssearch:  # the database as ssearch36 reads it (the subset too), and its first run
+        (work / "db.fasta").write_text("".join(f">t{k}\n{sequence}\n"
+                                               for k, sequence in enumerate(db)))
+        ssearch_command = [ssearch, "-T", str(os.cpu_count() or 1), "-f", "-11", "-g", "-1",
+                           "-s", "BL62", "-m", "8", "-b", "10", "-d", "0"]
+        (work / "q.fasta").write_text(f">q\n{queries[0][1]}\n")
+        run_process(ssearch_command + [work / "q.fasta", work / "db.fasta"])
+
     rng = np.random.default_rng(0)
     per_query = []
+    ssearch_seconds = []
     checked = mismatches = 0
     peer_checked = peer_mismatches = 0
     best_seconds = {mode: [] for mode in modes}
@@ -180,6 +198,13 @@ def main(argv=None) -> int:
         peer_seconds.append(seconds_peer)
         row["peer_seconds"] = round(seconds_peer, 4)
         row["peer_gcups"] = round(len(query) * residues_total / seconds_peer / 1e9, 3)
+        if ssearch:
+            (work / "q.fasta").write_text(f">q\n{query}\n")
+            seconds = min(run_process(ssearch_command + [work / "q.fasta", work / "db.fasta"])[0]
+                          for _ in range(args.repeat))
+            ssearch_seconds.append(seconds)
+            row["ssearch36_seconds"] = round(seconds, 4)
+            row["ssearch36_gcups"] = round(len(query) * residues_total / seconds / 1e9, 3)
         headline = modes[0]
         row["seconds"] = row[f"seconds_{headline}"]
         row["gcups"] = row[f"gcups_{headline}"]
@@ -187,9 +212,11 @@ def main(argv=None) -> int:
         line = "  ".join(f"{mode} {row[f'gcups_{mode}']:6.2f}" for mode in modes)
         print(f"{name[:40]:40s} {len(query):5d}  swdask GCUPS {line}  |  parasail "
               f"{row['peer_gcups']:6.2f}  ratio({headline}) "
-              f"{row[f'gcups_{headline}'] / row['peer_gcups']:.2f}", flush=True)
+              f"{row[f'gcups_{headline}'] / row['peer_gcups']:.2f}  |  ssearch36 "
+              f"{row.get('ssearch36_gcups', float('nan')):6.2f}", flush=True)
     pool.close()
     pool.join()
+    shutil.rmtree(work, ignore_errors=True)
 
     cells = sum(len(q) for _, q in queries) * residues_total
     peer_gcups_total = cells / sum(peer_seconds) / 1e9
@@ -202,6 +229,8 @@ def main(argv=None) -> int:
     print(f"total: parasail {peer_gcups_total:.2f} GCUPS; " + "; ".join(
         f"swdask {mode} {t['gcups_total']:.2f} GCUPS (x{t['ratio_to_peer']:.2f})"
         for mode, t in totals.items()))
+    if ssearch_seconds:
+        print(f"ssearch36 (whole program): {cells / sum(ssearch_seconds) / 1e9:.2f} GCUPS")
     print(f"exactness: swdask {checked} scores checked, {mismatches} mismatches; parasail sat "
           f"{peer_checked} checked against 32-bit, {peer_mismatches} mismatches")
 
@@ -232,6 +261,12 @@ def main(argv=None) -> int:
         "peer_seconds_total": round(sum(peer_seconds), 4),
         "peer_checked": peer_checked,
         "peer_mismatches": peer_mismatches,
+        "ssearch36": ({"command": "ssearch36 -T {cores} -f -11 -g -1 -s BL62 -m 8 -b 10 -d 0 "
+                                  "query.fasta db.fasta (whole program: reading, every score, "
+                                  "statistics, the 10 best hits' alignments)",
+                       "seconds_total": round(sum(ssearch_seconds), 4),
+                       "gcups_total": round(cells / sum(ssearch_seconds) / 1e9, 3)}
+                      if ssearch_seconds else None),
         "load_average_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
         "python": platform.python_version(),
         "numba": numba.__version__,
