@@ -59,10 +59,11 @@ def _index_of(values):
 
 def column_targets(column, scoring, options: Options, what: str = "target row"):
     """A column (pandas, cuDF, list, Arrow, or EncodedSequences for ``scoring``, taken as
-    they are) as the engine's input: ``(targets, backend, owner, fingerprint, library)``. A cuDF column is read in place on the GPU (``targets`` a
-    callable, called only when the GPU backend has no cached layout for ``owner``), unless
-    ``backend="cpu"``, which aligns a host copy; anything else is encoded by the chosen
-    backend. ``library`` ("pandas" or "cudf") is what the results are built as."""
+    they are) as the engine's input: ``(targets, backend, owner, fingerprint, library)``. A
+    cuDF column is read in place on the GPU (``targets`` a callable, called only when the
+    GPU backend has no cached layout for ``owner``), unless ``backend="cpu"``, which aligns
+    a host copy; anything else is encoded by the chosen backend. ``library`` ("pandas" or
+    "cudf") is what the results are built as."""
     index = _index_of(column)
     if isinstance(column, EncodedSequences):  # encoded already (the one-GPU search's read)
         return column, options.backend, None, (), "pandas"

@@ -582,7 +582,9 @@ def _gpu_stack() -> int:
 
 
 def _start(function):
-    """``function()`` running on its own thread: its Future."""
+    """``function()`` running on its own thread: its Future. A daemon thread rather than an
+    executor's, so that a job that fails before it waits for the result (a bad query) ends
+    at once instead of joining the thread at exit."""
     import threading
     from concurrent.futures import Future
 
