@@ -333,6 +333,24 @@ def test_cluster_helper_arguments():
                 pass
 
 
+def test_process_age_lies_within_the_process_lifetime():
+    """The ``imports`` phase's clock: the age a new process reports of itself after sleeping
+    0.3 s is at least that, and at most the wall clock seen from outside, from before it was
+    started to after it ended (psutil's create_time, whole-second boot time, gave up to a
+    second more)."""
+    import subprocess
+    import time
+
+    code = ("import time; time.sleep(0.3); from swdask._search import process_age; "
+            "print(process_age())")
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    outside = time.perf_counter() - start
+    age = float(done.stdout.strip())
+    assert 0.3 <= age <= outside + 0.02, (age, outside)
+
+
 def test_search_function_rejects_an_unknown_backend():
     from swdask._search import search
 
