@@ -13,7 +13,7 @@
 REPO=$PWD; DB=/tmp/swdask-bench/sp500k.fa; Q=$REPO/.devcarry/cudasw_queries.fasta
 export NUMBA_CACHE_DIR=/tmp/numba-cache
 cd /tmp
-for round in 0 1 2 3 4 5; do
+for round in $(seq 0 ${ROUNDS:-5}); do
   for tree in "$@"; do
     start=$(date +%s%N)
     PYTHONPATH=$tree:/tmp/site python3 -m swdask search $Q $DB -o /tmp/ab.tsv --backend gpu \
