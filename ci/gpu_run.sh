@@ -9,7 +9,9 @@
 # runs just those. A failing step is reported and the next one still runs; the exit status
 # is that of the first failure. To add a benchmark, write a step_<name> function and append
 # <name> to STEPS.
-#   setup   install the carried wheels into /tmp/site, build sp500k.fa (W1's database)
+#   setup   install the carried wheels into /tmp/site, compile the Python packages the jobs
+#           import to .pyc (the image has none for some and forbids writing them), build
+#           sp500k.fa (W1's database)
 #   tests   first every kernel variant swdask can launch compiled ahead, 16 at once
 #           (bench_w2_gpu.py precompile tests -> precompile.log), then every test marked gpu
 #           under tests/ (GPU_TESTS narrows it) -> gpu-tests.{log,xml}
@@ -84,6 +86,20 @@ step_setup() {
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target /tmp/site .whl/*.whl || return 1
   fi
+  # The image sets PYTHONDONTWRITEBYTECODE=1 and ships some packages without .pyc (numpy: 132
+  # modules a search imports, cuda-python, fsspec, jinja2, ...), so every process compiled
+  # them from source: 0.15-0.35 s of each W1 job (benchmarks/NOTES-gpu.md, 2026-11-24). Compile
+  # them once, as pip does on a real install, with the carried wheels and this checkout.
+  python3 - <<'PY' | xargs -r python3 -m compileall -q -j 0 > /dev/null 2>&1
+import importlib.util
+for name in ("numpy", "cupy", "cupy_backends", "cuda", "fsspec", "jinja2", "markupsafe",
+             "psutil", "pandas", "pyarrow", "numba", "llvmlite", "dask", "distributed", "yaml",
+             "Bio", "certifi", "charset_normalizer", "packaging", "toolz", "cloudpickle",
+             "swdask"):
+    spec = importlib.util.find_spec(name)
+    if spec is not None and spec.submodule_search_locations:
+        print(list(spec.submodule_search_locations)[0])
+PY
   nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,clocks.max.sm \
     --format=csv || true
   python3 -c "import cupy, swdask; print('cupy', cupy.__version__, 'device',
