@@ -315,9 +315,9 @@ def fasta_layout(text, xp):
     ``residues[offsets[k]:offsets[k + 1]]``), and each header line's span in ``text`` ('>'
     included, newline not) and 0-based line number (for :class:`FastaHeaders`).
 
-    The plain form: printable ASCII lines (spaces allowed in headers only) ended by ``\n``,
+    The plain form: printable ASCII lines (spaces allowed in headers only) ended by ``\\n``,
     only empty lines before the first header, and an id in every header. Byte-order marks,
-    ``\r\n``, tabs, blanks in sequence lines, non-ASCII bytes and anything malformed go to
+    ``\\r\\n``, tabs, blanks in sequence lines, non-ASCII bytes and anything malformed go to
     :func:`parse_block`. Where this returns, its sequences and headers equal parse_block's
     (tests/test_fasta.py checks both on generated texts).
 
@@ -327,8 +327,8 @@ def fasta_layout(text, xp):
     delimiter and would leave the line joins and header checks to do: not used.) A CUDA
     version (three kernels in one module, the codes written in the same pass, 2 bytes of
     device memory per byte of text against about 8 here) lost its measurement: the W1 job
-    took 5.70 s (median of 5) against 5.40 s with this one, alternating on one H100, as the
-    search then loads the CuPy kernels that this parse loads first (benchmarks/NOTES-gpu.md)."""
+    took 5.70 s (median of 5) against 5.40 s with this one, alternating on one H100
+    (benchmarks/NOTES-gpu.md): no gain for more code, so it was deleted."""
     n = int(text.shape[0])
     if n == 0 or bool((((text < 32) & (text != _NEWLINE)) | (text >= 127)).any()):
         return None
