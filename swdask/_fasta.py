@@ -45,6 +45,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._sequences import gather_spans
 from ._timing import stage
 
 #: How much of a file the planning scan reads at a time (also the read size for streams).
@@ -394,12 +395,8 @@ class FastaHeaders:
         """The ``id`` and ``description`` of records ``rows`` (record numbers, in that order),
         as :func:`read_fasta` gives them, indexed by those numbers."""
         rows = np.asarray(rows, dtype=np.int64)
-        starts, spans = self.starts[rows], self.ends[rows] - self.starts[rows]
-        offsets = np.zeros(rows.size + 1, dtype=np.int64)
-        np.cumsum(spans, out=offsets[1:])
-        position = np.arange(int(offsets[-1]), dtype=np.int64)
-        line = np.searchsorted(offsets[1:], position, side="right")
-        raw = _strings(spans, self.text[starts[line] + position - offsets[line]])
+        spans = self.ends[rows] - self.starts[rows]
+        raw = _strings(spans, gather_spans(self.text, self.starts[rows], spans)[0])
         ids, descriptions = _header_columns(raw, self.lines[rows], self.path, 1)
         index = pd.Index(rows)
         return pd.DataFrame({"id": pd.Series(ids, dtype=_STRING, index=index),

@@ -60,14 +60,20 @@ class EncodedSequences:
             rows = rows.get()  # row numbers from the GPU, sequences on the host
         rows = xp.asarray(rows, dtype=xp.int64)
         starts = self.offsets[rows]
-        lengths = self.offsets[rows + 1] - starts
-        offsets = xp.zeros(int(rows.shape[0]) + 1, dtype=xp.int64)
-        xp.cumsum(lengths, out=offsets[1:])
-        total = int(offsets[-1])
-        position = xp.arange(total, dtype=xp.int64)
-        segment = xp.searchsorted(offsets[1:], position, side="right")
-        residues = self.residues[starts[segment] + position - offsets[segment]]
+        residues, offsets = gather_spans(self.residues, starts, self.offsets[rows + 1] - starts)
         return EncodedSequences(residues, offsets, xp.asarray(self.valid)[rows])
+
+
+def gather_spans(data, starts, lengths):
+    """``(joined, offsets)``: the spans ``data[starts[k]:starts[k] + lengths[k]]`` joined in
+    that order, and their ``int64`` offsets (``n + 1``, from 0), where the arrays live (NumPy
+    or CuPy): one gather, no loop over spans."""
+    xp = array_module(data)
+    offsets = xp.zeros(int(lengths.shape[0]) + 1, dtype=xp.int64)
+    xp.cumsum(lengths, out=offsets[1:])
+    position = xp.arange(int(offsets[-1]), dtype=xp.int64)
+    segment = xp.searchsorted(offsets[1:], position, side="right")
+    return data[starts[segment] + position - offsets[segment]], offsets
 
 
 def to_arrow(values) -> pa.LargeStringArray:

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._results import host_array
+from .._results import array_module, host_array
 from .._scoring import UNKNOWN_CODE, Scoring
 from .._sequences import EncodedSequences, arrow_layout, encode
 from ._runtime import get_runtime
@@ -104,7 +104,7 @@ def encode_device_layout(data, offsets, valid: np.ndarray, scoring: Scoring,
     :func:`encode_on_device` (Arrow columns uploaded once), :func:`encode_fasta_text` (a
     FASTA file parsed on the GPU) and ``swdask._cudf`` (a cuDF column's own device buffers).
     """
-    xp = np if isinstance(data, np.ndarray) else _cupy()
+    xp = array_module(data)
     data = xp.asarray(data, dtype=xp.uint8)
     device_offsets = xp.asarray(offsets, dtype=xp.int64)
     data, device_offsets = _drop_null_bytes(xp, data, device_offsets,
@@ -120,12 +120,6 @@ def encode_device_layout(data, offsets, valid: np.ndarray, scoring: Scoring,
     else:
         codes = xp.zeros(0, dtype=xp.uint8)
     return EncodedSequences(codes, xp.ascontiguousarray(device_offsets), valid)
-
-
-def _cupy():
-    import cupy
-
-    return cupy
 
 
 class _NotPlain(Exception):
