@@ -25,6 +25,8 @@ GPU sets (``--gpu``, on the GPU machine: ``ci/gpu_run.sh``'s ``search`` step), f
   alone (``engine_seconds``: search of the encoded database in this process), and the check
   that the job's hits equal the per-query ``.sw.align`` (full positions) + ranking on every
   query (``check_mismatches``).
+  For ``cudf`` the same record holds ``import_seconds``: new processes that import swdask,
+  CuPy and cuDF (what cuDF frames would add to the one-GPU job, which makes none).
 * ``search-1000``: ``--sample`` proteins drawn from ``--sample-from`` (mmseqs2's DB.fasta.gz,
   ``seed`` in the JSON) against sp500k, top 10, one warm run; the first 100 of them are also
   searched against the sample's source with the GPU and the CPU backends and the hits
@@ -117,6 +119,20 @@ def _backends(wanted) -> list[str]:
     if len(chosen) < len(wanted):
         print("cudf backend skipped: cuDF/dask-cuda not importable here")
     return chosen
+
+
+def _import_seconds(repeats: int = 3) -> dict:
+    """Wall seconds of new processes that only start Python and import (best of
+    ``repeats``): what a job that built cuDF frames would pay for cuDF's import beside
+    swdask's (``--backend cudf`` on one GPU makes none: it runs the ``gpu`` job)."""
+    programs = {"python": "pass", "swdask": "import swdask",
+                "swdask_cupy": "import swdask, cupy",
+                "swdask_cupy_cudf": "import swdask, cupy, cudf, dask_cudf"}
+    best = {}
+    for name, program in programs.items():
+        best[name] = min(run_process([sys.executable, "-c", program], env=_gpus_env(1))[0]
+                         for _ in range(repeats))
+    return {"import_seconds": best}
 
 
 #: The columns the checks compare (the job also writes bitscore, evalue, the description).
@@ -246,6 +262,9 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
                               if got.shape == expected.shape else len(expected))
                 print(f"  check against per-query align: {record['check_mismatches']} "
                       f"mismatching rows of {len(expected)}")
+            if backend == "cudf" and workload == "search-W1":
+                record.update(_import_seconds())
+                print(f"  new processes: {record['import_seconds']}")
             if backend != "gpu" and (work / f"{workload}-gpu.tsv").exists():
                 same = _hits_key(output).equals(_hits_key(work / f"{workload}-gpu.tsv"))
                 record["equal_to_gpu_backend"] = bool(same)

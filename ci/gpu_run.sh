@@ -26,6 +26,9 @@
 #           against kernel-only, on 1, 2, 4... GPUs, and a run with device memory capped
 #           -> W1-dask-cudf-*.json, daskcudf.log
 #   notebook  examples/etl.ipynb executed with cuDF (ci/run_notebook.py) -> etl.ipynb
+#   venvcudf  ci/steps/venv_cudf.sh (needs cuDF staged with ci/cudf-extra-wheels.txt): a
+#           fresh virtual environment installs .[cudf] from the staged and carried wheels
+#           and runs the cuDF tests -> venv-cudf.log
 #
 # swdask's settings are Dask configuration: pass them in the environment the Dask way, e.g.
 # DASK_SWDASK__GPU__BUCKETS="4:3000,8" (the SWDASK_GPU_* names of earlier releases still
@@ -71,6 +74,9 @@ BENCH_DIR=${BENCH_DIR:-/tmp/swdask-bench}
 CARRY=${CARRY:-.devcarry}
 mkdir -p "$OUT" "$BENCH_DIR"
 export PYTHONUNBUFFERED=1 NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/numba-cache}
+# the image's own path, for the venvcudf step (as a user's environment would see it)
+export IMAGE_PYTHONPATH=${IMAGE_PYTHONPATH-${PYTHONPATH#/tmp/rapids}}
+IMAGE_PYTHONPATH=${IMAGE_PYTHONPATH#:}
 # cuDF and its pinned numpy/pandas (staged into /tmp/rapids, `source /tmp/rapids/env.sh`)
 # come before the carried wheels, which pin the same Dask
 if [ -d /tmp/rapids ]; then
@@ -79,7 +85,7 @@ else
   export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-STEPS=(setup tests w1 search w1long w2 profile daskcudf notebook)
+STEPS=(setup tests w1 search w1long w2 profile daskcudf notebook venvcudf)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -168,6 +174,10 @@ step_profile() {  # only with PROFILE=1: Nsight Compute on one W1 forward launch
     python3 benchmarks/profile_w1_gpu.py --db "$BENCH_DIR/sp500k.fa" \
     --queries "$CARRY/cudasw_queries.fasta" --length "${PROFILE_LENGTH:-1000}" \
     --mode "${PROFILE_MODE:-end}" 2>&1 | tee "$OUT/ncu-w1.txt"
+}
+
+step_venvcudf() {  # issue 12: .[cudf] installed in a fresh virtual environment
+  timeout "${VENVCUDF_TIMEOUT:-420}" bash ci/steps/venv_cudf.sh 2>&1 | tee "$OUT/venv-cudf.log"
 }
 
 step_daskcudf() {  # issue 4: W1 through dask_cudf vs kernel-only, 1..N GPUs, capped memory

@@ -38,6 +38,8 @@ WHEELS=(
   tblib==3.2.2
   tornado==6.6.1
   zict==3.0.0
+  # building this project in ci/steps/venv_cudf.sh's fresh virtual environment
+  setuptools==80.9.0
   # the Dask dashboard (swdask.cluster prints its link; the image has its other needs)
   bokeh==3.10.2
   xyzservices==2026.9.1

@@ -744,8 +744,9 @@ FRAME_LIBRARIES = ("pandas", "cudf")
 
 _CUDF_MISSING = (
     "read_fasta(backend='cudf') needs cuDF and dask-cudf (and an NVIDIA GPU); install them "
-    "with `pip install cudf-cu12 dask-cudf-cu12` (CUDA 12) or `conda install -c rapidsai "
-    "-c conda-forge -c nvidia cudf dask-cudf`, or use backend='pandas', which needs no GPU"
+    "with `pip install 'swdask[cudf]'` (CUDA 13 wheels: cudf-cu13, dask-cudf-cu13, dask-cuda), "
+    "`pip install cudf-cu12 dask-cudf-cu12` for CUDA 12, or `conda install -c rapidsai "
+    "-c conda-forge -c nvidia cudf dask-cudf`; or use backend='pandas', which needs no GPU"
 )
 
 

@@ -7,9 +7,10 @@ encoded and (on the GPU) laid out once for all the queries.
 Where it runs: with no cluster asked for (no ``--scheduler``, no ``--workers``), in this
 process with no Dask graph at all: on the CPU the partitions stream through, each read on a
 thread while the one before is searched (:func:`_search_cpu_in_process`; the numba kernels
-use every core); with the GPU engine on the local GPUs (:func:`_search_in_process`: threads
-read the database into one frame while others ready the GPUs, then the frame is searched,
-on several GPUs one slice of equal residues per GPU, each driven by its own thread).
+use every core); with the GPU engine on the local GPUs (:func:`_search_in_process`: on one
+GPU, ``gpu`` and ``cudf`` alike, the file's bytes parsed on the GPU; otherwise threads read
+the database into one frame while others ready the GPUs, then the frame is searched, on
+several GPUs one slice of equal residues per GPU, each driven by its own thread).
 Otherwise on a cluster, where the job is one ``.sw.search`` over a Dask frame from
 :func:`swdask.read_fasta` (one ``sw-search`` task per partition, one task ranking them):
 ``--workers N`` starts a local one of N worker processes, ``--scheduler`` uses a running
@@ -367,7 +368,7 @@ def read_queries(path, scoring, strip_gaps: bool = False):
     return queries
 
 
-def _search_in_process(database_path, queries, top, options, backend, blocksize, threads,
+def _search_in_process(database_path, queries, top, options, blocksize, threads,
                        statistics, strip_gaps, phases, gpus: int = 1):
     """The search on the local GPUs (``gpus`` of them) with no cluster. With the GPU engine
     on one GPU and one plain (uncompressed, local) database file, the file's bytes are read
@@ -378,10 +379,15 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
     where that parse leaves the file to the reader: see
     :func:`~swdask._fasta.fasta_layout`) the database is read into one frame in this process
     (:func:`~swdask._fasta.read_fasta_frame`, ``threads`` threads) beside that warm-up, then
-    searched: on one GPU one column (moved to the GPU as a cuDF frame for
-    ``backend="cudf"``); on several, the frame cut into ``gpus`` slices of about equal
-    residues (:func:`split_by_residues`), each searched by its own thread on its own GPU,
-    the hits ranked together. Neither Dask's graph nor its dataframe module is needed: on
+    searched: on one GPU one column; on several, the frame cut into ``gpus`` slices of about
+    equal residues (:func:`split_by_residues`), each searched by its own thread on its own
+    GPU, the hits ranked together.
+
+    ``backend="cudf"`` on one GPU runs this same job: its database is in GPU memory either
+    way (the file's bytes parsed there, or the frame's strings uploaded once and encoded
+    there), and a job that writes a file hands no frame back, so a cuDF frame would only
+    add cuDF's import (1.5 s on an H100 machine, more than the whole read and parse) and a
+    copy. cuDF frames carry the partitions where the job runs on a cluster. Neither Dask's graph nor its dataframe module is needed: on
     an H100, importing dask.dataframe (which imports dask.array, CuPy's SciPy modules and
     SciPy) and reading through Dask's threaded scheduler took 3.8 s of an 8.7 s W1 job, and
     the partitions read in parallel are joined into one per GPU anyway (one launch on each
@@ -396,20 +402,14 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
     gpu = get_backend("gpu")
     lengths = [len(sequence) for sequence in queries["sequence"]]
 
-    def ready_gpu(index):  # beside the read: a GPU's context and kernels, cuDF's import
+    def ready_gpu(index):  # beside the read: a GPU's context and kernels
         with gpu.device(index):
             gpu.warm_up(lengths, options.scoring)
-        if backend == "cudf":
-            from ._accessor import register_cudf
-            from ._fasta import _require_cudf
-
-            _require_cudf()
-            register_cudf()
 
     database = None
     with ThreadPoolExecutor(gpus) as pool:
         ready = [pool.submit(ready_gpu, index) for index in range(gpus)]
-        if backend == "gpu" and gpus == 1:
+        if gpus == 1:
             # one plain file: its bytes go up as they are and are parsed and encoded there
             with phases("read"):
                 text = whole_plain_text(database_path)
@@ -432,11 +432,6 @@ def _search_in_process(database_path, queries, top, options, backend, blocksize,
         if database.empty:
             raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record "
                              "(no line starts with '>')")
-        if backend == "cudf":  # one GPU (several take the cluster's path: one worker each)
-            import cudf
-
-            with phases("to_gpu"):
-                database = cudf.from_pandas(database)
         parts = [(part["sequence"], part[["id", "description"]])
                  for part in split_by_residues(database, gpus)]
     with phases("search"):
@@ -535,14 +530,14 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         gpus_here = gpu_stack.result() if gpu_engine else 0
         local_gpus = (max(1, gpus_here) if gpu_engine and scheduler is None
                       and n_workers is None else 0)
-    # the GPU engine and no cluster asked for: in this process, on every local GPU (with
-    # cuDF frames on one; several take a LocalCUDACluster, one worker per GPU, below)
+    # the GPU engine and no cluster asked for: in this process, on every local GPU (cudf
+    # as gpu on one; cudf on several takes a LocalCUDACluster, one worker per GPU, below)
     if local_gpus == 1 or (local_gpus > 1 and backend == "gpu"):
         threads = min(available_cores(), 8)
         where = "one GPU" if local_gpus == 1 else f"{local_gpus} GPUs, one thread each"
         report(f"running in this process on {where} ({threads} threads read the database); "
                "no dashboard: pass --scheduler to run on a cluster and watch it")
-        hits = _search_in_process(database_path, queries, top, options, backend, blocksize,
+        hits = _search_in_process(database_path, queries, top, options, blocksize,
                                   threads, statistics, strip_gaps, phases, gpus=local_gpus)
         return hits_table(_below(hits, evalue))
     if not gpu_engine and scheduler is None and n_workers is None:

@@ -112,10 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
                      help="alignment engine (default auto: CPU for these partitions); gpu: "
                           "CUDA kernels on pandas partitions; cudf: the database as cuDF "
                           "partitions in GPU memory (needs cuDF and dask-cudf). Without "
-                          "--scheduler or --workers, both run in this process without a "
-                          "cluster on one local GPU, and gpu on several too (one thread "
-                          "per GPU, each on a slice of equal residues); cudf on several "
-                          "starts a LocalCUDACluster (needs dask-cuda), one worker per GPU")
+                          "--scheduler or --workers, both run the same job in this process "
+                          "on one local GPU (the database file parsed on the GPU; no cuDF "
+                          "needed), and gpu on several too (one thread per GPU, each on a "
+                          "slice of equal residues); cudf on several starts a "
+                          "LocalCUDACluster (needs dask-cuda), one worker per GPU")
     run.add_argument("--no-progress", action="store_true",
                      help="no progress bar on standard error")
     run.add_argument("-v", "--verbose", action="store_true",

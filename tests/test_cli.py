@@ -423,12 +423,14 @@ def test_local_gpus_run_in_this_process(tmp_path, capsys, monkeypatch, setting, 
 
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
                     reason="the host emulation needs g++")
-@pytest.mark.parametrize("form", ["crlf", "gzip", "gap"])
+@pytest.mark.parametrize("form,backend", [("crlf", "gpu"), ("gzip", "gpu"), ("gap", "gpu"),
+                                          ("gzip", "cudf")])
 def test_one_gpu_job_leaves_other_files_to_the_reader(tmp_path, capsys, monkeypatch, setting,
-                                                       form):
+                                                       form, backend):
     """The one-GPU job parses a plain file on the GPU; a file outside that form (\r\n line
     ends, compressed) is read by the reader instead, with the same hits, and a record with a
-    byte that is no residue ('-') is named by the reader's error, as on every path."""
+    byte that is no residue ('-') is named by the reader's error, as on every path. With
+    ``--backend cudf`` it is the same job (no cuDF needed)."""
     import gzip
 
     import swdask._cluster as cluster_module
@@ -450,7 +452,7 @@ def test_one_gpu_job_leaves_other_files_to_the_reader(tmp_path, capsys, monkeypa
     out = tmp_path / "hits.tsv"
     framed = _recording_frame_reads(monkeypatch)
     code = main(["search", str(queries), str(db), "--top", "3", "-o", str(out),
-                 "--backend", "gpu", "--verbose", "--no-progress"])
+                 "--backend", backend, "--verbose", "--no-progress"])
     err = capsys.readouterr().err
     assert str(db) in framed, framed  # the database went to the reader
     if form == "gap":
@@ -487,10 +489,12 @@ def test_split_by_residues_keeps_every_row_in_order():
 
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
                     reason="the host emulation needs g++")
-def test_one_local_gpu_job_imports_no_dask_dataframe(tmp_path):
+@pytest.mark.parametrize("backend", ["gpu", "cudf"])
+def test_one_local_gpu_job_imports_no_dask_dataframe(tmp_path, backend):
     """The one-GPU job in a new process (as from the shell) never imports dask.dataframe,
     dask.array or distributed, nor numba (its database parsed where the GPU's arrays are, its
-    queries by NumPy): on a GPU machine they cost seconds of a seconds-long job."""
+    queries by NumPy), nor cuDF with ``--backend cudf`` (the same job: the database is in GPU
+    memory either way): on a GPU machine they cost seconds of a seconds-long job."""
     import os
     import subprocess
     import sys
@@ -504,9 +508,9 @@ def test_one_local_gpu_job_imports_no_dask_dataframe(tmp_path):
     code = ("import sys, swdask._cluster as c; c.local_gpu_count = lambda: 1\n"
             "from swdask.cli import main\n"
             f"code = main(['search', {str(queries)!r}, {str(db)!r}, '-o', {str(out)!r}, "
-            "'--backend', 'gpu', '--no-progress'])\n"
+            f"'--backend', {backend!r}, '--no-progress'])\n"
             "print(code, [m for m in ('dask.dataframe', 'dask.array', 'distributed', "
-            "'numba') if m in sys.modules])")
+            "'numba', 'cudf', 'dask_cudf') if m in sys.modules])")
     env = {**os.environ, "DASK_SWDASK__GPU__RUNTIME": "emulation"}
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=env, timeout=600)

@@ -368,10 +368,10 @@ def test_cudf_backend_without_cudf_says_what_to_install(tmp_path):
         swdask.read_fasta(missing, backend="cudf")
     text = str(info.value)
     assert "backend='cudf'" in text
-    assert "pip install cudf-cu12 dask-cudf-cu12" in text
+    assert "pip install 'swdask[cudf]'" in text and "cudf-cu12 dask-cudf-cu12" in text
     assert "backend='pandas'" in text and "no GPU" in text
     with dask.config.set({"dataframe.backend": "cudf"}):
-        with pytest.raises(ImportError, match="pip install cudf-cu12"):
+        with pytest.raises(ImportError, match=r"pip install 'swdask\[cudf\]'"):
             swdask.read_fasta(DB, backend=None)
 
 
