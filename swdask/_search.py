@@ -386,12 +386,15 @@ def _search_in_process(database_path, queries, top, options, blocksize, threads,
     ``backend="cudf"`` on one GPU runs this same job: its database is in GPU memory either
     way (the file's bytes parsed there, or the frame's strings uploaded once and encoded
     there), and a job that writes a file hands no frame back, so a cuDF frame would only
-    add cuDF's import (1.5 s on an H100 machine, more than the whole read and parse) and a
-    copy. cuDF frames carry the partitions where the job runs on a cluster. Neither Dask's graph nor its dataframe module is needed: on
-    an H100, importing dask.dataframe (which imports dask.array, CuPy's SciPy modules and
-    SciPy) and reading through Dask's threaded scheduler took 3.8 s of an 8.7 s W1 job, and
-    the partitions read in parallel are joined into one per GPU anyway (one launch on each
-    GPU's whole share, see :func:`_lazy_search`)."""
+    add cuDF's import (about 2.1 s on an H100 machine, more than three times the file's read
+    and parse; benchmarks/results/ab-gpu-cudf-w1-job-nvidia-h100-9e08a06-2026-11-24.log) and
+    a copy. cuDF frames carry the partitions where the job runs on a cluster.
+
+    Neither Dask's graph nor its dataframe module is needed: on an H100, importing
+    dask.dataframe (which imports dask.array, CuPy's SciPy modules and SciPy) and reading
+    through Dask's threaded scheduler took 3.8 s of an 8.7 s W1 job, and the partitions
+    read in parallel are joined into one per GPU anyway (one launch on each GPU's whole
+    share, see :func:`_lazy_search`)."""
     from concurrent.futures import ThreadPoolExecutor
 
     from ._engine import get_backend

@@ -35,11 +35,13 @@ PY
 python3 -m venv --system-site-packages "$V" || exit 1
 PY="$V/bin/python"
 # The image's packages (its interpreter's site-packages, and its PYTHONPATH) are seen by the
-# venv after its own, as --system-site-packages places the system's: a .pth file, so that
-# what the venv installs (cuDF's numba pins) comes first.
-python3 -c "import site, os, sys
+# venv after its own, as --system-site-packages places the system's: site.addsitedir from a
+# .pth file, which also runs the .pth files there (numba-cuda's redirection of numba.cuda),
+# so that what the venv installs (cuDF's numba pins) comes first.
+python3 -c "import site, os
 paths = [p for p in os.environ.get('PYTHONPATH', '').split(':') if p] + site.getsitepackages()
-print('\n'.join(dict.fromkeys(paths)))" > "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/image-packages.pth"
+print('import site; ' + '; '.join(f'site.addsitedir({p!r})' for p in dict.fromkeys(paths)))" \
+  > "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/image-packages.pth"
 unset PYTHONPATH
 echo "== resolver, offline, on .[cudf] (dry run)"
 "$PY" -m pip install --dry-run --no-index --find-links /tmp/stage --find-links .whl \
