@@ -57,7 +57,7 @@ from ._scoring import saturation_bound, substitution_table
 from ._simd import (BYTE_LANES, LANES, add, add_where_positive, adds_bytes, gather, load,
                     load_bytes, load_codes, mask_eq, mask_eq_bytes, mask_gt, mask_gt_bytes,
                     max_bytes, maximum, permute, permute64, permute_bytes, select, shift_up,
-                    splat, splat_bytes, store, store_bytes, sub_floor0, subs_bytes)
+                    splat, splat_bytes, store, store_bytes, sub, sub_floor0, subs_bytes)
 
 # Minus infinity for E/F: far below any reachable score, far from int64 overflow.
 _NEG = -(1 << 60)
@@ -741,6 +741,16 @@ def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_exte
 # crossing from one segment to the next are finished by the "lazy F" loop, which runs only
 # while a gap can still change a cell (``F > H - gap_open`` in some lane). Same cells, same
 # clamped gap states and the same end-cell rule as the lane kernels.
+#
+# The vertical gap inside a column is one ``max`` per step (benchmarks/NOTES-cpu.md, "The
+# striped kernel's F chain"): a gap entering segment ``k + 1`` is
+# ``F[k+1] = max(F[k] - gap_extend, H'[k] - gap_open)`` with ``H'`` the cell before the
+# vertical gap (diagonal or horizontal gap): a gap leaving a cell that the gap itself
+# raised costs ``gap_open >= gap_extend`` (the scoring's rule), so it is never the better.
+# Then ``G[k] = F[k] + k * gap_extend`` is a running maximum:
+# ``G[k+1] = max(G[k], H'[k] + (k+1) * gap_extend - gap_open)``, one operation on the
+# chain from one step to the next instead of three. The two per-segment constants come
+# from memory. On the 2-core AMD EPYC (AVX-512) a step took 6.7 cycles before, about 3 now.
 
 #: Below this many rows to align, and for queries of at least :data:`LANES` letters, the
 #: rows go to the striped kernel (one row per task) instead of the lane kernels.
@@ -750,51 +760,75 @@ _STRIPED_MAX_ROWS = BYTE_LANES
 def striped_profile(scores: np.ndarray) -> tuple[np.ndarray, int]:
     """``(table, seg)``: the query's scores (``scores[t, i]``, the QueryProfile's) in the
     striped layout, ``table[(t * seg + k) * 32 + l]`` = score of target letter ``t`` against
-    query row ``l * seg + k`` (``_PAD_SCORE`` past the query's end)."""
+    query row ``l * seg + k`` (``_PAD_SCORE`` past the query's end); 64-byte aligned, so
+    that no vector load splits a cache line."""
     alphabet, m = scores.shape
     seg = -(-m // LANES)
     rows = np.arange(LANES)[None, :] * seg + np.arange(seg)[:, None]  # [seg, LANES]
     inside = rows < m
-    table = np.full((alphabet, seg, LANES), _PAD_SCORE, dtype=np.int16)
-    table[:, inside] = scores[:, rows[inside]]
-    return table.reshape(-1), seg
+    table = _aligned_lanes(alphabet * seg * LANES)
+    table[:] = _PAD_SCORE
+    table.reshape(alphabet, seg, LANES)[:, inside] = scores[:, rows[inside]]
+    return table, seg
 
 
 @nb.njit(cache=True, nogil=True)
-def _striped_row(table, seg, m, residues, t0, n, gap_open, gap_extend, H, E, column):
-    """One row against the striped query: ``(best, end_i, end_j)`` by the tie rule."""
+def _aligned_lanes(count):
+    """An int16 array of ``count`` elements starting on a 64-byte boundary (a vector load
+    that splits two cache lines costs two: 4-13% of the striped kernel's time)."""
+    raw = np.empty(count + 32, dtype=np.int16)
+    shift = ((64 - raw.ctypes.data % 64) % 64) // 2
+    return raw[shift:shift + count]
+
+
+def striped_saturation(scores: np.ndarray, seg: int, gap_extend: int) -> int:
+    """The best score from which a striped row is recomputed wider: the lanes' bound, less
+    the offset ``G`` carries (``seg * gap_extend``, see above)."""
+    return saturation_bound(_LANE_MAX, scores.max()) - seg * gap_extend
+
+
+@nb.njit(cache=True, nogil=True)
+def _striped_row(table, seg, m, residues, t0, n, gap_open, gap_extend, H, E, column, C, D):
+    """One row against the striped query: ``(best, end_i, end_j)`` by the tie rule. ``H``,
+    ``E``, ``C`` and ``D`` hold ``seg * LANES`` lanes (64-byte aligned), ``column`` one
+    vector."""
     zero = splat(0)
     open_cost = splat(gap_open)
     extend_cost = splat(gap_extend)
     for k in range(seg):
         store(H, k * LANES, zero)
         store(E, k * LANES, zero)
+        store(C, k * LANES, splat((k + 1) * gap_extend - gap_open))
+        store(D, k * LANES, splat(k * gap_extend))
+    past_last = splat(seg * gap_extend)
     best = 0
     end_i = -1
     end_j = -1
     for j in range(n):
         base = np.int64(residues[t0 + j]) * seg * LANES
-        f = zero
+        g = zero  # G[0]: no gap enters the first segment within the column
         diag = shift_up(load(H, (seg - 1) * LANES))
         column_best = zero
         for k in range(seg):
             h_left = load(H, k * LANES)
             e = load(E, k * LANES)
-            h = maximum(maximum(add(diag, load(table, base + k * LANES)), e), f)
+            h_before = maximum(add(diag, load(table, base + k * LANES)), e)  # H' >= 0
+            h = maximum(h_before, sub(g, load(D, k * LANES)))  # F[k] = G[k] - D[k]
+            g = maximum(g, add(h_before, load(C, k * LANES)))
             store(H, k * LANES, h)
             column_best = maximum(column_best, h)
-            h_open = sub_floor0(h, open_cost)
-            store(E, k * LANES, maximum(sub_floor0(e, extend_cost), h_open))
-            f = maximum(sub_floor0(f, extend_cost), h_open)
+            store(E, k * LANES, maximum(sub_floor0(e, extend_cost), sub_floor0(h, open_cost)))
             diag = h_left
         # the gaps leaving each segment's last row enter the next segment: a carried gap
         # ``f`` raises a cell where it beats it (then ``E`` there too, and the gap below
         # may reopen from it: ``f - gap_open``), and goes on down as ``f - gap_extend`` (a
         # cell's own ``H - gap_open`` is in the main loop's F already); it stops where no
-        # lane's carried gap beats ``H - gap_open``, below which it changes nothing more
-        f = shift_up(f)
+        # lane's carried gap beats ``H - gap_open``, below which it changes nothing more.
+        # The first two steps run whatever the test says (where ``f`` beats no cell they
+        # change nothing), which spares most columns a mispredicted loop exit.
+        f = shift_up(maximum(sub(g, past_last), zero))
         k = 0
-        while mask_gt(f, sub_floor0(load(H, k * LANES), open_cost)) != 0:
+        while k < 2 or mask_gt(f, sub_floor0(load(H, k * LANES), open_cost)) != 0:
             h_old = load(H, k * LANES)
             raised = mask_gt(f, h_old)
             h = maximum(h_old, f)
@@ -807,12 +841,24 @@ def _striped_row(table, seg, m, residues, t0, n, gap_open, gap_extend, H, E, col
             if k == seg:
                 k = 0
                 f = shift_up(f)
+                if mask_gt(f, sub_floor0(load(H, 0), open_cost)) == 0:
+                    break
         if mask_gt(column_best, splat(best)) != 0:  # strict: the smallest column, first row
             store(column, 0, column_best)
             best = int(column.max())
-            for i in range(m):
-                if H[(i % seg) * LANES + i // seg] == best:
-                    end_i = i
+            # the first query row at ``best``: the lowest lane holding it (lane ``l`` holds
+            # rows ``l * seg`` to ``l * seg + seg - 1``), then that lane's first segment;
+            # padding rows never reach it (they only take gaps from the rows above)
+            at_best = splat(best)
+            lanes = 0
+            for k in range(seg):
+                lanes |= mask_eq(load(H, k * LANES), at_best)
+            lane = 0
+            while lane < LANES - 1 and not (lanes >> lane) & 1:
+                lane += 1
+            for k in range(seg):
+                if H[k * LANES + lane] == best:
+                    end_i = lane * seg + k
                     end_j = j
                     break
     return best, end_i, end_j
@@ -822,16 +868,18 @@ def _striped_row(table, seg, m, residues, t0, n, gap_open, gap_extend, H, E, col
 def _one_to_many_striped(table, seg, m, residues, offsets, rows, gap_open, gap_extend,
                          want_end, saturation, score, query_end, target_end, saturated):
     """Scores and (if ``want_end``) end cells of ``rows``, one row per task on
-    :func:`_striped_row`; rows whose best may have wrapped are flagged in ``saturated``
-    instead."""
+    :func:`_striped_row`; rows whose best may have wrapped (``saturation``:
+    :func:`striped_saturation`) are flagged in ``saturated`` instead."""
     for index in nb.prange(rows.shape[0]):
         row = rows[index]
-        H = np.empty(seg * LANES, dtype=np.int16)
-        E = np.empty(seg * LANES, dtype=np.int16)
+        H = _aligned_lanes(seg * LANES)
+        E = _aligned_lanes(seg * LANES)
+        C = _aligned_lanes(seg * LANES)
+        D = _aligned_lanes(seg * LANES)
         column = np.empty(LANES, dtype=np.int16)
         best, end_i, end_j = _striped_row(table, seg, m, residues, offsets[row],
                                           offsets[row + 1] - offsets[row], gap_open,
-                                          gap_extend, H, E, column)
+                                          gap_extend, H, E, column, C, D)
         if best >= saturation:
             saturated[row] = True
         else:
@@ -921,8 +969,8 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
             striped, seg = striped_profile(scores)
             _one_to_many_striped(striped, seg, m, residues, offsets, rows, gap_open,
                                  gap_extend, mode != MODE_NONE,
-                                 saturation_bound(_LANE_MAX, scores.max()), score, query_end,
-                                 target_end, saturated)
+                                 striped_saturation(scores, seg, gap_extend), score,
+                                 query_end, target_end, saturated)
             lane_rows = rows[:0]
         elif (profile.byte_table is not None and gap_open <= 255 and gap_extend <= 255):
             # a byte-lane pass first (twice the lanes); the rows it cannot tell (best near

@@ -527,3 +527,29 @@ def test_few_long_rows_take_the_striped_kernel(scheme, positions, monkeypatch):
     reference = one_to_many(huge, [huge, huge[:100]], scheme, positions,
                             kernel=_cpu._scalar_one_to_many)
     assert_same_as_reference(fast, reference, positions)
+
+
+def test_striped_rows_near_the_int16_limit_are_recomputed(monkeypatch):
+    """The striped kernel's running maximum of vertical gaps carries ``seg * gap_extend``
+    on top of the scores, so a row whose best stays below 16 bits but whose carried gaps
+    may not (a deletion near the end of a 16,300-letter self-alignment scoring about
+    32,500) is flagged by the striped pass and recomputed wider; every output equals the
+    scalar reference."""
+    rng = np.random.default_rng(91)
+    scheme = Scheme(None, 5, 2, match=2, mismatch=-3)
+    query = "".join(rng.choice(list("ACGT"), 16_300))
+    target = query[:16_000] + query[16_012:]  # 12 query letters skipped: a vertical gap
+    seg = -(-len(query) // _simd.LANES)
+    bound = _cpu.saturation_bound(_cpu._LANE_MAX, 2)
+    reference = one_to_many(query, [target], scheme, "full", kernel=_cpu._scalar_one_to_many)
+    assert bound - seg * 2 <= reference[0][0] < bound  # the case this test is for
+    flagged = []
+    real = _cpu._one_to_many_striped
+
+    def spy(*args):
+        real(*args)
+        flagged.append(bool(args[-1].any()))  # its ``saturated`` output
+
+    monkeypatch.setattr(_cpu, "_one_to_many_striped", spy)
+    assert_same_as_reference(one_to_many(query, [target], scheme, "full"), reference, "full")
+    assert flagged == [True]
