@@ -434,9 +434,10 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
 
     Host-side batches go up in chunks of rows on two streams: while the GPU aligns one chunk
     the next one is copied (a copy from pageable memory holds the host, not the GPU). With
-    ``"alignment"``, each chunk's hits are traced back (:mod:`swdask.gpu._traceback`) while the
-    chunk is still on the device; a hit the GPU leaves (``cigar`` None) is the engine's to
-    trace on the CPU.
+    ``"alignment"``, each chunk's hits are traced back (:mod:`swdask.gpu._traceback`) on its
+    device batch, every chunk's traceback queued before any is read back, so the GPU does
+    not wait for the host between chunks; a hit the GPU leaves (``cigar`` None) is the
+    engine's to trace on the CPU.
     """
     runtime = get_runtime()
     count = len(targets)
@@ -471,36 +472,37 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
                     found = run_pairs(batch, np.flatnonzero(work[first:stop]), scoring, kernel,
                                       force=force, shape=shape, ks=ks, runtime=runtime)
                 pending.append((first, stop, stream, found, batch))
+            traces = []
             for first, stop, stream, found, batch in pending:
                 with _on(stream):
                     for name, values in found.items():
                         cells[name][first:stop] = runtime.to_host(values)
-                    if alignment is not None:
-                        _trace_chunk(runtime, batch, cells, valid, first, stop, scoring,
-                                     alignment)
+                    if alignment is not None:  # queued: the next chunk's cells come first
+                        traces.append((stream, _trace_chunk(runtime, batch, cells, valid,
+                                                            first, stop, scoring)))
+            for stream, (rows, traced) in traces:
+                with _on(stream):
+                    for name, values in traced.collect().items():
+                        alignment[name][rows] = values
     found = finish(cells, valid, kernel)
     if alignment is None:
         return found
     return Alignments({**found.columns, **alignment}, found.valid, "alignment")
 
 
-def _trace_chunk(runtime, batch, cells, valid, first, stop, scoring, alignment) -> None:
-    """The hits of rows ``first``..``stop`` (kernel cells on the host), traced on their
-    device batch into ``alignment``."""
-    from ._traceback import trace_pairs
+def _trace_chunk(runtime, batch, cells, valid, first, stop, scoring):
+    """The hits of rows ``first``..``stop`` (kernel cells on the host) queued for their
+    traceback on their device batch: ``(their rows, the PendingTraces)``."""
+    from ._traceback import launch_traces
 
     score = cells["score"][first:stop]
     rows = np.flatnonzero((score > 0) & valid[first:stop])
-    if not rows.size:
-        return
     columns = {"score": score[rows]}
     for name in ("query_start", "target_start"):
         columns[name] = cells[name][first:stop][rows].astype(np.int64)
     for name in ("query_end", "target_end"):  # inclusive cells to end-exclusive positions
         columns[name] = cells[name][first:stop][rows].astype(np.int64) + 1
-    traced = trace_pairs(batch, rows, rows, columns, scoring, runtime)
-    for name, values in traced.items():
-        alignment[name][first + rows] = values
+    return first + rows, launch_traces(batch, rows, rows, columns, scoring, runtime)
 
 
 def align_long_rows(query_codes, residues, offsets, rows, scoring, mode: str,

@@ -20,6 +20,8 @@ strips of 256 query rows):
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .._results import ALIGNMENT_COLUMNS, empty_alignment_columns
@@ -60,12 +62,23 @@ def trace_pairs(batch, query_rows, target_rows, columns: dict, scoring, runtime=
     ``target_rows[k]`` of ``batch`` (:class:`~swdask.gpu._pairs.DevicePairs`) with the score
     and positions of ``columns`` (host arrays in the API's convention, end-exclusive; every
     row a hit). Hits left to the CPU (see the module docstring) keep ``cigar`` None."""
+    return launch_traces(batch, query_rows, target_rows, columns, scoring, runtime).collect()
+
+
+def launch_traces(batch, query_rows, target_rows, columns: dict, scoring,
+                  runtime=None) -> "PendingTraces":
+    """:func:`trace_pairs` queued on the current stream without waiting for the GPU: its
+    kernels (the traceback, the packing of the CIGAR texts) run while the caller goes on
+    (queues the next chunk's); :meth:`PendingTraces.collect`, on the same stream, reads
+    the columns back. Groups of pairs that together would pass the memory budget run one
+    after another on the stream, each reusing the trace buffers the one before released
+    (CuPy's memory pool hands a block freed on a stream only to that stream)."""
     runtime = runtime or get_runtime()
     xp = runtime.xp
     score = np.asarray(columns["score"], dtype=np.int64)
-    out = empty_alignment_columns(score.size)
+    pending = PendingTraces(runtime, score, empty_alignment_columns(score.size), [])
     if not score.size:
-        return out
+        return pending
     q0 = np.asarray(columns["query_start"], dtype=np.int64)
     t0 = np.asarray(columns["target_start"], dtype=np.int64)
     m = np.asarray(columns["query_end"], dtype=np.int64) - q0
@@ -87,28 +100,46 @@ def trace_pairs(batch, query_rows, target_rows, columns: dict, scoring, runtime=
         total = np.cumsum(sizes[order[first:]])
         stop = first + max(1, int(np.searchsorted(total, budget, side="right")))
         group = order[first:stop]
-        found = _trace_group(runtime, batch, query_rows[group], target_rows[group], q0[group],
-                             t0[group], m[group], n[group], table, matrix.shape[1], scoring)
-        wrong = np.flatnonzero(found["score"] != score[group])
-        if wrong.size:  # pragma: no cover - a bug, not bad input
-            k = int(wrong[0])
-            raise RuntimeError(
-                f"internal error: the GPU traceback of a hit scores {int(found['score'][k])} "
-                f"where the alignment scored {int(score[group][k])}; please report it with "
-                "the input")
-        for name in ALIGNMENT_COLUMNS:
-            out[name][group] = found[name]
+        pending.groups.append((group, _launch_group(
+            runtime, batch, query_rows[group], target_rows[group], q0[group], t0[group],
+            m[group], n[group], table, matrix.shape[1], scoring)))
         first = stop
-    return out
+    return pending
 
 
-def _trace_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, alphabet,
-                 scoring) -> dict:
+@dataclass
+class PendingTraces:
+    """Traces queued on the GPU (:func:`launch_traces`): ``collect`` gives the columns."""
+
+    runtime: object
+    score: np.ndarray
+    out: dict
+    groups: list
+
+    def collect(self) -> dict:
+        """The alignment columns, read back (the first read waits for the kernels)."""
+        for group, launched in self.groups:
+            found = _read_group(self.runtime, launched)
+            wrong = np.flatnonzero(found["score"] != self.score[group])
+            if wrong.size:  # pragma: no cover - a bug, not bad input
+                k = int(wrong[0])
+                raise RuntimeError(
+                    f"internal error: the GPU traceback of a hit scores "
+                    f"{int(found['score'][k])} where the alignment scored "
+                    f"{int(self.score[group][k])}; please report it with the input")
+            for name in ALIGNMENT_COLUMNS:
+                self.out[name][group] = found[name]
+        self.groups = []
+        return self.out
+
+
+def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, alphabet,
+                  scoring) -> tuple:
     """One launch over pairs that fit the device together (query row ``query_rows[k]`` of
     the batch from ``q0[k]``, ``m[k]`` residues, against target row ``target_rows[k]`` from
-    ``t0[k]``, ``n[k]``); their columns, in order. The per-pair numbers go up as one array."""
-    import pyarrow as pa
-
+    ``t0[k]``, ``n[k]``), then the packing of their CIGAR texts into one buffer, all queued:
+    ``(count, results, packed offsets, packed texts)`` on the device. The per-pair numbers
+    go up as one array; the packed offsets are summed on the device, so nothing waits."""
     xp = runtime.xp
     count = m.size
     sizes = (_trace_bytes(m, n), 3 * (n + 1), 3 * (m + n))  # trace bytes, work ints, text
@@ -127,18 +158,27 @@ def _trace_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, a
          batch.t_res, target_begin, n_dev, table, np.int32(alphabet),
          np.int32(scoring.gap_open), np.int32(scoring.gap_extend), numbers[6], trace,
          numbers[7], work, numbers[8], text, results))
-    del trace, work
-    counts = runtime.to_host(results).reshape(count, _OUT).astype(np.int64)
-    lengths = counts[:, 1]
-    packed_offsets = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(lengths, out=packed_offsets[1:])
-    packed = xp.empty(max(1, int(packed_offsets[-1])), dtype=xp.uint8)
+    del trace, work  # back to the pool, for work queued after this on the same stream
+    packed_offsets = xp.zeros(count + 1, dtype=xp.int64)
+    packed_offsets[1:] = xp.cumsum(results.reshape(count, _OUT)[:, 1], dtype=xp.int64)
+    packed = xp.empty(max(1, int(sizes[2].sum())), dtype=xp.uint8)  # >= every CIGAR text
     runtime.launch(
         runtime.function(_SOURCE, _GATHER), (count + 255) // 256, 256,
-        (np.int32(count), numbers[8], m_dev + n_dev, text, results,
-         xp.asarray(packed_offsets[:-1]), packed))
-    data = runtime.to_host(packed)[:int(packed_offsets[-1])]
-    cigars = pa.LargeStringArray.from_buffers(count, pa.py_buffer(packed_offsets),
+        (np.int32(count), numbers[8], m_dev + n_dev, text, results, packed_offsets[:-1],
+         packed))
+    return count, results, packed_offsets, packed
+
+
+def _read_group(runtime, launched) -> dict:
+    """The columns of one group of :func:`_launch_group`, read back."""
+    import pyarrow as pa
+
+    count, results, packed_offsets, packed = launched
+    counts = runtime.to_host(results).reshape(count, _OUT).astype(np.int64)
+    host_offsets = np.zeros(count + 1, dtype=np.int64)
+    np.cumsum(counts[:, 1], out=host_offsets[1:])
+    data = runtime.to_host(packed[:int(host_offsets[-1])])
+    cigars = pa.LargeStringArray.from_buffers(count, pa.py_buffer(host_offsets),
                                               pa.py_buffer(data.tobytes()))
     columns = counts[:, 5]
     return {"score": counts[:, 0], "cigar": cigars.to_numpy(zero_copy_only=False),
