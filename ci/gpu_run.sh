@@ -75,6 +75,7 @@ CARRY=${CARRY:-.devcarry}
 mkdir -p "$OUT" "$BENCH_DIR"
 export PYTHONUNBUFFERED=1 NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-/tmp/numba-cache}
 # the image's own path, for the venvcudf step (as a user's environment would see it)
+PYTHONPATH=${PYTHONPATH:-}
 export IMAGE_PYTHONPATH=${IMAGE_PYTHONPATH-${PYTHONPATH#/tmp/rapids}}
 IMAGE_PYTHONPATH=${IMAGE_PYTHONPATH#:}
 # cuDF and its pinned numpy/pandas (staged into /tmp/rapids, `source /tmp/rapids/env.sh`)
