@@ -43,9 +43,11 @@ def main() -> None:
         return launched
 
     _traceback._launch_group = timed
+    host = _host_clocks()
     align_pairs(q, t, scoring, "alignment", backend="gpu")  # warm-up
     for _ in range(args.repeats):
         events.clear()
+        host.clear()
         begin = time.perf_counter()
         align_pairs(q, t, scoring, "alignment", backend="gpu")
         wall = time.perf_counter() - begin
@@ -54,10 +56,39 @@ def main() -> None:
         pairs = sum(count for _, _, count in events)
         print(f"wall {wall:.4f} s; traceback kernels {sum(spans):.4f} s over {len(spans)} "
               f"groups, {pairs} pairs (per group: {', '.join(f'{s * 1e3:.1f}' for s in spans)}"
-              f" ms)", flush=True)
+              f" ms); host seconds in: "
+              + ", ".join(f"{name} {seconds:.4f}" for name, seconds in host.items()),
+              flush=True)
     _traceback._launch_group = real
     cells = int((np.diff(q.offsets) * np.diff(t.offsets)).sum())
     print(f"cells {cells}")
+
+
+def _host_clocks() -> dict:
+    """Seconds this thread spends in the stages of ``align_pairs_gpu`` (each wrapped; a stage
+    that reads results back includes the wait for the GPU)."""
+    from swdask.gpu import _pairs, _traceback
+
+    clocks: dict = {}
+
+    def wrap(owner, name, label):
+        real = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                clocks[label] = clocks.get(label, 0.0) + time.perf_counter() - start
+
+        setattr(owner, name, timed)
+
+    wrap(_pairs, "to_device", "upload")
+    wrap(_pairs, "run_pairs", "forward launches")
+    wrap(_pairs, "_trace_chunk", "trace launches (after the chunk's cells came back)")
+    wrap(_traceback.PendingTraces, "collect", "trace read-back")
+    wrap(_pairs, "finish", "finish")
+    return clocks
 
 
 if __name__ == "__main__":
