@@ -435,10 +435,9 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
     Host-side batches go up in chunks of rows on two streams: while the GPU aligns one chunk
     the next one is copied (a copy from pageable memory holds the host, not the GPU). With
     ``"alignment"``, each chunk's hits are traced back (:mod:`swdask.gpu._traceback`) on its
-    device batch: once the next chunk is queued, the chunk's cells come back and its
-    traceback is queued, so the GPU traces while the host uploads; the alignments are read
-    back after the last chunk. A hit the GPU leaves (``cigar`` None) is the engine's to
-    trace on the CPU.
+    device batch, every chunk's traceback queued before any is read back, so the GPU does
+    not wait for the host between chunks; a hit the GPU leaves (``cigar`` None) is the
+    engine's to trace on the CPU.
     """
     runtime = get_runtime()
     count = len(targets)
@@ -461,16 +460,7 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
         bounds = _chunk_bounds(q_off, t_off, count) if on_host else [0, count]
         chunks = list(zip(bounds[:-1], bounds[1:]))
         with runtime.concurrent(min(2, len(chunks))) as streams:
-            pending, traces = [], []
-
-            def read_back(first, stop, stream, found, batch):
-                with _on(stream):
-                    for name, values in found.items():
-                        cells[name][first:stop] = runtime.to_host(values)
-                    if alignment is not None:  # queued; read back after the last chunk
-                        traces.append((stream, _trace_chunk(runtime, batch, cells, valid,
-                                                            first, stop, scoring)))
-
+            pending = []
             for k, (first, stop) in enumerate(chunks):
                 stream = streams[k % len(streams)]
                 with _on(stream):
@@ -482,10 +472,14 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
                     found = run_pairs(batch, np.flatnonzero(work[first:stop]), scoring, kernel,
                                       force=force, shape=shape, ks=ks, runtime=runtime)
                 pending.append((first, stop, stream, found, batch))
-                if alignment is not None and k:  # the chunk before: its tracebacks run
-                    read_back(*pending[k - 1])  # on the GPU while this one goes up
-            for item in pending[len(traces):]:
-                read_back(*item)
+            traces = []
+            for first, stop, stream, found, batch in pending:
+                with _on(stream):
+                    for name, values in found.items():
+                        cells[name][first:stop] = runtime.to_host(values)
+                    if alignment is not None:  # queued: the next chunk's cells come first
+                        traces.append((stream, _trace_chunk(runtime, batch, cells, valid,
+                                                            first, stop, scoring)))
             for stream, (rows, traced) in traces:
                 with _on(stream):
                     for name, values in traced.collect().items():
