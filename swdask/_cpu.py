@@ -299,22 +299,31 @@ def _forget_ends(mode, rows, query_end, target_end):
 def _cell(diag, substitution, e, f, open_cost, extend_cost):
     """One cell in 32 lanes. Takes ``H`` of the diagonal neighbour, the substitution score and
     the clamped gap states ``E'``/``F'`` of this cell; returns ``H`` and the gap states its
-    neighbours need: ``E'`` of the cell to the right, ``F'`` of the cell below
-    (``max(H - gap_open, 0)`` serves both: 9 vector operations per cell)."""
-    h = maximum(maximum(add(diag, substitution), e), f)
-    h_open = sub_floor0(h, open_cost)
-    return (h, maximum(sub_floor0(e, extend_cost), h_open),
-            maximum(sub_floor0(f, extend_cost), h_open))
+    neighbours need: ``E'`` of the cell to the right, ``F'`` of the cell below.
+
+    ``F'`` below comes from ``H'``, the cell before the vertical gap (diagonal or horizontal
+    gap), not from ``H``: where the gap itself made ``H``, reopening from it costs
+    ``gap_open >= gap_extend`` more than going on, so it never wins. That leaves two vector
+    operations, not three, on the chain from one row to the next, which sets the pace of a
+    column (benchmarks/NOTES-cpu.md, "The lanes' F chain")."""
+    return _next_cell(maximum(add(diag, substitution), e), e, f, open_cost, extend_cost)
 
 
 @nb.njit(cache=True, nogil=True, inline="always")
 def _anchored_cell(diag, substitution, e, f, open_cost, extend_cost):
     """:func:`_cell` without fresh starts: the diagonal move only continues a live path
     (``diag > 0``); values are scores plus one, 0 is dead (see "start cells" below)."""
-    h = maximum(maximum(add_where_positive(diag, substitution), e), f)
-    h_open = sub_floor0(h, open_cost)
-    return (h, maximum(sub_floor0(e, extend_cost), h_open),
-            maximum(sub_floor0(f, extend_cost), h_open))
+    return _next_cell(maximum(add_where_positive(diag, substitution), e), e, f, open_cost,
+                      extend_cost)
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _next_cell(h_before, e, f, open_cost, extend_cost):
+    """``(H, E' right, F' below)`` of a cell from ``H'`` (its best without the vertical gap)
+    and its gap states (:func:`_cell`)."""
+    h = maximum(h_before, f)
+    return (h, maximum(sub_floor0(e, extend_cost), sub_floor0(h, open_cost)),
+            maximum(sub_floor0(f, extend_cost), sub_floor0(h_before, open_cost)))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -611,10 +620,11 @@ def _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
             e = load_bytes(E, i * BYTE_LANES)
             substituted = subs_bytes(adds_bytes(diag, load_bytes(S, query[i] * BYTE_LANES)),
                                      bias_cost)
-            h = max_bytes(max_bytes(substituted, e), f)
-            h_open = subs_bytes(h, open_cost)
-            store_bytes(E, i * BYTE_LANES, max_bytes(subs_bytes(e, extend_cost), h_open))
-            f = max_bytes(subs_bytes(f, extend_cost), h_open)
+            h_before = max_bytes(substituted, e)  # F' below from H', as in _cell
+            h = max_bytes(h_before, f)
+            store_bytes(E, i * BYTE_LANES, max_bytes(subs_bytes(e, extend_cost),
+                                                     subs_bytes(h, open_cost)))
+            f = max_bytes(subs_bytes(f, extend_cost), subs_bytes(h_before, open_cost))
             store_bytes(H, i * BYTE_LANES, h)
             diag = h_left
             column_best = max_bytes(column_best, h)
