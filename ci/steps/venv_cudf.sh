@@ -9,7 +9,8 @@
 # stack: CuPy, cuda-python, the NVIDIA libraries), which a user's environment would see too.
 #
 # What it does, each result in venv-cudf.log:
-#  1. `python3 -m venv --system-site-packages`: the image's packages stay visible;
+#  1. `python3 -m venv --system-site-packages`, the image's site-packages added after the
+#     venv's own (site.addsitedir from a .pth file: the image's Python is itself a venv);
 #  2. pip's resolver asked, offline, to install ".[cudf]" from the staged and carried wheels
 #     (--dry-run): says which requirements the wheel set cannot satisfy;
 #  3. the staged set (cuDF and the pins it declares) and the carried wheels installed as a
