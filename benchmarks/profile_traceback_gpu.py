@@ -1,10 +1,19 @@
 """Where the time of row-wise pairs with alignments goes on the GPU (issue 11's W2-dna-reads
-figure): the pairs alone, then the same call with alignments under cProfile (the device
-synchronises where results come back, so a kernel's time shows in the copy that follows it).
+figure): the pairs alone and with alignments (``--repeats`` timed calls of each), then
+
+* with ``--events``: calls with alignments, each with the GPU time of the traceback's own
+  kernels (CUDA events around each group of ``swdask.gpu._traceback._launch_group``: the
+  traceback and the packing of its CIGARs; an event pair brackets the group's work on its
+  stream, so waiting for the forward kernels queued before it is not counted) and the host
+  seconds spent in each stage of ``align_pairs_gpu`` (a stage that reads results back
+  includes the wait for the GPU);
+* unless ``--no-profile``: one call with alignments under cProfile (the device
+  synchronises where results come back, so a kernel's time shows in the copy after it).
+
 A diagnosis, not a benchmark: ``bench_w2_gpu.py run --alignment`` times it.
 
     python3 benchmarks/profile_traceback_gpu.py --data /tmp/w2data [--set W2-dna-reads]
-        [--repeats 9 --no-profile]
+        [--repeats 9] [--events] [--no-profile]
 """
 from __future__ import annotations
 
@@ -25,6 +34,8 @@ def main() -> None:
     parser.add_argument("--set", default="W2-dna-reads")
     parser.add_argument("--repeats", type=int, default=1,
                         help="timed calls of each mode after the warm-up (min and median)")
+    parser.add_argument("--events", action="store_true",
+                        help="the traceback kernels' GPU time and the host stages, per call")
     parser.add_argument("--no-profile", action="store_true")
     args = parser.parse_args()
     from pathlib import Path
@@ -46,6 +57,8 @@ def main() -> None:
         print(f"{mode}: min {min(values):.4f} s, median {float(np.median(values)):.4f} s, "
               f"{cells / float(np.median(values)) / 1e9:.1f} GCUPS (median of "
               f"{len(values)})", flush=True)
+    if args.events:
+        _events(q, t, scoring, max(1, args.repeats))
     if args.no_profile:
         return
     profile = cProfile.Profile()
@@ -55,6 +68,68 @@ def main() -> None:
     text = io.StringIO()
     pstats.Stats(profile, stream=text).sort_stats("cumulative").print_stats(30)
     print(text.getvalue())
+
+
+def _events(q, t, scoring, repeats: int) -> None:
+    import cupy
+
+    from swdask.gpu import _traceback
+    from swdask.lowlevel import align_pairs
+
+    events = []
+    real = _traceback._launch_group
+
+    def timed(runtime, *rest):
+        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        launched = real(runtime, *rest)
+        stop.record()
+        events.append((start, stop, len(rest[1])))
+        return launched
+
+    _traceback._launch_group = timed
+    host = _host_clocks()
+    for _ in range(repeats):
+        events.clear()
+        host.clear()
+        begin = time.perf_counter()
+        align_pairs(q, t, scoring, "alignment", backend="gpu")
+        wall = time.perf_counter() - begin
+        cupy.cuda.Device().synchronize()
+        spans = [cupy.cuda.get_elapsed_time(a, b) / 1e3 for a, b, _ in events]
+        pairs = sum(count for _, _, count in events)
+        print(f"wall {wall:.4f} s; traceback kernels {sum(spans):.4f} s over {len(spans)} "
+              f"groups, {pairs} pairs (per group: {', '.join(f'{s * 1e3:.1f}' for s in spans)}"
+              f" ms); host seconds in: "
+              + ", ".join(f"{name} {seconds:.4f}" for name, seconds in host.items()),
+              flush=True)
+    _traceback._launch_group = real
+
+
+def _host_clocks() -> dict:
+    """Seconds this thread spends in the stages of ``align_pairs_gpu`` (each wrapped)."""
+    from swdask.gpu import _pairs, _traceback
+
+    clocks: dict = {}
+
+    def wrap(owner, name, label):
+        real = getattr(owner, name)
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                clocks[label] = clocks.get(label, 0.0) + time.perf_counter() - start
+
+        setattr(owner, name, timed)
+
+    wrap(_pairs, "to_device", "upload")
+    wrap(_pairs, "run_pairs", "forward launches")
+    wrap(_pairs, "_trace_chunk", "trace launches (after the chunk's cells came back)")
+    wrap(_traceback.PendingTraces, "collect", "trace read-back")
+    wrap(_pairs, "finish", "finish")
+    return clocks
 
 
 if __name__ == "__main__":
