@@ -346,6 +346,37 @@ def test_pairs_random_mixed_lengths(scheme):
     assert_rescoring(reference, queries, targets, scheme)
 
 
+@pytest.mark.parametrize("scheme", [Scheme(None, 5, 2, match=2, mismatch=-3), BLOSUM62],
+                         ids=str)
+def test_few_pairs_with_long_queries_take_the_striped_kernel(scheme, monkeypatch):
+    """Fewer pairs than a batch of lanes (a search's top rows): those whose query has at
+    least 32 letters are striped over their query one at a time, the others stay in the
+    lanes; every mode equals the scalar reference (long targets holding the query with
+    gaps, and a pair of short queries)."""
+    rng = np.random.default_rng(23)
+    letters = "ACGT" if scheme.matrix is None else PROTEIN
+    queries, targets = [], []
+    for length in (20, 40, 300, 900):
+        query = "".join(rng.choice(list(letters), length))
+        queries.append(query)
+        targets.append("".join(rng.choice(list(letters), 3000)) + mutate(query, rng, 0.1, letters)
+                       + "".join(rng.choice(list(letters), 2000)))
+    striped = []
+    real = _cpu._one_to_many_striped
+
+    def spy(table, seg, m, residues, offsets, rows, *args):
+        striped.append(m)
+        return real(table, seg, m, residues, offsets, rows, *args)
+
+    monkeypatch.setattr(_cpu, "_one_to_many_striped", spy)
+    reference = pairs(queries, targets, scheme, kernel=_cpu._scalar_pairs)
+    for positions in MODES:
+        striped.clear()
+        assert_same_as_reference(pairs(queries, targets, scheme, positions), reference,
+                                 positions)
+        assert sorted(striped) == [40, 300, 900]
+
+
 def test_pairs_ties_and_edges():
     queries = ["ACAC", "A", "W", "WGWGWG", "CWC" * 4, "G", "AAAAAAAA"]
     targets = ["ACACACAC", "A", "G", "WG" * 9, "CWCCWC", "GGGG", "AAAA"]
