@@ -283,10 +283,36 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
                     "rows": len(b), "equal": bool(a.shape == b.shape and (a.values == b.values)
                                                   .all())}
                 print(f"  exactness GPU vs CPU: {record['exactness']}")
+            if backend == "gpu" and workload != "search-W1" and args.variant:
+                # the same job under other settings, alternating with the default (A/B)
+                record["variants"] = _variants(args, query_file, db_path, work, wall)
             runs.append(record)
             if backend == "gpu":  # the same job on several GPUs of this machine
                 runs.extend(_several_gpus(args, record, query_file, db_path, output, work))
     return runs
+
+
+def _variants(args, query_file, db_path, work: Path, default_wall: float) -> dict:
+    """Each ``--variant KEY=VALUE`` (a swdask setting, e.g. ``gpu.query-streams=1``): the
+    one-GPU job under it and again under the defaults, alternating (``--variant-repeats``
+    rounds); wall seconds of each run and whether its hits equal the defaults'."""
+    found = {}
+    for variant in args.variant:
+        key, _, value = variant.partition("=")
+        name = "DASK_SWDASK__" + key.upper().replace(".", "__").replace("-", "_")
+        env = {**_gpus_env(1), name: value}
+        walls, defaults, equal = [], [default_wall], True
+        for _ in range(args.variant_repeats):
+            output = work / "variant.tsv"
+            walls.append(_job(query_file, db_path, output, "gpu", env)[0])
+            equal = equal and bool(_hits_key(output).equals(
+                _hits_key(work / f"{query_file.stem}-gpu.tsv")))
+            defaults.append(_job(query_file, db_path, work / "default.tsv", "gpu",
+                                 _gpus_env(1))[0])
+        found[variant] = {"wall_seconds": walls, "default_wall_seconds": defaults,
+                          "hits_equal": equal}
+        print(f"  variant {variant}: {walls} s; defaults {defaults} s; hits equal: {equal}")
+    return found
 
 
 def _several_gpus(args, one, query_file, db_path, one_output, work: Path) -> list[dict]:
@@ -342,6 +368,10 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--w1-json", help="the same run's W1 kernel-only JSON")
+    parser.add_argument("--variant", nargs="*", default=[],
+                        help="KEY=VALUE swdask settings: the non-W1 one-GPU jobs again under "
+                             "each, alternating with the defaults")
+    parser.add_argument("--variant-repeats", type=int, default=1)
     parser.add_argument("--gpu-counts", type=int, nargs="+", default=[1],
                         help="GPU sets: also run --backend gpu on these many GPUs of the "
                              "machine (CUDA_VISIBLE_DEVICES), one warm run each")

@@ -21,8 +21,6 @@ scoring 0 are not hits; a query may have fewer than ``top``.
 """
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -86,7 +84,11 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
             # backend's checks too, read once after the last query), so the GPU goes from
             # one query to the next without waiting for the host
             checks = [[] for _ in queries]
-            scans = [scan(query, listed) for query, listed in zip(queries, checks)]
+            scans = []
+            with chosen.interleave(len(queries), encoded) as lanes:
+                for k, (query, listed) in enumerate(zip(queries, checks)):
+                    with lanes[k % len(lanes)]:
+                        scans.append(scan(query, listed))
             for k, again in enumerate(chosen.failed_checks(checks)):
                 if again:  # its fast path could not tell: searched again, checked at once
                     scans[k] = scan(queries[k])
@@ -255,42 +257,37 @@ def record_error(error: SequenceError, frame) -> SequenceError | None:
     return SequenceError(f"record {record!r} (number {error.label} of the database): {error}")
 
 
-def search_columns(parts, queries, top, options, statistics="auto", devices=None,
-                   done=None) -> pd.DataFrame:
+def search_part(number, part, prepared, ids, options, top: int, stats=None) -> pd.DataFrame:
+    """The hits of one part of a database (``part``: a ``(column, kept)`` pair, see
+    :func:`search_columns`), ``number`` its place in record order: :func:`search_column`'s
+    frame, with the summaries and totals that ``stats`` (:func:`hit_statistics`) needs, and
+    a bad row's error naming its record."""
+    column, kept = part
+    try:
+        return search_column(prepared, ids, column, options, top, partition=number, kept=kept,
+                             summaries=bool(stats and stats.fitted), totals=stats is not None)
+    except SequenceError as exc:
+        named = record_error(exc, kept)
+        if named is None:
+            raise
+        raise named from None
+
+
+def search_columns(parts, queries, top, options, statistics="auto", done=None) -> pd.DataFrame:
     """Each query's ``top`` best hits over ``parts`` (the parts of one database in record
-    order: ``(column, kept)`` pairs, a pandas or cuDF column in memory and a frame of other
-    columns to copy for each hit, or None), ranked together (:func:`rank_hits`): what
-    ``.sw.search`` returns for one column. ``parts`` may be an iterator: without
-    ``devices`` the parts are searched one after another as they come, and only their hits
-    are kept (``done`` is called after each). ``devices``: one context per part (a
-    backend's ``device(k)``, entered once) in which that part is searched, each in its own
-    thread: the in-process job on several local GPUs, each GPU driven by one thread."""
+    order: ``(column, kept)`` pairs, a pandas or cuDF column in memory, or EncodedSequences,
+    and a frame of other columns to copy for each hit, or None), ranked together
+    (:func:`rank_hits`): what ``.sw.search`` returns for one column. ``parts`` may be an
+    iterator: the parts are searched one after another as they come, and only their hits
+    are kept (``done`` is called after each)."""
     top = check_top(top)
     ids, prepared = prepare_queries(queries, options.scoring)
     stats = hit_statistics(statistics, options.scoring, prepared)
-
-    def one(k, part, device=None):
-        column, kept = part
-        with device if device is not None else nullcontext():
-            try:
-                found = search_column(prepared, ids, column, options, top, partition=k,
-                                      kept=kept, summaries=bool(stats and stats.fitted),
-                                      totals=stats is not None)
-            except SequenceError as exc:
-                named = record_error(exc, kept)
-                if named is None:
-                    raise
-                raise named from None
+    partials = []
+    for k, part in enumerate(parts):
+        partials.append(search_part(k, part, prepared, ids, options, top, stats))
         if done is not None:
             done()
-        return found
-
-    if devices is None:
-        partials = [one(k, part) for k, part in enumerate(parts)]
-    else:
-        parts = list(parts)
-        with ThreadPoolExecutor(len(parts), thread_name_prefix="swdask-device") as pool:
-            partials = list(pool.map(one, range(len(parts)), parts, devices))
     return rank_hits(partials, top, stats)
 
 

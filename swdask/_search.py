@@ -7,10 +7,10 @@ encoded and (on the GPU) laid out once for all the queries.
 Where it runs: with no cluster asked for (no ``--scheduler``, no ``--workers``), in this
 process with no Dask graph at all: on the CPU the partitions stream through, each read on a
 thread while the one before is searched (:func:`_search_cpu_in_process`; the numba kernels
-use every core); with the GPU engine on the local GPUs (:func:`_search_in_process`: on one
-GPU, ``gpu`` and ``cudf`` alike, the file's bytes parsed on the GPU; otherwise threads read
-the database into one frame while others ready the GPUs, then the frame is searched, on
-several GPUs one slice of equal residues per GPU, each driven by its own thread).
+use every core); with the GPU engine on the local GPUs (on one GPU, ``gpu`` and ``cudf`` alike,
+:func:`_search_in_process`: the file's bytes parsed on the GPU, or read into one frame while
+a thread readies the GPU; on several GPUs with ``gpu``, :mod:`swdask._local_gpus`: one
+process per GPU, each reading and searching its share of the database).
 Otherwise on a cluster, where the job is one ``.sw.search`` over a Dask frame from
 :func:`swdask.read_fasta` (one ``sw-search`` task per partition, one task ranking them):
 ``--workers N`` starts a local one of N worker processes, ``--scheduler`` uses a running
@@ -369,19 +369,17 @@ def read_queries(path, scoring, strip_gaps: bool = False):
 
 
 def _search_in_process(database_path, queries, top, options, blocksize, threads,
-                       statistics, strip_gaps, phases, gpus: int = 1):
-    """The search on the local GPUs (``gpus`` of them) with no cluster. With the GPU engine
-    on one GPU and one plain (uncompressed, local) database file, the file's bytes are read
-    and uploaded as they are, then cut into records and encoded on the GPU
+                       statistics, strip_gaps, phases):
+    """The search on the one local GPU with no cluster, in this process. With one plain
+    (uncompressed, local) database file, the file's bytes are read and uploaded as they
+    are, then cut into records and encoded on the GPU
     (:func:`~swdask.gpu._encode.encode_fasta_text`; the hits' ids come from their header
     lines alone) while another thread readies the GPU (its context, the kernels these
     queries launch); neither numba nor a frame of the database is needed. Otherwise (or
-    where that parse leaves the file to the reader: see
-    :func:`~swdask._fasta.fasta_layout`) the database is read into one frame in this process
+    where that parse leaves the file to the reader: see :func:`~swdask._fasta.fasta_layout`)
+    the database is read into one frame in this process
     (:func:`~swdask._fasta.read_fasta_frame`, ``threads`` threads) beside that warm-up, then
-    searched: on one GPU one column; on several, the frame cut into ``gpus`` slices of about
-    equal residues (:func:`split_by_residues`), each searched by its own thread on its own
-    GPU, the hits ranked together.
+    searched as one column. (Several GPUs: :mod:`swdask._local_gpus`, one process each.)
 
     ``backend="cudf"`` on one GPU runs this same job: its database is in GPU memory either
     way (the file's bytes parsed there, or the frame's strings uploaded once and encoded
@@ -393,7 +391,7 @@ def _search_in_process(database_path, queries, top, options, blocksize, threads,
     Neither Dask's graph nor its dataframe module is needed: on an H100, importing
     dask.dataframe (which imports dask.array, CuPy's SciPy modules and SciPy) and reading
     through Dask's threaded scheduler took 3.8 s of an 8.7 s W1 job, and the partitions
-    read in parallel are joined into one per GPU anyway (one launch on each GPU's whole
+    read in parallel are joined into one column anyway (one launch on the GPU's whole
     share, see :func:`_lazy_search`)."""
     from concurrent.futures import ThreadPoolExecutor
 
@@ -404,44 +402,34 @@ def _search_in_process(database_path, queries, top, options, blocksize, threads,
 
     gpu = get_backend("gpu")
     lengths = [len(sequence) for sequence in queries["sequence"]]
-
-    def ready_gpu(index):  # beside the read: a GPU's context and kernels
-        with gpu.device(index):
-            gpu.warm_up(lengths, options.scoring)
-
     database = None
-    with ThreadPoolExecutor(gpus) as pool:
-        ready = [pool.submit(ready_gpu, index) for index in range(gpus)]
-        if gpus == 1:
-            # one plain file: its bytes go up as they are and are parsed and encoded there
-            with phases("read"):
-                text = whole_plain_text(database_path)
-            if text is not None:
-                with phases("ready"):
-                    ready[0].result()
-                with phases("parse"):
-                    database = encode_fasta_text(text[1], text[0], options.scoring,
-                                                 gpu.runtime)
+    with ThreadPoolExecutor(1) as pool:
+        # beside the read: the GPU's context and kernels
+        ready = pool.submit(gpu.warm_up, lengths, options.scoring)
+        # one plain file: its bytes go up as they are and are parsed and encoded there
+        with phases("read"):
+            text = whole_plain_text(database_path)
+        if text is not None:
+            with phases("ready"):
+                ready.result()
+            with phases("parse"):
+                database = encode_fasta_text(text[1], text[0], options.scoring, gpu.runtime)
         if database is None:  # anything else (or a file to name a problem in): the reader
             with phases("read"):
                 database = read_fasta_frame(database_path, blocksize, threads=threads,
                                             strip_gaps=strip_gaps)
         with phases("ready"):
-            for future in ready:
-                future.result()
+            ready.result()
     if isinstance(database, tuple):  # (codes on the GPU, the records' headers)
-        parts = [database]
+        part = database
     else:
         if database.empty:
             raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record "
                              "(no line starts with '>')")
-        parts = [(part["sequence"], part[["id", "description"]])
-                 for part in split_by_residues(database, gpus)]
+        part = (database["sequence"], database[["id", "description"]])
     with phases("search"):
         _timing.take()  # from zero: only this job's stages
-        hits = search_columns(
-            parts, queries, top, options, statistics=statistics,
-            devices=[gpu.device(index) for index in range(len(parts))] if gpus > 1 else None)
+        hits = search_columns([part], queries, top, options, statistics=statistics)
     phases.in_tasks = _timing.take()
     return hits
 
@@ -465,21 +453,6 @@ def _search_cpu_in_process(database_path, queries, top, options, blocksize, stat
     with count_progress(count) if progress else nullcontext() as advance:
         return search_columns(parts, queries, top, options, statistics=statistics,
                               done=advance)
-
-
-def split_by_residues(frame, count: int) -> list:
-    """``frame`` (with a ``sequence`` column) cut into at most ``count`` slices of
-    consecutive rows holding about as many residues each (a search's cost follows the
-    residues, not the rows), by the cuts of :func:`swdask._balance.balance_by_residues`."""
-    if count <= 1:
-        return [frame]
-    import numpy as np
-
-    from ._balance import _boundaries
-
-    lengths = frame["sequence"].str.len().fillna(0).to_numpy(dtype="int64")
-    cuts = [0] + _boundaries(np.arange(len(frame)), lengths, count) + [len(frame)]
-    return [frame.iloc[begin:end] for begin, end in zip(cuts[:-1], cuts[1:])]
 
 
 def _names(paths) -> str:
@@ -535,13 +508,20 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
                       and n_workers is None else 0)
     # the GPU engine and no cluster asked for: in this process, on every local GPU (cudf
     # as gpu on one; cudf on several takes a LocalCUDACluster, one worker per GPU, below)
-    if local_gpus == 1 or (local_gpus > 1 and backend == "gpu"):
+    if local_gpus == 1:
         threads = min(available_cores(), 8)
-        where = "one GPU" if local_gpus == 1 else f"{local_gpus} GPUs, one thread each"
-        report(f"running in this process on {where} ({threads} threads read the database); "
+        report(f"running in this process on one GPU ({threads} threads read the database); "
                "no dashboard: pass --scheduler to run on a cluster and watch it")
         hits = _search_in_process(database_path, queries, top, options, blocksize,
-                                  threads, statistics, strip_gaps, phases, gpus=local_gpus)
+                                  threads, statistics, strip_gaps, phases)
+        return hits_table(_below(hits, evalue))
+    if local_gpus > 1 and backend == "gpu":
+        from ._local_gpus import search_on_gpus
+
+        report(f"running on {local_gpus} GPUs, one process each; no dashboard: pass "
+               "--scheduler to run on a cluster and watch it")
+        hits = search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
+                              local_gpus, phases, report)
         return hits_table(_below(hits, evalue))
     if not gpu_engine and scheduler is None and n_workers is None:
         # The CPU engine on this machine and no cluster asked for: in this process too. The

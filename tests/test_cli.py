@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -374,30 +375,17 @@ def _recording_frame_reads(monkeypatch) -> list:
 
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
                     reason="the host emulation needs g++")
-@pytest.mark.parametrize("gpus", [1, 3])
-def test_local_gpus_run_in_this_process(tmp_path, capsys, monkeypatch, setting, gpus):
-    """--backend gpu on a machine with one or several GPUs and no cluster asked for: no
-    cluster, the database read on threads into one frame in this process and searched there
-    (on several GPUs one slice per GPU, each searched on its own device), its phases
-    printed; the hits equal the expected ones (the GPU kernels run in the host emulation,
-    which pretends to have ``gpus`` devices)."""
+def test_one_local_gpu_runs_in_this_process(tmp_path, capsys, monkeypatch, setting):
+    """--backend gpu on a machine with one GPU and no cluster asked for: no cluster, the
+    plain database parsed where the GPU's arrays are (no frame), searched in this process,
+    its phases printed; the hits equal the expected ones (the GPU kernels run in the host
+    emulation)."""
     import swdask._cluster as cluster_module
-    from swdask import _engine, _many_queries
 
     setting("gpu.runtime", "emulation")
-    setting("emulation.devices", gpus)
-    monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: gpus)
+    monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: 1)
     started = []
     monkeypatch.setattr(cluster_module, "cluster", lambda *a, **k: started.append(a))
-    devices = []
-    search_column = _many_queries.search_column
-
-    def recording(*args, **kwargs):  # the device each slice was searched on
-        devices.append((kwargs["partition"], _engine.get_backend("gpu").runtime
-                        .current_device(), len(args[2])))
-        return search_column(*args, **kwargs)
-
-    monkeypatch.setattr(_many_queries, "search_column", recording)
     framed = _recording_frame_reads(monkeypatch)
     db = tmp_path / "db.fasta"
     db.write_text("".join(f">{name} {description}\n{sequence}\n"
@@ -410,15 +398,63 @@ def test_local_gpus_run_in_this_process(tmp_path, capsys, monkeypatch, setting, 
                  "--backend", "gpu", "--blocksize", "200", "--verbose"]) == 0
     assert not started  # no cluster was started
     err = capsys.readouterr().err
-    assert ("in this process on one GPU" if gpus == 1
-            else f"in this process on {gpus} GPUs, one thread each") in err
-    assert all(f"{phase} " in err for phase in ("queries", "read", "search", "write"))
-    # one GPU: the plain file parsed and encoded where the GPU's arrays are, no frame
-    assert (str(db) in framed) == (gpus > 1)
-    assert sorted((partition, device) for partition, device, _ in devices) == [
-        (k, k if gpus > 1 else 0) for k in range(gpus)]
-    assert sum(rows for _, _, rows in devices) == 12
+    assert "in this process on one GPU" in err
+    assert all(f"{phase} " in err for phase in ("queries", "read", "parse", "search", "write"))
+    assert str(db) not in framed
     check_hits(read_tsv(out), expected_hits(queries, db, 4))
+
+
+@pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
+                    reason="the host emulation needs g++")
+@pytest.mark.parametrize("form", ["plain", "gzip", "gap", "crlf"])
+def test_several_local_gpus_one_process_each(tmp_path, capsys, monkeypatch, setting, form):
+    """--backend gpu on a machine with 3 GPUs and no cluster asked for: one spawned process
+    per GPU (the host emulation pretends to have 3; the settings reach the processes), each
+    searching its share of the records on its own device (the job lists them), the hits
+    ranked together equal to the expected ones. A plain file is read by the processes, each
+    its own byte range; a compressed one by this process and sent in slices; a range
+    outside the plain form (\r\n) by the reader in its process; a record with a byte that
+    is no residue ('-', in the last share) is named in one line, exit status 1."""
+    import gzip
+
+    import swdask._cluster as cluster_module
+
+    setting("gpu.runtime", "emulation")
+    setting("emulation.devices", 3)
+    monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: 3)
+    started = []
+    monkeypatch.setattr(cluster_module, "cluster", lambda *a, **k: started.append(a))
+    chosen = records(DB)[:12]
+    if form == "gap":
+        chosen[10] = (chosen[10][0], "", chosen[10][2][:20] + "-" + chosen[10][2][20:])
+    newline = "\r\n" if form == "crlf" else "\n"
+    text = "".join(f">{name} {description}{newline}{sequence}{newline}"
+                   for name, description, sequence in chosen)
+    db = tmp_path / ("db.fasta.gz" if form == "gzip" else "db.fasta")
+    db.write_bytes(gzip.compress(text.encode()) if form == "gzip" else text.encode())
+    plain = tmp_path / "plain.fasta"
+    plain.write_text(text.replace("\r\n", "\n"))
+    queries = tmp_path / "q.fasta"
+    queries.write_text("".join(f">{name}\n{sequence[:60]}\n"
+                               for name, _, sequence in records(QUERIES)[:2]))
+    out = tmp_path / "hits.tsv"
+    framed = _recording_frame_reads(monkeypatch)
+    code = main(["search", str(queries), str(db), "--top", "4", "-o", str(out),
+                 "--backend", "gpu", "--verbose"])
+    err = capsys.readouterr().err
+    assert not started  # no Dask cluster
+    if form == "gap":
+        assert code == 1 and f"record {chosen[10][0]!r}" in err and "'-'" in err, err
+        assert "Traceback" not in err and not out.exists()
+        return
+    assert code == 0, err
+    assert "on 3 GPUs, one process each" in err
+    shares = re.findall(r"GPU (\d+): (\d+) records", err)
+    assert sorted(int(device) for device, _ in shares) == [0, 1, 2], err
+    assert sum(int(count) for _, count in shares) == 12
+    assert (str(db) in framed) == (form == "gzip")  # only a compressed file read here
+    assert all(f"{phase} " in err for phase in ("queries", "plan", "search", "write"))
+    check_hits(read_tsv(out), expected_hits(queries, plain, 4))
 
 
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
@@ -469,7 +505,7 @@ def test_split_by_residues_keeps_every_row_in_order():
     import numpy as np
     import pandas as pd
 
-    from swdask._search import split_by_residues
+    from swdask._local_gpus import split_by_residues
 
     rng = np.random.default_rng(5)
     lengths = rng.integers(1, 400, size=301)

@@ -301,47 +301,67 @@ def test_length_buckets_run_side_by_side_exactly(monkeypatch, buckets, setting):
         compare(query, db, scoring, modes=("end", "full"))
 
 
-@pytest.mark.skipif(cupy.cuda.runtime.getDeviceCount() < 2, reason="needs two GPUs")
-def test_several_gpus_search_equals_one_gpu_and_cpu():
-    """The in-process search on every local GPU (one thread per GPU, a slice of equal
-    residues each: what ``swdask search --backend gpu`` runs on several GPUs) gives the
-    hits of one GPU and of the CPU engine, every column, and each slice really ran on its
-    own device (its scan's arrays live there)."""
+@pytest.mark.parametrize("streams", [2, 3])
+def test_queries_on_several_streams_equal_one_stream(setting, streams):
+    """The many-queries search with its queries' kernels on several CUDA streams in turn
+    (``gpu.query-streams``; the layout built on the first) gives the hits of the same search
+    one query after another, every column, with a query whose 16-bit lanes saturate (its
+    deferred check sends it back, searched again) among them."""
     import pandas as pd
 
     from swdask import _many_queries
     from swdask._options import Options
-    from swdask._search import split_by_residues
+
+    rng = np.random.default_rng(12)
+    db = read_fasta(DATA / "proteins_db.fasta")
+    db += [_mutate(rng, db[k % len(db)], PROTEIN) for k in range(400)]
+    long_query = "".join(rng.choice(PROTEIN, 3000))
+    db.append(long_query * 3)  # scores past 32,767 against the long query
+    queries = read_fasta(DATA / "proteins_query.fasta") + [long_query * 3]
+    options = Options.parse(matrix="BLOSUM62", gap_open=11, gap_extend=1, backend="gpu")
+    setting("gpu.long-row-min", 0)  # every row in the 16-bit lanes
+    found = {}
+    for count in (1, streams):
+        setting("gpu.query-streams", count)
+        frame = pd.DataFrame({"sequence": pd.array(db, dtype="string")})
+        found[count] = _many_queries.search_columns([(frame["sequence"], None)], queries, 5,
+                                                    options)
+    pd.testing.assert_frame_equal(found[1], found[streams])
+    assert int(found[1]["score"].max()) > 32767
+
+
+@pytest.mark.skipif(cupy.cuda.runtime.getDeviceCount() < 2, reason="needs two GPUs")
+def test_several_gpus_search_equals_one_gpu_and_cpu(tmp_path):
+    """The search on every local GPU, one process each (what ``swdask search --backend gpu``
+    runs on several GPUs: each process reads its byte range of the file and parses it on
+    its GPU), gives the hits of one GPU and of the CPU engine, every column, and each share
+    ran on its own device."""
+    import pandas as pd
+
+    from swdask import _many_queries
+    from swdask._fasta import read_fasta_frame
+    from swdask._local_gpus import search_on_gpus
+    from swdask._options import Options
+    from swdask._search import Phases
 
     rng = np.random.default_rng(11)
     db = read_fasta(DATA / "proteins_db.fasta")
     db += [_mutate(rng, db[k % len(db)], PROTEIN) for k in range(600)]
-    frame = pd.DataFrame({"sequence": pd.array(db, dtype="string"),
-                          "id": [f"t{k}" for k in range(len(db))]})
-    queries = read_fasta(DATA / "proteins_query.fasta")
-    gpu = _engine.get_backend("gpu")
-    count = gpu.device_count()
-    parts = split_by_residues(frame, count)
-    seen = []
-    one_against_many = type(gpu).one_against_many
-
-    def recording(self, query, targets, mode, **kwargs):
-        found = one_against_many(self, query, targets, mode, **kwargs)
-        seen.append(int(found.columns["score"].device.id))
-        return found
-
+    path = tmp_path / "db.fasta"
+    path.write_text("".join(f">t{k} record {k}\n{sequence}\n" for k, sequence in enumerate(db)))
+    frame = read_fasta_frame(str(path))  # the one-GPU and CPU searches' database
+    query_list = read_fasta(DATA / "proteins_query.fasta")
+    queries = pd.DataFrame({"id": [f"q{k}" for k in range(len(query_list))],
+                            "sequence": query_list})
+    count = _engine.get_backend("gpu").device_count()
     options = Options.parse(matrix="BLOSUM62", gap_open=11, gap_extend=1, backend="gpu")
-    try:
-        type(gpu).one_against_many = recording
-        several = _many_queries.search_columns(
-            [(p["sequence"], p[["id"]]) for p in parts], queries, 7, options,
-            devices=[gpu.device(k) for k in range(count)])
-    finally:
-        type(gpu).one_against_many = one_against_many
-    assert sorted(set(seen)) == list(range(count))
-    one = _many_queries.search_columns([(frame["sequence"], frame[["id"]])], queries, 7,
-                                       options)
-    cpu = _many_queries.search_columns([(frame["sequence"], frame[["id"]])], queries, 7,
+    said = []
+    several = search_on_gpus(str(path), queries, 7, options, "auto", False, count, Phases(),
+                             said.append)
+    assert sorted(int(line.split()[1].rstrip(":")) for line in said) == list(range(count))
+    part = [(frame["sequence"], frame[["id", "description"]])]
+    one = _many_queries.search_columns(part, queries, 7, options)
+    cpu = _many_queries.search_columns(part, queries, 7,
                                        Options.parse(matrix="BLOSUM62", gap_open=11,
                                                      gap_extend=1, backend="cpu"))
     pd.testing.assert_frame_equal(several, one)
