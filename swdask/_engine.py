@@ -38,7 +38,7 @@ pandas, cuDF and Dask, ``swdask.align``, the search) comes through :func:`align_
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from typing import Callable, ContextManager, Protocol
 
 import numpy as np
@@ -76,12 +76,6 @@ class Backend(Protocol):
               mode: str) -> Alignments:
         """Row ``r`` of ``queries`` against row ``r`` of ``targets``, in any mode
         (``"alignment"`` included: hits a backend leaves untraced keep ``cigar`` None)."""
-        ...
-
-    def interleave(self, queries: int, targets: EncodedSequences) -> "ContextManager":
-        """The contexts (a list, entered by the caller) in which the ``queries`` searches of
-        one batch against ``targets`` run, used in turn: on a GPU streams that overlap one
-        query's kernels with the next's; on the CPU one, the same for all."""
         ...
 
     def batch(self) -> "ContextManager":
@@ -170,11 +164,6 @@ class CpuBackend:
     @staticmethod
     def failed_checks(checks) -> list[bool]:
         return [False] * len(checks)  # nothing deferred: every result is exact as returned
-
-    @staticmethod
-    @contextmanager
-    def interleave(queries: int, targets):
-        yield [nullcontext()]  # the numba kernels use every core: one search at a time
 
     @staticmethod
     def batch():

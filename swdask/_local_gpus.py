@@ -139,9 +139,7 @@ def _load(share: Share, gpu, ready):
 
 def search_share(share: Share) -> ShareResult:
     """A worker process's task: its share searched on its GPU (see the module docstring)."""
-    from ._search import process_age
-
-    age = process_age()
+    age = _timing.process_age()
     import dask.config
 
     from . import _engine

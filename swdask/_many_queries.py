@@ -84,11 +84,7 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
             # backend's checks too, read once after the last query), so the GPU goes from
             # one query to the next without waiting for the host
             checks = [[] for _ in queries]
-            scans = []
-            with chosen.interleave(len(queries), encoded) as lanes:
-                for k, (query, listed) in enumerate(zip(queries, checks)):
-                    with lanes[k % len(lanes)]:
-                        scans.append(scan(query, listed))
+            scans = [scan(query, listed) for query, listed in zip(queries, checks)]
             for k, again in enumerate(chosen.failed_checks(checks)):
                 if again:  # its fast path could not tell: searched again, checked at once
                     scans[k] = scan(queries[k])

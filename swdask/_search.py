@@ -35,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import _timing
+from ._timing import process_age
 from ._fasta import expand_paths, parse_blocksize
 from ._api import OPTION_PARAMETERS
 from ._many_queries import check_top, prepare_queries
@@ -93,29 +94,6 @@ class Phases:
             text += "; inside the search (thread-seconds): " + ", ".join(
                 f"{name} {seconds:.2f} s" for name, seconds in self.in_tasks.items())
         return text
-
-
-def process_age() -> float | None:
-    """Seconds since this process started, or None where that cannot be told.
-
-    On Linux from the kernel's own clock since boot: ``/proc/uptime`` against the process's
-    start time in ``/proc/self/stat`` (10 ms ticks). psutil's ``create_time`` adds that start
-    to the boot time of ``/proc/stat``, which is in whole seconds: its ages came out up to a
-    second too long (0.78 s against 0.03 s for the same new process on the 2-core machine),
-    and so did the ``imports`` phase before 2026-11-24. psutil is the fallback elsewhere."""
-    try:
-        with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:
-            start_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22
-            return max(0.0, float(uptime.read().split()[0])
-                       - start_ticks / os.sysconf("SC_CLK_TCK"))
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        import psutil
-
-        return max(0.0, time.time() - psutil.Process().create_time())
-    except Exception:  # noqa: BLE001 - no psutil or no record: unknown
-        return None
 
 
 def hits_table(hits: pd.DataFrame) -> pd.DataFrame:

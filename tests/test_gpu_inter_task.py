@@ -301,35 +301,6 @@ def test_length_buckets_run_side_by_side_exactly(monkeypatch, buckets, setting):
         compare(query, db, scoring, modes=("end", "full"))
 
 
-@pytest.mark.parametrize("streams", [2, 3])
-def test_queries_on_several_streams_equal_one_stream(setting, streams):
-    """The many-queries search with its queries' kernels on several CUDA streams in turn
-    (``gpu.query-streams``; the layout built on the first) gives the hits of the same search
-    one query after another, every column, with a query whose 16-bit lanes saturate (its
-    deferred check sends it back, searched again) among them."""
-    import pandas as pd
-
-    from swdask import _many_queries
-    from swdask._options import Options
-
-    rng = np.random.default_rng(12)
-    db = read_fasta(DATA / "proteins_db.fasta")
-    db += [_mutate(rng, db[k % len(db)], PROTEIN) for k in range(400)]
-    long_query = "".join(rng.choice(PROTEIN, 3000))
-    db.append(long_query * 3)  # scores past 32,767 against the long query
-    queries = read_fasta(DATA / "proteins_query.fasta") + [long_query * 3]
-    options = Options.parse(matrix="BLOSUM62", gap_open=11, gap_extend=1, backend="gpu")
-    setting("gpu.long-row-min", 0)  # every row in the 16-bit lanes
-    found = {}
-    for count in (1, streams):
-        setting("gpu.query-streams", count)
-        frame = pd.DataFrame({"sequence": pd.array(db, dtype="string")})
-        found[count] = _many_queries.search_columns([(frame["sequence"], None)], queries, 5,
-                                                    options)
-    pd.testing.assert_frame_equal(found[1], found[streams])
-    assert int(found[1]["score"].max()) > 32767
-
-
 @pytest.mark.skipif(cupy.cuda.runtime.getDeviceCount() < 2, reason="needs two GPUs")
 def test_several_gpus_search_equals_one_gpu_and_cpu(tmp_path):
     """The search on every local GPU, one process each (what ``swdask search --backend gpu``

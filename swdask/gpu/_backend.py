@@ -34,7 +34,6 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 from .. import _settings
@@ -215,12 +214,6 @@ def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint):
     return cells
 
 
-@contextmanager
-def _lanes(runtime, count: int):
-    with runtime.concurrent(count) as streams:
-        yield [nullcontext() if stream is None else stream for stream in streams]
-
-
 class GpuBackend:
     """swdask's backend contract on the CUDA kernels (see the module docstring)."""
 
@@ -279,22 +272,6 @@ class GpuBackend:
         these lengths launch loaded (from CuPy's disk cache, or compiled): what the first
         search would otherwise wait for, done while a job reads its data."""
         inter_task.warm_up(self.runtime, query_lengths, scoring)
-
-    def interleave(self, queries: int, targets):
-        """Contexts for the ``queries`` searches of one batch against ``targets``
-        (EncodedSequences), used in turn (query ``k`` in ``lanes[k % len(lanes)]``): CUDA
-        streams that start after the work queued so far and that the current stream waits
-        for on exit, so one query's kernels start while the last one's longest targets
-        finish (a launch drains to its last blocks, and a short query's launch is short).
-        The setting ``swdask.gpu.query-streams`` says how many (1: one after another); one
-        when the searches in flight would not fit in the memory one search may plan for."""
-        streams = max(1, min(_settings.get_int("gpu.query-streams") or 1, queries))
-        if streams > 1 and self.runtime.name == "cuda":
-            per_search = (int(targets.offsets[-1]) * inter_task.BYTES_PER_RESIDUE
-                          + len(targets) * inter_task.BYTES_PER_ROW)
-            if streams * per_search > self.runtime.free_bytes() * _SEARCH_SHARE:
-                streams = 1
-        return _lanes(self.runtime, streams)
 
     def batch(self):
         """The current GPU for one batch of queries against one column (threads on one

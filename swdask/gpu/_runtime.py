@@ -71,16 +71,15 @@ def _multiprocessor_count(device_id: int) -> int:
 _STREAMS = threading.local()
 
 
-def _side_streams(device_id: int, count: int, parent: int = 0):
-    """Non-blocking streams for concurrent launches, kept per thread, device and ``parent``
-    (the stream they branch from: a Dask worker's threads each get their own, and so do the
-    query streams of :meth:`CudaRuntime.concurrent` nested in one another)."""
+def _side_streams(device_id: int, count: int):
+    """Non-blocking streams for concurrent launches, kept per thread and device (a Dask
+    worker's threads each get their own)."""
     import cupy
 
     cache = getattr(_STREAMS, "by_device", None)
     if cache is None:
         cache = _STREAMS.by_device = {}
-    streams = cache.setdefault((device_id, parent), [])
+    streams = cache.setdefault(device_id, [])
     while len(streams) < count:
         streams.append(cupy.cuda.Stream(non_blocking=True))
     return streams[:count]
@@ -153,7 +152,7 @@ class CudaRuntime:
         cupy = self.xp
         current = cupy.cuda.get_current_stream()
         ready = current.record()
-        streams = _side_streams(cupy.cuda.Device().id, count, current.ptr)
+        streams = _side_streams(cupy.cuda.Device().id, count)
         for stream in streams:
             stream.wait_event(ready)
         try:
@@ -161,16 +160,6 @@ class CudaRuntime:
         finally:
             for stream in streams:
                 current.wait_event(stream.record())
-
-    def record(self):
-        """An event marking the work queued so far on the current stream."""
-        return self.xp.cuda.get_current_stream().record()
-
-    def wait(self, event) -> None:
-        """Make the current stream's later work wait for ``event`` (:meth:`record`; None:
-        nothing to wait for)."""
-        if event is not None:
-            self.xp.cuda.get_current_stream().wait_event(event)
 
     def free_bytes(self) -> int:
         """Bytes swdask may still allocate: the device's free memory plus CuPy's pooled
@@ -338,14 +327,6 @@ class EmulationRuntime:
     def concurrent(self, count: int):
         """One stream of work on the CPU: the launches run in order."""
         yield [None] * count
-
-    @staticmethod
-    def record():
-        return None  # one stream of work: everything queued before is done
-
-    @staticmethod
-    def wait(event) -> None:
-        pass
 
     def launch(self, function, grid: int, block: int, args, shared_mem: int = 0,
                stream=None):

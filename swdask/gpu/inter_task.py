@@ -256,9 +256,6 @@ class DeviceTargets:
     #: the lengths of ``long_rows`` on the host (read once here: each query's intra-task
     #: launches need them, and a read per query would wait for the GPU)
     long_row_lengths: object = None
-    #: the event marking the layout's work on the stream that built it (None: done): a
-    #: search on another stream waits for it (:meth:`GpuBackend.interleave`)
-    ready: object = None
 
     def __len__(self) -> int:
         return int(self.lengths.shape[0])
@@ -319,7 +316,7 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
     long_lengths = np.asarray(runtime.to_host(lengths[long_rows]), dtype=np.int64)
     longest = int(long_lengths.max()) if long_lengths.size else 0
     return DeviceTargets(runtime, residues, offsets, lengths, valid, order, pairs, pad_code,
-                         long_rows, long_row_min, longest, long_lengths, runtime.record())
+                         long_rows, long_row_min, longest, long_lengths)
 
 
 # ----------------------------------------------------------------------------------- kernels
@@ -428,7 +425,6 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     n = len(targets)
     if m == 0:
         raise ValueError("the query is empty")
-    runtime.wait(targets.ready)  # the layout may have been built on another stream
     matrix = np.asarray(scoring.matrix)
     alpha1 = matrix.shape[0] + 1
     if targets.pad_code != matrix.shape[0]:
