@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import threading
 from contextlib import nullcontext
-from typing import Callable, ContextManager, Protocol
+from typing import Callable, ContextManager, Iterator, Protocol
 
 import numpy as np
 
@@ -65,6 +65,14 @@ class Backend(Protocol):
                          targets: EncodedSequences | Callable[[], EncodedSequences], mode: str,
                          *, owner=None, fingerprint: tuple = (),
                          checks: list | None = None) -> Alignments:
+        ...
+
+    def many_against_many(self, queries: list, targets: EncodedSequences | Callable[[],
+                          EncodedSequences], mode: str, *, owner=None, fingerprint: tuple = (),
+                          checks: list | None = None) -> Iterator[Alignments]:
+        """:meth:`one_against_many` of each of ``queries`` (PreparedQuery), in order, as an
+        iterator (one query's results alive at a time for the caller); ``checks`` one list
+        per query. The GPU runs consecutive queries as one launch."""
         ...
 
     def failed_checks(self, checks: list) -> list[bool]:
@@ -160,6 +168,13 @@ class CpuBackend:
             return found
         rows = np.arange(len(targets), dtype=np.int64)
         return with_alignments(queries, rows, targets, rows, found, scoring, self)
+
+    def many_against_many(self, queries, targets, mode, *, owner=None, fingerprint=(),
+                          checks=None):
+        for k, query in enumerate(queries):  # the numba kernels use every core per query
+            yield self.one_against_many(query, targets, mode, owner=owner,
+                                        fingerprint=fingerprint,
+                                        checks=None if checks is None else checks[k])
 
     @staticmethod
     def failed_checks(checks) -> list[bool]:

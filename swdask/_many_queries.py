@@ -69,9 +69,11 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     # scores alone (on the CPU a byte-lane pass, twice the lanes of the int16 one)
     scan_mode = "end" if mode == "end" else "none"
 
-    def scan(query, checks=None):  # one query's top rows (and summary), nothing read back
-        found = chosen.one_against_many(query, encoded, scan_mode, owner=owner,
-                                        fingerprint=fingerprint, checks=checks)
+    def scan(query, checks=None):  # one query searched alone
+        return kept(chosen.one_against_many(query, encoded, scan_mode, owner=owner,
+                                            fingerprint=fingerprint, checks=checks))
+
+    def kept(found):  # a query's top rows (and summary), nothing read back
         rows = top_candidates(found, top)
         return (int(rows.shape[0]), rows, found.has_hit[rows],
                 found.take(rows) if mode != "full" else None,
@@ -84,7 +86,9 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
             # backend's checks too, read once after the last query), so the GPU goes from
             # one query to the next without waiting for the host
             checks = [[] for _ in queries]
-            scans = [scan(query, listed) for query, listed in zip(queries, checks)]
+            scans = [kept(found) for found in chosen.many_against_many(
+                queries, encoded, scan_mode, owner=owner, fingerprint=fingerprint,
+                checks=checks)]
             for k, again in enumerate(chosen.failed_checks(checks)):
                 if again:  # its fast path could not tell: searched again, checked at once
                     scans[k] = scan(queries[k])

@@ -170,3 +170,44 @@ def test_gpu_search_redoes_queries_whose_16_bit_lanes_saturated(setting, monkeyp
     pd.testing.assert_frame_equal(got, want)
     assert got["score"].max() > 32767
     assert redone == [1, 3]
+
+
+@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
+@pytest.mark.parametrize("buckets", ["4:60,8", "8"])
+def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets):
+    """Queries stacked into one forward launch (inter_task.cu, "Stacked queries"): lengths
+    around multiples of the rows per thread (R = 32 in a stack), one letter, several passes,
+    queries sharing a pass and a pass boundary, stacks cut by row and query limits, both
+    thread-group sizes; every hit (scores, end cells, start cells, ranks, ties) equals the
+    CPU engine's. The host emulation runs the CUDA kernels."""
+    from swdask.gpu import inter_task
+
+    setting("gpu.runtime", "emulation")
+    setting("gpu.buckets", buckets)
+    monkeypatch.setattr(inter_task, "STACK_ROWS", 400)
+    monkeypatch.setattr(inter_task, "STACK_QUERIES", 5)
+    stacked = []
+    search_stack = inter_task.search_stack
+
+    def recording(targets, queries, *args, **kwargs):
+        stacked.append(len(queries))
+        return search_stack(targets, queries, *args, **kwargs)
+
+    monkeypatch.setattr(inter_task, "search_stack", recording)
+    rng = np.random.default_rng(21)
+    letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    targets = ["".join(rng.choice(letters, int(n))) for n in rng.integers(1, 160, size=36)]
+    lengths = [40, 1, 5, 31, 32, 33, 64, 95, 96, 97, 130, 200, 7, 260, 3]
+    queries = []
+    for k, m in enumerate(lengths):
+        query = "".join(rng.choice(letters, m))
+        if k % 3 == 0 and m > 10:  # a homolog in the database: high scores, ends inside
+            targets[k] = targets[k][:20] + query[2:] + targets[k][:9]
+            targets[k + 1] = targets[k]  # a tie: record order decides
+        queries.append(query)
+    column = pd.Series(targets, index=pd.RangeIndex(10, 10 + len(targets)))
+    for positions in ("end", True):
+        got = column.sw.search(queries, top=5, backend="gpu", positions=positions)
+        want = column.sw.search(queries, top=5, backend="cpu", positions=positions)
+        pd.testing.assert_frame_equal(got, want)
+    assert max(stacked) > 1  # queries were stacked

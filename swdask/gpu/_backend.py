@@ -168,15 +168,17 @@ def _cache_key(runtime, scoring, fingerprint: tuple) -> tuple:
             inter_task.long_row_threshold(runtime), inter_task.long_rows_cap(runtime))
 
 
-def _search_cached(runtime, query, mode, owner, fingerprint, checks=None):
-    """The search on the owner's cached layout: ``(cells, valid)``, or ``None`` when there
+def _search_cached(runtime, queries, mode, owner, fingerprint, checks=None):
+    """The search of ``queries`` (a stack, see :func:`~swdask.gpu.inter_task.search_stack`)
+    on the owner's cached layout: ``(cells of each query, valid)``, or ``None`` when there
     is none (or it no longer fits beside the search: then the cache is emptied).
     ``checks``: see :func:`~swdask.gpu.inter_task.search`."""
-    targets = TARGETS_CACHE.get(owner, _cache_key(runtime, query.scoring, fingerprint))
+    targets = TARGETS_CACHE.get(owner, _cache_key(runtime, queries[0].scoring, fingerprint))
     if targets is None:
         return None
     try:
-        cells = inter_task.search(targets, query.codes, query.scoring, mode, checks=checks)
+        cells = inter_task.search_stack(targets, [query.codes for query in queries],
+                                        queries[0].scoring, mode, checks=checks)
     except Exception as error:
         if not is_out_of_memory(error):
             raise
@@ -237,9 +239,9 @@ class GpuBackend:
         runtime = self.runtime
         xp = runtime.xp
         if owner is not None and len(query):
-            cached = _search_cached(runtime, query, mode, owner, fingerprint, checks)
+            cached = _search_cached(runtime, [query], mode, owner, fingerprint, checks)
             if cached is not None:
-                return finish(*cached, mode)
+                return finish(cached[0][0], cached[1], mode)
         encoded = targets() if callable(targets) else targets
         n = len(encoded)
         valid = xp.asarray(encoded.valid, dtype=bool)
@@ -257,6 +259,53 @@ class GpuBackend:
                 clear_cache()
                 runtime.release_cached_memory()
                 budget //= 2
+
+    def many_against_many(self, queries, targets, mode: str, *, owner=None, fingerprint=(),
+                          checks=None):
+        """:meth:`one_against_many` of each of ``queries``, in order (an iterator): on the
+        owner's cached layout (the first query lays it out), consecutive queries run as
+        stacks (:func:`~swdask.gpu.inter_task.search_stack`: one forward launch for up to
+        ``STACK_QUERIES`` queries of ``STACK_ROWS`` rows in all, short queries sharing
+        passes). ``checks``: one list per query (see :meth:`failed_checks`)."""
+        checks = checks if checks is not None else [None] * len(queries)
+        done = 0
+        while done < len(queries) and (owner is None or not len(queries[done])
+                                       or TARGETS_CACHE.get(owner, _cache_key(
+                                           self.runtime, queries[done].scoring,
+                                           fingerprint)) is None):
+            # no layout cached yet (or no owner, or an empty query): one query, which lays
+            # the column out and caches it
+            yield self.one_against_many(queries[done], targets, mode, owner=owner,
+                                        fingerprint=fingerprint, checks=checks[done])
+            done += 1
+            if owner is None:
+                break
+        rest = list(range(done, len(queries)))
+        if owner is None:  # no cache: every query on its own
+            for k in rest:
+                yield self.one_against_many(queries[k], targets, mode, checks=checks[k])
+            return
+        lengths = [len(queries[k]) for k in rest]
+        for group in inter_task.stacks(lengths):
+            chosen = [rest[i] for i in group]
+            if any(not len(queries[k]) for k in chosen) or len(chosen) == 1:
+                for k in chosen:
+                    yield self.one_against_many(queries[k], targets, mode, owner=owner,
+                                                fingerprint=fingerprint, checks=checks[k])
+                continue
+            flat = [] if checks[chosen[0]] is not None else None
+            cached = _search_cached(self.runtime, [queries[k] for k in chosen], mode, owner,
+                                    fingerprint, flat)
+            if cached is None:  # the layout was dropped: one at a time (it lays it out)
+                for k in chosen:
+                    yield self.one_against_many(queries[k], targets, mode, owner=owner,
+                                                fingerprint=fingerprint, checks=checks[k])
+                continue
+            cells, valid = cached
+            for position, k in enumerate(chosen):
+                if flat:  # (full mode leaves the checks to the search itself)
+                    checks[k].append(flat[position])
+                yield finish(cells[position], valid, mode)
 
     @staticmethod
     def failed_checks(checks) -> list[bool]:

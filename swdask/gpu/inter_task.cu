@@ -21,11 +21,22 @@
 // block's pairs have nearly equal lengths since targets are sorted, and every group steps
 // through the longest pair of its block; the cells past a target's end score PAD.
 //
+// Stacked queries. One launch runs a "stack" of queries: their rows one after another, each
+// query padded with PAD rows to a multiple of R, so that every R-row segment (one thread's
+// rows in a pass) belongs to one query: seg_query[s] names it (-1: padding after the last).
+// A thread whose segment starts its query takes no row from above (H = 0, F = -inf, as at
+// the matrix's top), so the queries do not see one another; short queries share passes,
+// and the pass count follows the stack's rows, not each query's rounded up to G x R. One
+// query is a stack of one.
+//
 // End cell. Each thread keeps its best score so far per lane and, when a column strictly
 // improves it, that column and the first of its rows holding the new best (a scan of its R
 // registers; improvements are rare once the first columns are past). At the end of a pass
-// the group reduces the threads' cells by (score desc, j asc, i asc): the CPU tie rule.
-// Later passes only record cells reaching the best so far.
+// the group reduces the threads' cells by (score desc, j asc, i asc), the CPU tie rule, per
+// query (a segmented scan over the threads); the last thread of a query's segments in the
+// pass merges them with the best of its earlier passes and, where the query ends, writes
+// its results. The query still open at the pass's end carries its best to the next pass,
+// whose threads of that query only record cells reaching it.
 //
 // Padding and the fill of the wavefront never win. A PAD cell (past a target's end, or a
 // row past the query's end) has diag + sub <= 0, so its H is E or F (or 0); following
@@ -75,18 +86,23 @@ __global__ void sw_pair_codes(const u8* __restrict__ residues, const i64* __rest
 }
 
 // The forward pass. profile[letter * m + i] = sub(letter, q_i) + gap_open for letter <
-// alpha1 - 1; letter alpha1 - 1 is PAD. Results per slot (pair * lanes + lane): the best
-// score and its inclusive end cell (-1 when the score is 0). Scores are exact unless they
-// reach 32767 - max substitution (Lanes16): the host recomputes those. (A scores-only
-// variant, without the end cell, was slower on an H200: benchmarks/NOTES-gpu.md, v4.)
+// alpha1 - 1 and the m rows of the stack (m = num_segments * R; PAD's score on padding
+// rows); letter alpha1 - 1 is PAD. seg_query: the query of each R-row segment (see above);
+// query_row0: each query's first row in the stack. Results per query q and slot (pair *
+// lanes + lane), at q * out_stride + slot: the best score and its inclusive end cell (the
+// query's own row; -1 when the score is 0). Scores are exact unless they reach 32767 - max
+// substitution (Lanes16): the host recomputes those. (A scores-only variant, without the
+// end cell, was slower on an H200: benchmarks/NOTES-gpu.md, v4.)
 template <class V, int G, int R>
 __global__ void __launch_bounds__(256, 2)
 sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alpha1,
                  int pad_score, const u16* __restrict__ pair_codes,
                  const i64* __restrict__ pair_start, const int* __restrict__ pair_len,
                  const int* __restrict__ block_len, int num_pairs, u32* __restrict__ boundary,
-                 int gap_open, int gap_extend, int* __restrict__ out_score,
-                 int* __restrict__ out_end_i, int* __restrict__ out_end_j) {
+                 int gap_open, int gap_extend, const int* __restrict__ seg_query,
+                 int num_segments, const int* __restrict__ query_row0, i64 out_stride,
+                 int* __restrict__ out_score, int* __restrict__ out_end_i,
+                 int* __restrict__ out_end_j) {
   typedef typename V::reg_t reg_t;
   typedef typename V::prof_t prof_t;
   constexpr int L = V::lanes;
@@ -117,7 +133,9 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   const u32 pad_code = (u32)(alpha1 - 1);
   const u32 pad_pair = pad_code | (pad_code << 8);
 
-  // Best end cell so far, per lane, over the passes done.
+  // Best end cell so far, per lane, over the passes done, of the query still open at the
+  // last pass's end (open_query; -1: none), the same in every thread of the group.
+  int open_query = -1;
   int run_score[L], run_j[L], run_i[L];
 #pragma unroll
   for (int l = 0; l < L; ++l) {
@@ -137,6 +155,15 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
           (prof_t)(row < m ? (int)profile[letter * m + row] : pad_score);
     }
     __syncthreads();
+
+    // this thread's segment: its query, whether it starts the query (no row from above)
+    // and whether it ends it (the query's results are written after this pass)
+    const int seg = pass * G + t;
+    const int my_query = seg < num_segments ? seg_query[seg] : -1;
+    const int above = seg > 0 && seg - 1 < num_segments ? seg_query[seg - 1] : -2;
+    const bool fresh = my_query != above;
+    const bool query_ends = seg + 1 >= num_segments || my_query != seg_query[seg + 1];
+    const bool carried = my_query >= 0 && my_query == open_query;
 
     reg_t HG[R], E[R];
 #pragma unroll
@@ -172,7 +199,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     int best_j[L], best_r[L];
 #pragma unroll
     for (int l = 0; l < L; ++l) {
-      const int thr = (run_score[l] > 0 ? run_score[l] - 1 : 0) - gap_open;
+      const int thr = (carried && run_score[l] > 0 ? run_score[l] - 1 : 0) - gap_open;
       best |= (V::splat(thr) & (L == 2 ? (l ? 0xffff0000u : 0x0000ffffu) : 0xffffffffu));
       best_j[l] = -1;
       best_r[l] = 0;
@@ -190,6 +217,10 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
         const bool real = s < my_len && reads_boundary;
         in_HG = real ? row_slot.x : hg_zero;
         in_F = real ? row_slot.y : neg;
+      }
+      if (fresh) {  // the first rows of a query: the matrix's top
+        in_HG = hg_zero;
+        in_F = neg;
       }
       codes_slot = fetch_codes(j + 2);
       row_slot = fetch_boundary(s + 2);
@@ -250,6 +281,11 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     }
     if (s < steps) step(s, codes_even, row_even);
 
+    // Per query: a segmented inclusive scan of the threads' cells (threads of one query
+    // are consecutive), so the last thread of each query's run holds the run's best; it
+    // merges the best carried from earlier passes and, where the query ends, writes it.
+    // The run of thread G-1, if its query goes on, is carried to the next pass.
+    const bool run_last = t == G - 1 || query_ends;
 #pragma unroll
     for (int l = 0; l < L; ++l) {
       int cand_score = 0, cand_j = SW_INT_MAX, cand_i = SW_INT_MAX;
@@ -259,33 +295,38 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
         cand_i = row0 + t * R + best_r[l];
       }
 #pragma unroll
-      for (int offset = G / 2; offset >= 1; offset /= 2) {
-        const int other_score = __shfl_xor_sync(SW_FULL_MASK, cand_score, offset, G);
-        const int other_j = __shfl_xor_sync(SW_FULL_MASK, cand_j, offset, G);
-        const int other_i = __shfl_xor_sync(SW_FULL_MASK, cand_i, offset, G);
-        if (better_end(other_score, other_j, other_i, cand_score, cand_j, cand_i)) {
+      for (int offset = 1; offset < G; offset *= 2) {
+        const int other_score = __shfl_up_sync(SW_FULL_MASK, cand_score, offset, G);
+        const int other_j = __shfl_up_sync(SW_FULL_MASK, cand_j, offset, G);
+        const int other_i = __shfl_up_sync(SW_FULL_MASK, cand_i, offset, G);
+        const int other_query = __shfl_up_sync(SW_FULL_MASK, my_query, offset, G);
+        if (t >= offset && other_query == my_query &&
+            better_end(other_score, other_j, other_i, cand_score, cand_j, cand_i)) {
           cand_score = other_score;
           cand_j = other_j;
           cand_i = other_i;
         }
       }
-      if (cand_score > 0 &&
-          better_end(cand_score, cand_j, cand_i, run_score[l], run_j[l], run_i[l])) {
-        run_score[l] = cand_score;
-        run_j[l] = cand_j;
-        run_i[l] = cand_i;
+      int best_score = carried ? run_score[l] : 0;
+      int best_col = carried ? run_j[l] : SW_INT_MAX;
+      int best_row = carried ? run_i[l] : SW_INT_MAX;
+      if (cand_score > 0 && better_end(cand_score, cand_j, cand_i, best_score, best_col, best_row)) {
+        best_score = cand_score;
+        best_col = cand_j;
+        best_row = cand_i;
       }
+      if (run_last && query_ends && my_query >= 0 && live) {
+        const i64 slot = (i64)my_query * out_stride + pair * L + l;
+        out_score[slot] = best_score;
+        out_end_i[slot] = best_score > 0 ? best_row - query_row0[my_query] : -1;
+        out_end_j[slot] = best_score > 0 ? best_col : -1;
+      }
+      // the next pass's carried best: thread G-1's, if its query goes on
+      run_score[l] = __shfl_sync(SW_FULL_MASK, best_score, G - 1, G);
+      run_j[l] = __shfl_sync(SW_FULL_MASK, best_col, G - 1, G);
+      run_i[l] = __shfl_sync(SW_FULL_MASK, best_row, G - 1, G);
     }
-  }
-
-  if (live && t == 0) {
-#pragma unroll
-    for (int l = 0; l < L; ++l) {
-      const int slot = pair * L + l;
-      out_score[slot] = run_score[l];
-      out_end_i[slot] = run_score[l] > 0 ? run_i[l] : -1;
-      out_end_j[slot] = run_score[l] > 0 ? run_j[l] : -1;
-    }
+    open_query = __shfl_sync(SW_FULL_MASK, query_ends ? -1 : my_query, G - 1, G);
   }
 }
 

@@ -154,11 +154,13 @@ def length_buckets() -> tuple[tuple[int, int | None], ...]:
 
 
 def forward_plan(layout, m: int, compute_capability: int = 90, buckets=None,
-                 shape: tuple[int, int] | None = None) -> list[tuple[int, int, int, int]]:
+                 shape: tuple[int, int] | None = None,
+                 rows: int | None = None) -> list[tuple[int, int, int, int]]:
     """Launches of the 16-bit forward kernel over ``layout`` (pairs longest first): a list
-    of (first pair, end pair, G, R), longest bucket first, empty buckets left out. A given
-    ``shape`` (or the setting ``swdask.gpu.shape``) runs every pair in one launch of that
-    shape."""
+    of (first pair, end pair, G, R), longest bucket first, empty buckets left out; R by
+    :func:`rows_for` for ``m`` query rows, or ``rows`` in every launch (a stack of queries,
+    padded to that R). A given ``shape`` (or the setting ``swdask.gpu.shape``) runs every
+    pair in one launch of that shape."""
     num_pairs = layout.num_pairs
     if shape is None and _settings.get("gpu.shape"):
         shape = choose_shape(m, 2, compute_capability)
@@ -172,7 +174,7 @@ def forward_plan(layout, m: int, compute_capability: int = 90, buckets=None,
         start = 0 if below is None or not num_pairs else int((layout.pair_len >= below).sum())
         start = min(start, end)
         if start < end:
-            plan.append((start, end, group, rows_for(m, group, compute_capability)))
+            plan.append((start, end, group, rows or rows_for(m, group, compute_capability)))
         end = start
     return plan[::-1]
 
@@ -185,12 +187,16 @@ def warm_up(runtime, query_lengths, scoring) -> None:
     runtime.function("inter_task.cu", _kernels.PAIR_CODES_NAME)
     capability = runtime.compute_capability
     names = set()
-    for m in set(int(length) for length in query_lengths if length):
+    lengths = [int(length) for length in query_lengths if length]
+    for m in set(lengths):
         if lanes16_fit(scoring):
             names.update(_kernels.forward_name(2, group, rows_for(m, group, capability))
                          for group, _ in length_buckets())
         else:
             names.add(_kernels.forward_name(1, *choose_shape(m, 1, capability)))
+    if len(lengths) > 1 and lanes16_fit(scoring):  # stacks of queries: the largest R
+        stacked = max(_kernels.rows_per_thread(capability))
+        names.update(_kernels.forward_name(2, group, stacked) for group, _ in length_buckets())
     for name in sorted(names):
         runtime.function("inter_task.cu", name)
 
@@ -323,28 +329,85 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
 
 
 def _profile(runtime, matrix, codes, gap_open, lanes):
-    """``profile[a, i] = matrix[a, q_i] + gap_open`` plus a PAD row, as the kernels read it."""
+    """``profile[a, i] = matrix[a, q_i] + gap_open`` plus a PAD row, as the kernels read it;
+    a query row of code ``alphabet`` (the padding between stacked queries) scores PAD's
+    score against every letter, as the rows past the stack's end do."""
     alphabet = matrix.shape[0]
     dtype = np.int16 if lanes == 2 else np.int32
     pad = gap_open - _LANE16_MAX if lanes == 2 else gap_open + _LANE32_PAD
-    table = substitution_table(matrix, (alphabet + 1, alphabet), pad=pad, offset=gap_open)
+    table = substitution_table(matrix, (alphabet + 1, alphabet + 1), pad=pad, offset=gap_open)
     # row-major, as the kernels read it (a column gather alone would come out column-major)
     return runtime.xp.asarray(np.ascontiguousarray(table[:, codes], dtype=dtype)), pad
 
 
-def _run_forward(runtime, layout: _PairLayout, profile, pad_score, m, alpha1, scoring,
-                 plan):
-    """Forward kernel over ``layout``, one launch per (first pair, end pair, G, R) of
-    ``plan`` (see :func:`forward_plan`); returns score, end_i, end_j per slot."""
+#: Most rows and queries of one stack of queries (:func:`search_stack`): a stack's launch
+#: runs its rows' passes one after another, and its results take 12 bytes per query and
+#: target; 64 queries of sp500k's 500,000 rows take 384 MB.
+STACK_ROWS = 8192
+STACK_QUERIES = 64
+
+
+class _Stack:
+    """Queries stacked for one forward launch (see inter_task.cu, "Stacked queries"): with
+    ``rows`` (R), each query padded to a multiple of R rows; one query is not padded (any
+    R: the rows past its end score PAD in the kernel)."""
+
+    def __init__(self, runtime, matrix, codes_list, gap_open: int, lanes: int,
+                 rows: int | None):
+        self.runtime = runtime
+        self.lengths = [int(c.shape[0]) for c in codes_list]
+        self.rows = rows
+        alphabet = matrix.shape[0]
+        if rows is None:
+            assert len(codes_list) == 1
+            joined = codes_list[0]
+        else:
+            padded = [-(-m // rows) * rows for m in self.lengths]
+            joined = np.full(sum(padded), alphabet, dtype=np.int64)
+            starts = np.concatenate(([0], np.cumsum(padded)[:-1])).astype(np.int64)
+            for start, codes in zip(starts, codes_list):
+                joined[start:start + codes.shape[0]] = codes
+            self.starts = starts
+        self.profile_rows = int(joined.shape[0])
+        self.profile, self.pad = _profile(runtime, matrix, joined, gap_open, lanes)
+        self._segments = {}
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def segments(self, rows: int):
+        """``(seg_query, number of segments, query_row0)`` on the device for R = ``rows``."""
+        if rows not in self._segments:
+            if self.rows is None:
+                count = -(-self.lengths[0] // rows)
+                seg_query, row0 = np.zeros(count, np.int32), np.zeros(1, np.int32)
+            else:
+                if rows != self.rows:
+                    raise ValueError(f"a stack padded to R = {self.rows} launched with R = {rows}")
+                per = [-(-m // rows) for m in self.lengths]
+                seg_query = np.repeat(np.arange(len(per), dtype=np.int32), per)
+                row0 = self.starts.astype(np.int32)
+            xp = self.runtime.xp
+            self._segments[rows] = (xp.asarray(seg_query), int(seg_query.shape[0]),
+                                    xp.asarray(row0))
+        return self._segments[rows]
+
+
+def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, plan):
+    """Forward kernel of the queries of ``stack`` over ``layout``, one launch per (first
+    pair, end pair, G, R) of ``plan`` (see :func:`forward_plan`); returns score, end_i,
+    end_j per query and slot (arrays of shape (queries, slots))."""
     xp = runtime.xp
     lanes = layout.lanes
     num_pairs = layout.num_pairs
+    m = stack.profile_rows
     multipass = any(math.ceil(m / (group * rows)) > 1 for _, _, group, rows in plan)
     boundary = xp.empty(2 * max(layout.columns, 1) if multipass else 2, dtype=xp.uint32)
     slots = num_pairs * lanes
-    out_score = xp.empty(max(slots, 1), dtype=xp.int32)
-    out_end_i = xp.empty(max(slots, 1), dtype=xp.int32)
-    out_end_j = xp.empty(max(slots, 1), dtype=xp.int32)
+    stride = max(slots, 1)
+    out_score = xp.empty((len(stack), stride), dtype=xp.int32)
+    out_end_i = xp.empty((len(stack), stride), dtype=xp.int32)
+    out_end_j = xp.empty((len(stack), stride), dtype=xp.int32)
     block = runtime.block_threads
     launches = []
     for first, end, group, rows in plan:
@@ -359,20 +422,24 @@ def _run_forward(runtime, layout: _PairLayout, profile, pad_score, m, alpha1, sc
         # pairs are longest first, so a block's longest pair is its first
         block_len = xp.ascontiguousarray(layout.pair_len[first:end:groups_per_block])
         shared = alpha1 * group * tile_stride(lanes, rows) * (2 if lanes == 2 else 4)
+        seg_query, num_segments, row0 = stack.segments(rows)
+        # the outputs from the launch's first slot on: query q's slot k at q * stride + k
         launches.append((function, grid, shared,
-                         [profile, np.int32(m), np.int32(alpha1), np.int32(pad_score),
+                         [stack.profile, np.int32(m), np.int32(alpha1), np.int32(stack.pad),
                           layout.pair_codes, layout.pair_start[first:end],
                           layout.pair_len[first:end], block_len, np.int32(count), boundary,
                           np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
-                          out_score[first * lanes:], out_end_i[first * lanes:],
-                          out_end_j[first * lanes:]]))
+                          seg_query, np.int32(num_segments), row0, np.int64(stride),
+                          out_score.reshape(-1)[first * lanes:],
+                          out_end_i.reshape(-1)[first * lanes:],
+                          out_end_j.reshape(-1)[first * lanes:]]))
     # Several buckets run side by side, one stream each: the bucket of the longest targets
     # (more threads per pair, so each of its pairs finishes sooner) fills the SMs the other
     # launch leaves idle instead of running before or after it.
     with runtime.concurrent(len(launches)) as streams:
         for (function, grid, shared, args), stream in zip(launches, streams):
             runtime.launch(function, grid, block, args, shared_mem=shared, stream=stream)
-    return out_score[:slots], out_end_i[:slots], out_end_j[:slots]
+    return out_score[:, :slots], out_end_i[:, :slots], out_end_j[:, :slots]
 
 
 def _scatter(xp, n, slot_rows, values, fill):
@@ -418,92 +485,135 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     with nothing read back between them (on an H200, two GPUs driven from two threads of
     one process waited on each other at every per-query read).
     """
+    return search_stack(targets, [query_codes], scoring, mode, shape=shape, checks=checks)[0]
+
+
+def stacks(lengths, rows: int | None = None, queries: int | None = None) -> list[range]:
+    """Consecutive queries (by their ``lengths``) grouped into stacks of at most ``rows``
+    rows (a longer query alone) and ``queries`` queries (:data:`STACK_ROWS`,
+    :data:`STACK_QUERIES`)."""
+    rows, queries = rows or STACK_ROWS, queries or STACK_QUERIES
+    groups, first, total = [], 0, 0
+    for k, length in enumerate(lengths):
+        if k > first and (total + length > rows or k - first >= queries):
+            groups.append(range(first, k))
+            first, total = k, 0
+        total += length
+    if first < len(lengths):
+        groups.append(range(first, len(lengths)))
+    return groups
+
+
+def search_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
+                 shape: tuple[int, int] | None = None, checks: list | None = None) -> list:
+    """:func:`search` of each of ``queries`` (uint8 codes, none empty), their 16-bit forward
+    kernels run as one stack (inter_task.cu, "Stacked queries": short queries share the
+    passes that each would run alone); a list of :func:`search`'s dicts, in order. With
+    ``checks``, one flags array per query is appended, in order."""
     runtime = targets.runtime
     xp = runtime.xp
-    codes = np.ascontiguousarray(np.asarray(query_codes, dtype=np.uint8))
-    m = int(codes.shape[0])
-    n = len(targets)
-    if m == 0:
+    codes_list = [np.ascontiguousarray(np.asarray(codes, dtype=np.uint8)) for codes in queries]
+    if any(codes.shape[0] == 0 for codes in codes_list):
         raise ValueError("the query is empty")
+    n = len(targets)
     matrix = np.asarray(scoring.matrix)
     alpha1 = matrix.shape[0] + 1
     if targets.pad_code != matrix.shape[0]:
         raise ValueError("targets were prepared for another alphabet than this scoring's")
+    long_rows = targets.long_rows
+    has_long = long_rows is not None and long_rows.shape[0]
+    on_long_kernel = [bool(has_long) and _long_rows_fit(scoring, len(codes),
+                                                          targets.longest_long_row)
+                      for codes in codes_list]
+    if len(codes_list) > 1 and has_long and not all(on_long_kernel):
+        # some query's scores may pass the intra-task kernel's range: one query at a time
+        return [search_stack(targets, [codes], scoring, mode, shape=shape, checks=checks)[0]
+                for codes in codes_list]
     track_end = mode != "none"
     # Scores only also run the end-tracking kernel (ends computed, then dropped): on an H200
     # it did W1 at 3.8 TCUPS against 2.9 for the scores-only variant, whose shorter loop
     # leaves its prefetched loads too little time (benchmarks/NOTES-gpu.md, v4); that variant
     # was removed.
-    result = {"score": xp.zeros(n, dtype=xp.int32)}
-    if track_end:
-        for key in ("query_end", "target_end", "query_start", "target_start"):
-            result[key] = xp.full(n, -1, dtype=xp.int32)
-    long_rows = targets.long_rows
+    results = []
+    for _ in codes_list:
+        result = {"score": xp.zeros(n, dtype=xp.int32)}
+        if track_end:
+            for key in ("query_end", "target_end", "query_start", "target_start"):
+                result[key] = xp.full(n, -1, dtype=xp.int32)
+        results.append(result)
     inter_rows = targets.order  # rows the inter-task kernels align (forward and reverse)
-    on_long_kernel = False
-    if long_rows is not None and long_rows.shape[0]:
-        on_long_kernel = _long_rows_fit(scoring, m, targets.longest_long_row)
-        if not on_long_kernel:
-            # the intra-task kernel's int32 range is narrower than the 32-bit inter-task
-            # kernels': such rows take those (exact as well, only slower)
-            # (longest first, as the kernels' layout wants; every long row is longer than
-            # every row of ``order``)
-            long_rows = long_rows[xp.argsort(-targets.lengths[long_rows], kind="stable")]
-            inter_rows = xp.concatenate([long_rows, targets.order])
-    if inter_rows.shape[0] == 0:
-        if on_long_kernel:
-            _align_long(targets, codes, scoring, mode, result)
-        return result
-
     wide_rows = None
-    if inter_rows is not targets.order:
-        wide_rows = long_rows  # no 16-bit pair layout for them: the 32-bit kernels
-    if targets.order.shape[0] == 0:
-        pass  # only long rows, on the 32-bit kernels (below)
-    elif lanes16_fit(scoring):
-        profile, pad = _profile(runtime, matrix, codes, scoring.gap_open, 2)
-        plan = forward_plan(targets.pairs, m, runtime.compute_capability, shape=shape)
-        score, end_i, end_j = _run_forward(runtime, targets.pairs, profile, pad, m, alpha1,
-                                           scoring, plan)
+    if has_long and not on_long_kernel[0]:  # (one query) rows past the intra-task range:
+        # the 32-bit inter-task kernels (exact as well, only slower), longest first, as the
+        # kernels' layout wants; every long row is longer than every row of ``order``
+        wide_rows = long_rows[xp.argsort(-targets.lengths[long_rows], kind="stable")]
+        inter_rows = xp.concatenate([wide_rows, targets.order])
+    if inter_rows.shape[0] == 0:
+        for codes, result, on_long in zip(codes_list, results, on_long_kernel):
+            if on_long:
+                _align_long(targets, codes, scoring, mode, result)
+        return results
+
+    saturated = [None] * len(codes_list)
+    if targets.order.shape[0] and lanes16_fit(scoring):
+        fixed = max(_kernels.rows_per_thread(runtime.compute_capability)) \
+            if len(codes_list) > 1 else None
+        stack = _Stack(runtime, matrix, codes_list, scoring.gap_open, 2, fixed)
+        plan = forward_plan(targets.pairs, stack.profile_rows, runtime.compute_capability,
+                            shape=shape, rows=fixed)
+        scores, ends_i, ends_j = _run_forward(runtime, targets.pairs, stack, alpha1, scoring,
+                                              plan)
         slot_rows = targets.pairs.slot_rows
-        result["score"] = _scatter(xp, n, slot_rows, score, 0)
-        if track_end:
-            result["query_end"] = _scatter(xp, n, slot_rows, end_i, -1)
-            result["target_end"] = _scatter(xp, n, slot_rows, end_j, -1)
-        # a lane whose best reached this may have wrapped: recompute it in 32 bits
         limit = scoring.saturation_bound(_LANE16_MAX)
-        saturated = result["score"] >= limit
-        # both checks come back in one transfer (each read waits for the kernels)
-        bad_end = (((score > 0) & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any()
-                   if track_end else xp.zeros((), dtype=bool))
-        flags = xp.stack([saturated.any(), bad_end])
-        if checks is not None and mode != "full":
-            checks.append(flags)
-            flags = (False, False)
-        else:
-            flags = check_flags([flags]) + [False]
-        if flags[0]:
-            again = targets.order[saturated[targets.order]]
-            wide_rows = again if wide_rows is None else xp.concatenate([wide_rows, again])
-    else:
-        wide_rows = inter_rows
-    if wide_rows is not None and wide_rows.shape[0]:
-        _check_lanes32(scoring, m)
-        layout = _pair_layout(runtime, targets.residues, targets.offsets, targets.lengths,
-                              wide_rows, 1, targets.pad_code)
-        profile, pad = _profile(runtime, matrix, codes, scoring.gap_open, 1)
-        group, rows = choose_shape(m, 1)
-        score, end_i, end_j = _run_forward(runtime, layout, profile, pad, m, alpha1, scoring,
-                                           [(0, layout.num_pairs, group, rows)])
-        result["score"][wide_rows] = score
-        if track_end:
-            result["query_end"][wide_rows] = end_i
-            result["target_end"][wide_rows] = end_j
-    if mode == "full":
-        _run_reverse(targets, inter_rows, codes, matrix, scoring, result)
-    if on_long_kernel:  # last: the 16-bit pass above rewrites whole columns
-        _align_long(targets, codes, scoring, mode, result)
-    return result
+        for k, (codes, result) in enumerate(zip(codes_list, results)):
+            score, end_i, end_j = scores[k], ends_i[k], ends_j[k]
+            result["score"] = _scatter(xp, n, slot_rows, score, 0)
+            if track_end:
+                result["query_end"] = _scatter(xp, n, slot_rows, end_i, -1)
+                result["target_end"] = _scatter(xp, n, slot_rows, end_j, -1)
+            # a lane whose best reached this may have wrapped: recompute it in 32 bits
+            over = result["score"] >= limit
+            # both checks come back in one transfer (each read waits for the kernels)
+            m = int(codes.shape[0])
+            bad_end = (((score > 0) & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any()
+                       if track_end else xp.zeros((), dtype=bool))
+            flags = xp.stack([over.any(), bad_end])
+            if checks is not None and mode != "full":
+                checks.append(flags)
+            elif check_flags([flags])[0]:
+                saturated[k] = targets.order[over[targets.order]]
+    elif targets.order.shape[0]:
+        wide_rows = inter_rows  # the scoring does not fit 16 bits: every row in 32 bits
+    for k, (codes, result) in enumerate(zip(codes_list, results)):
+        again = wide_rows
+        if saturated[k] is not None:
+            again = saturated[k] if again is None else xp.concatenate([again, saturated[k]])
+        if again is not None and again.shape[0]:
+            _align_wide(targets, codes, scoring, again, track_end, result)
+        if mode == "full":
+            _run_reverse(targets, inter_rows, codes, matrix, scoring, result)
+        if on_long_kernel[k]:  # last: the 16-bit pass above rewrites whole columns
+            _align_long(targets, codes, scoring, mode, result)
+    return results
+
+
+def _align_wide(targets: DeviceTargets, codes, scoring, rows, track_end: bool, result):
+    """Rows ``rows`` of the targets against one query on the 32-bit forward kernels, written
+    into ``result`` by row (16-bit lanes that saturated, scorings beyond 16 bits)."""
+    runtime = targets.runtime
+    m = int(codes.shape[0])
+    _check_lanes32(scoring, m)
+    layout = _pair_layout(runtime, targets.residues, targets.offsets, targets.lengths, rows, 1,
+                          targets.pad_code)
+    matrix = np.asarray(scoring.matrix)
+    stack = _Stack(runtime, matrix, [codes], scoring.gap_open, 1, None)
+    group, per_thread = choose_shape(m, 1)
+    scores, ends_i, ends_j = _run_forward(runtime, layout, stack, matrix.shape[0] + 1, scoring,
+                                          [(0, layout.num_pairs, group, per_thread)])
+    result["score"][rows] = scores[0]
+    if track_end:
+        result["query_end"][rows] = ends_i[0]
+        result["target_end"][rows] = ends_j[0]
 
 
 def _long_rows_fit(scoring, m: int, longest: int) -> bool:
