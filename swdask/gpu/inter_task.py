@@ -18,7 +18,7 @@ cells, ``-1`` where the score is 0.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -170,8 +170,7 @@ def forward_plan(layout, m: int, compute_capability: int = 90, buckets=None,
     plan, end = [], num_pairs
     for group, below in buckets:  # shortest first: each takes the tail still unassigned
         # pair_len is non-increasing: pairs of at least L letters are the first count(>= L)
-        # (counted where pair_len lives: one scalar comes back, not the lengths)
-        start = 0 if below is None or not num_pairs else int((layout.pair_len >= below).sum())
+        start = 0 if below is None else layout.pairs_at_least(below)
         start = min(start, end)
         if start < end:
             plan.append((start, end, group, rows or rows_for(m, group, compute_capability)))
@@ -229,10 +228,20 @@ class _PairLayout:
     pair_start: object     # int64[num_pairs]: first column of the pair in pair_codes
     pair_codes: object     # uint16[columns]: both lanes' codes per column
     columns: int
+    _at_least: dict = field(default_factory=dict, repr=False)
 
     @property
     def num_pairs(self) -> int:
         return int(self.pair_len.shape[0])
+
+    def pairs_at_least(self, length: int) -> int:
+        """How many pairs hold ``length`` letters or more (the first ones: ``pair_len`` is
+        non-increasing), counted where ``pair_len`` lives once per length: a count read
+        back for every search would make the host wait for the searches queued before."""
+        if length not in self._at_least:
+            self._at_least[length] = int((self.pair_len >= length).sum()) if \
+                self.num_pairs else 0
+        return self._at_least[length]
 
 
 @dataclass
