@@ -211,3 +211,18 @@ def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets):
         want = column.sw.search(queries, top=5, backend="cpu", positions=positions)
         pd.testing.assert_frame_equal(got, want)
     assert max(stacked) > 1  # queries were stacked
+
+
+def test_stacks_keep_order_and_limits(monkeypatch):
+    """Stacks of queries: consecutive, every query once, at most the rows and queries
+    allowed (a query longer than the rows alone), fewer queries where their results against
+    many targets would pass the memory allowed."""
+    from swdask.gpu import inter_task
+
+    lengths = [10, 300, 50, 5000, 20, 20, 20, 20, 20, 700]
+    groups = inter_task.stacks(lengths, rows=400, queries=4)
+    assert [k for group in groups for k in group] == list(range(len(lengths)))
+    assert [list(g) for g in groups] == [[0, 1, 2], [3], [4, 5, 6, 7], [8], [9]]
+    monkeypatch.setattr(inter_task, "STACK_BYTES", 3 * inter_task.STACK_BYTES_PER_TARGET * 100)
+    assert max(len(g) for g in inter_task.stacks([1] * 10, targets=100)) == 3
+    assert max(len(g) for g in inter_task.stacks([1] * 10, targets=10**9)) == 1

@@ -262,50 +262,45 @@ class GpuBackend:
 
     def many_against_many(self, queries, targets, mode: str, *, owner=None, fingerprint=(),
                           checks=None):
-        """:meth:`one_against_many` of each of ``queries``, in order (an iterator): on the
-        owner's cached layout (the first query lays it out), consecutive queries run as
-        stacks (:func:`~swdask.gpu.inter_task.search_stack`: one forward launch for up to
-        ``STACK_QUERIES`` queries of ``STACK_ROWS`` rows in all, short queries sharing
-        passes). ``checks``: one list per query (see :meth:`failed_checks`)."""
+        """:meth:`one_against_many` of each of ``queries``, in order (an iterator). Once the
+        owner's layout is cached (the first query lays it out), consecutive queries run as
+        stacks (:func:`~swdask.gpu.inter_task.search_stack`: one forward launch for several
+        queries, short ones sharing passes; :func:`~swdask.gpu.inter_task.stacks` sizes
+        them). ``checks``: one list per query (see :meth:`failed_checks`)."""
         checks = checks if checks is not None else [None] * len(queries)
-        done = 0
-        while done < len(queries) and (owner is None or not len(queries[done])
-                                       or TARGETS_CACHE.get(owner, _cache_key(
-                                           self.runtime, queries[done].scoring,
-                                           fingerprint)) is None):
-            # no layout cached yet (or no owner, or an empty query): one query, which lays
-            # the column out and caches it
-            yield self.one_against_many(queries[done], targets, mode, owner=owner,
-                                        fingerprint=fingerprint, checks=checks[done])
-            done += 1
-            if owner is None:
-                break
-        rest = list(range(done, len(queries)))
-        if owner is None:  # no cache: every query on its own
-            for k in rest:
-                yield self.one_against_many(queries[k], targets, mode, checks=checks[k])
-            return
-        lengths = [len(queries[k]) for k in rest]
-        for group in inter_task.stacks(lengths):
-            chosen = [rest[i] for i in group]
-            if any(not len(queries[k]) for k in chosen) or len(chosen) == 1:
-                for k in chosen:
-                    yield self.one_against_many(queries[k], targets, mode, owner=owner,
-                                                fingerprint=fingerprint, checks=checks[k])
-                continue
-            flat = [] if checks[chosen[0]] is not None else None
-            cached = _search_cached(self.runtime, [queries[k] for k in chosen], mode, owner,
-                                    fingerprint, flat)
-            if cached is None:  # the layout was dropped: one at a time (it lays it out)
-                for k in chosen:
-                    yield self.one_against_many(queries[k], targets, mode, owner=owner,
-                                                fingerprint=fingerprint, checks=checks[k])
-                continue
-            cells, valid = cached
-            for position, k in enumerate(chosen):
-                if flat:  # (full mode leaves the checks to the search itself)
-                    checks[k].append(flat[position])
-                yield finish(cells[position], valid, mode)
+
+        def alone(k):
+            return self.one_against_many(queries[k], targets, mode, owner=owner,
+                                         fingerprint=fingerprint, checks=checks[k])
+
+        k = 0
+        while k < len(queries):
+            laid_out = TARGETS_CACHE.get(owner, _cache_key(
+                self.runtime, queries[k].scoring, fingerprint)) \
+                if owner is not None and len(queries[k]) else None
+            end = k + 1
+            if laid_out is not None:  # a stack from query k (empty queries go alone)
+                lengths = []
+                for query in queries[k:]:
+                    if not len(query):
+                        break
+                    lengths.append(len(query))
+                end = k + len(inter_task.stacks(lengths, len(laid_out))[0])
+            cached = None
+            if end - k > 1:
+                flat = [] if checks[k] is not None else None
+                cached = _search_cached(self.runtime, queries[k:end], mode, owner,
+                                        fingerprint, flat)
+            if cached is None:  # one query (or the layout was dropped: one at a time)
+                for i in range(k, end):
+                    yield alone(i)
+            else:
+                cells, valid = cached
+                for position in range(end - k):
+                    if flat:  # (full mode leaves the checks to the search itself)
+                        checks[k + position].append(flat[position])
+                    yield finish(cells[position], valid, mode)
+            k = end
 
     @staticmethod
     def failed_checks(checks) -> list[bool]:

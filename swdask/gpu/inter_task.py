@@ -349,11 +349,16 @@ def _profile(runtime, matrix, codes, gap_open, lanes):
     return runtime.xp.asarray(np.ascontiguousarray(table[:, codes], dtype=dtype)), pad
 
 
-#: Most rows and queries of one stack of queries (:func:`search_stack`): a stack's launch
-#: runs its rows' passes one after another, and its results take 12 bytes per query and
-#: target; 64 queries of sp500k's 500,000 rows take 384 MB.
-STACK_ROWS = 8192
-STACK_QUERIES = 64
+#: Most rows and queries of one stack of queries (:func:`search_stack`), and most bytes of
+#: device memory its results may take (:data:`STACK_BYTES_PER_TARGET` per query and
+#: target). Measured on an H100 (benchmarks/results/profile-stacks-nvidia-h100-756696c-
+#: 2026-11-24.log, 1,000 proteins of DB.fasta against sp500k, scores only): one query per
+#: launch 30.52 s (its forward launches 3.53 TCUPS); stacks of 8,192 rows and 64 queries
+#: 29.01 s (3.69); 16,384 and 128: 28.79 s (3.71); 32,768 and 256: 28.50 s (3.72).
+STACK_ROWS = 32768
+STACK_QUERIES = 256
+STACK_BYTES = 2 << 30
+STACK_BYTES_PER_TARGET = 24
 
 
 class _Stack:
@@ -497,11 +502,14 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     return search_stack(targets, [query_codes], scoring, mode, shape=shape, checks=checks)[0]
 
 
-def stacks(lengths, rows: int | None = None, queries: int | None = None) -> list[range]:
+def stacks(lengths, targets: int = 0, rows: int | None = None,
+           queries: int | None = None) -> list[range]:
     """Consecutive queries (by their ``lengths``) grouped into stacks of at most ``rows``
     rows (a longer query alone) and ``queries`` queries (:data:`STACK_ROWS`,
-    :data:`STACK_QUERIES`)."""
+    :data:`STACK_QUERIES`, fewer where the results of that many against ``targets`` rows
+    would pass :data:`STACK_BYTES`)."""
     rows, queries = rows or STACK_ROWS, queries or STACK_QUERIES
+    queries = max(1, min(queries, STACK_BYTES // max(1, STACK_BYTES_PER_TARGET * targets)))
     groups, first, total = [], 0, 0
     for k, length in enumerate(lengths):
         if k > first and (total + length > rows or k - first >= queries):
