@@ -12,8 +12,10 @@ whole batch of queries; each query then
 3. and, when start positions are asked for, aligns just those rows again in full: every
    query's top rows together, as one batch of row-wise pairs.
 
-Nothing is read back from the GPU between queries (the kernels of the next query queue
-behind the last), only once the batch is done.
+On the GPU the scans of consecutive queries run as stacks (``backend.many_against_many``:
+one forward launch for up to 256 queries, short queries sharing its passes), and nothing is
+read back between queries (the kernels of the next stack queue behind the last), only once
+the batch is done.
 
 Exactness: a row's score and cells do not depend on the other rows, so the hits equal those
 of a full alignment of every row followed by the same ranking (the tests check it). Rows

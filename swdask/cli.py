@@ -114,8 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "partitions in GPU memory (needs cuDF and dask-cudf). Without "
                           "--scheduler or --workers, both run the same job in this process "
                           "on one local GPU (the database file parsed on the GPU; no cuDF "
-                          "needed), and gpu on several too (one thread per GPU, each on a "
-                          "slice of equal residues); cudf on several starts a "
+                          "needed); gpu on several starts one process per GPU, each "
+                          "reading and searching its share of the database; cudf on several "
+                          "starts a "
                           "LocalCUDACluster (needs dask-cuda), one worker per GPU")
     run.add_argument("--no-progress", action="store_true",
                      help="no progress bar on standard error")
