@@ -359,6 +359,28 @@ def test_search_function_rejects_an_unknown_backend():
         search(QUERIES, DB, backend="tpu", progress=False)
 
 
+def _files_in_form(tmp_path, count: int, form: str, bad: int):
+    """``(records, database, the same as plain text, queries)``: the first ``count`` records of
+    DB as a database file in ``form`` ("plain"; "gzip": compressed; "crlf": \\r\\n line
+    ends; "gap": record ``bad`` holds a '-', which is no residue) and 2 queries."""
+    import gzip
+
+    chosen = records(DB)[:count]
+    if form == "gap":
+        chosen[bad] = (chosen[bad][0], "", chosen[bad][2][:20] + "-" + chosen[bad][2][20:])
+    newline = "\r\n" if form == "crlf" else "\n"
+    text = "".join(f">{name} {description}{newline}{sequence}{newline}"
+                   for name, description, sequence in chosen)
+    db = tmp_path / ("db.fasta.gz" if form == "gzip" else "db.fasta")
+    db.write_bytes(gzip.compress(text.encode()) if form == "gzip" else text.encode())
+    plain = tmp_path / "plain.fasta"
+    plain.write_text(text.replace("\r\n", "\n"))
+    queries = tmp_path / "q.fasta"
+    queries.write_text("".join(f">{name}\n{sequence[:60]}\n"
+                               for name, _, sequence in records(QUERIES)[:2]))
+    return chosen, db, plain, queries
+
+
 def _recording_frame_reads(monkeypatch) -> list:
     """The paths read_fasta_frame is called on from now on (it still reads them)."""
     from swdask import _fasta
@@ -415,8 +437,6 @@ def test_several_local_gpus_one_process_each(tmp_path, capsys, monkeypatch, sett
     its own byte range; a compressed one by this process and sent in slices; a range
     outside the plain form (\r\n) by the reader in its process; a record with a byte that
     is no residue ('-', in the last share) is named in one line, exit status 1."""
-    import gzip
-
     import swdask._cluster as cluster_module
 
     setting("gpu.runtime", "emulation")
@@ -424,19 +444,7 @@ def test_several_local_gpus_one_process_each(tmp_path, capsys, monkeypatch, sett
     monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: 3)
     started = []
     monkeypatch.setattr(cluster_module, "cluster", lambda *a, **k: started.append(a))
-    chosen = records(DB)[:12]
-    if form == "gap":
-        chosen[10] = (chosen[10][0], "", chosen[10][2][:20] + "-" + chosen[10][2][20:])
-    newline = "\r\n" if form == "crlf" else "\n"
-    text = "".join(f">{name} {description}{newline}{sequence}{newline}"
-                   for name, description, sequence in chosen)
-    db = tmp_path / ("db.fasta.gz" if form == "gzip" else "db.fasta")
-    db.write_bytes(gzip.compress(text.encode()) if form == "gzip" else text.encode())
-    plain = tmp_path / "plain.fasta"
-    plain.write_text(text.replace("\r\n", "\n"))
-    queries = tmp_path / "q.fasta"
-    queries.write_text("".join(f">{name}\n{sequence[:60]}\n"
-                               for name, _, sequence in records(QUERIES)[:2]))
+    chosen, db, plain, queries = _files_in_form(tmp_path, 12, form, bad=10)
     out = tmp_path / "hits.tsv"
     framed = _recording_frame_reads(monkeypatch)
     code = main(["search", str(queries), str(db), "--top", "4", "-o", str(out),
@@ -467,24 +475,11 @@ def test_one_gpu_job_leaves_other_files_to_the_reader(tmp_path, capsys, monkeypa
     ends, compressed) is read by the reader instead, with the same hits, and a record with a
     byte that is no residue ('-') is named by the reader's error, as on every path. With
     ``--backend cudf`` it is the same job (no cuDF needed)."""
-    import gzip
-
     import swdask._cluster as cluster_module
 
     setting("gpu.runtime", "emulation")
     monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: 1)
-    chosen = records(DB)[:8]
-    if form == "gap":
-        chosen[5] = (chosen[5][0], "", chosen[5][2][:20] + "-" + chosen[5][2][20:])
-    newline = "\r\n" if form == "crlf" else "\n"
-    text = "".join(f">{name}{newline}{sequence}{newline}" for name, _, sequence in chosen)
-    db = tmp_path / ("db.fasta.gz" if form == "gzip" else "db.fasta")
-    db.write_bytes(gzip.compress(text.encode()) if form == "gzip" else text.encode())
-    plain = tmp_path / "plain.fasta"
-    plain.write_text(text.replace("\r\n", "\n"))
-    queries = tmp_path / "q.fasta"
-    queries.write_text("".join(f">{name}\n{sequence[:60]}\n"
-                               for name, _, sequence in records(QUERIES)[:2]))
+    chosen, db, plain, queries = _files_in_form(tmp_path, 8, form, bad=5)
     out = tmp_path / "hits.tsv"
     framed = _recording_frame_reads(monkeypatch)
     code = main(["search", str(queries), str(db), "--top", "3", "-o", str(out),
