@@ -7,7 +7,9 @@ scans them (``_many_queries.search_encoded``, scores only, top 10, no start posi
 several stack limits (``inter_task.STACK_ROWS`` / ``STACK_QUERIES``; ``1`` query: every
 query alone, as before stacking). For each: the scan's wall clock (synchronised) and the
 GPU time of the forward launches alone (CUDA events around ``_run_forward``), so the rest
-(scatter, checks, top rows, the host between launches) is the difference; TCUPS of both.
+(scatter, checks, top rows, the host between launches) is the difference; TCUPS of both;
+and the GPU seconds between events around the scatter of the kernels' slots to rows, the
+results' ``finish`` and the top rows' selection.
 
     python3 benchmarks/profile_stacks_gpu.py --db sp500k.fa --sample-from DB.fasta.gz
 """
@@ -51,19 +53,28 @@ def main() -> int:
     print(f"{len(queries)} queries, {sum(len(q) for q in queries)} letters; database "
           f"{residues} residues; {cells:.3e} cells", flush=True)
 
-    forward = inter_task._run_forward
-    events = []
+    from swdask.gpu import _backend
 
-    def timed(*a, **k):
-        start = cupy.cuda.Event()
-        start.record()
-        found = forward(*a, **k)
-        end = cupy.cuda.Event()
-        end.record()
-        events.append((start, end))
-        return found
+    regions = {"forward": [], "scatter": [], "finish": [], "top rows": []}
 
-    inter_task._run_forward = timed
+    def timed(function, name):
+        def run(*a, **k):
+            start = cupy.cuda.Event()
+            start.record()
+            found = function(*a, **k)
+            end = cupy.cuda.Event()
+            end.record()
+            regions[name].append((start, end))
+            return found
+        return run
+
+    # the GPU time between events around each region (the stream is busy throughout, so
+    # it is the region's kernels; idle gaps would count too)
+    events = regions["forward"]
+    inter_task._run_forward = timed(inter_task._run_forward, "forward")
+    inter_task._scatter = timed(inter_task._scatter, "scatter")
+    _backend.finish = timed(_backend.finish, "finish")
+    _many_queries.top_candidates = timed(_many_queries.top_candidates, "top rows")
     owner = encoded
     # the layout cached, the kernels loaded: one short stack first
     _many_queries.search_encoded(queries[:3], encoded, 10, "none", backend="gpu", owner=owner,
@@ -72,7 +83,8 @@ def main() -> int:
     for limit in args.limits.split(","):
         rows, count = (int(v) for v in limit.split("x"))
         inter_task.STACK_ROWS, inter_task.STACK_QUERIES = rows, count
-        events.clear()
+        for found in regions.values():
+            found.clear()
         start = time.perf_counter()
         _many_queries.search_encoded(queries, encoded, 10, "none", backend="gpu", owner=owner,
                                      fingerprint=("profile",))
@@ -83,6 +95,9 @@ def main() -> int:
               f"({cells / wall / 1e12:.3f} TCUPS), forward launches {kernel:.2f} s "
               f"({cells / kernel / 1e12:.3f} TCUPS) in {len(events)} calls; the rest "
               f"{wall - kernel:.2f} s", flush=True)
+        print("  GPU seconds by region: " + ", ".join(
+            f"{name} {sum(cupy.cuda.get_elapsed_time(a, b) for a, b in found) / 1000:.2f} "
+            f"({len(found)} calls)" for name, found in regions.items()), flush=True)
     return 0
 
 
