@@ -301,6 +301,27 @@ def test_length_buckets_run_side_by_side_exactly(monkeypatch, buckets, setting):
         compare(query, db, scoring, modes=("end", "full"))
 
 
+@pytest.mark.parametrize("top", [1, 3, 10, 50])
+def test_top_candidates_on_the_gpu_equal_the_host(top):
+    """The GPU's selection of the top rows (a stable sort of an int32 key) gives the rows of
+    the host's (an int64 key, partitioned): score descending, then row, rows without a hit
+    (score 0, null rows) after every hit, min(top, n) rows; scores past 16 bits too."""
+    from swdask._results import finish, top_candidates
+
+    rng = np.random.default_rng(top)
+    n = 4000
+    score = rng.integers(0, 6, n) * rng.choice([1, 20000], n)  # ties, zeros, past 32767
+    valid = rng.random(n) > 0.2
+    host = finish({"score": score}, valid, "none")
+    device = finish({"score": cupy.asarray(score)}, cupy.asarray(valid), "none")
+    want = top_candidates(host, top)
+    got = cupy.asnumpy(top_candidates(device, top))
+    hits = int(host.has_hit.sum())
+    assert len(got) == len(want) == min(top, n)
+    assert list(got[:min(top, hits)]) == list(want[:min(top, hits)])
+    assert not host.has_hit[got[min(top, hits):]].any()
+
+
 @pytest.mark.skipif(cupy.cuda.runtime.getDeviceCount() < 2, reason="needs two GPUs")
 def test_several_gpus_search_equals_one_gpu_and_cpu(tmp_path):
     """The search on every local GPU, one process each (what ``swdask search --backend gpu``
