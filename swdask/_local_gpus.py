@@ -140,6 +140,8 @@ def _load(share: Share, gpu, ready):
 def search_share(share: Share) -> ShareResult:
     """A worker process's task: its share searched on its GPU (see the module docstring)."""
     age = _timing.process_age()
+    from concurrent.futures import ThreadPoolExecutor
+
     import dask.config
 
     from . import _engine
@@ -152,8 +154,6 @@ def search_share(share: Share) -> ShareResult:
     ids, prepared = prepare_queries(share.queries, share.options.scoring)
     stats = hit_statistics(share.statistics, share.options.scoring, prepared)
     lengths = [len(query) for query in prepared]
-    from concurrent.futures import ThreadPoolExecutor
-
     with gpu.device(share.device), ThreadPoolExecutor(1) as pool:
         def warm():  # beside the read: the GPU's context and kernels
             with gpu.device(share.device):
@@ -202,12 +202,13 @@ def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
         fs, parts = _plan(database_path, max(1, -(-total // gpus)), "infer", None, strip_gaps,
                           _planning_threads())
     if not parts or not sum(p.n_records for p in parts):
-        raise ValueError(f"the database ({database_path}) holds no FASTA record (no line "
-                         "starts with '>')")
+        names = database_path if isinstance(database_path, str) else ", ".join(
+            map(str, database_path))
+        raise ValueError(f"the database ({names}) holds no FASTA record (no line starts "
+                         "with '>')")
     arguments = dict(queries=queries[["id", "sequence"]], top=top, options=options,
                      statistics=statistics, settings=settings)
     groups = group_parts(parts, gpus)
-    frames = None
     if len(groups) < gpus and any(p.compression is not None for p in parts):
         with phases("read"):  # a compressed file is one range: read here, cut by residues
             frames = split_by_residues(read_fasta_frame(database_path, threads=None,
@@ -229,7 +230,7 @@ def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
         for name, seconds in result.stages.items():
             phases.in_tasks[name] = phases.in_tasks.get(name, 0.0) + seconds
     if report is not None:
-        for share, result in zip(shares, results):
+        for result in results:
             report(f"GPU {result.device}: {result.records} records, {result.residues} "
                    f"residues, searched in {result.stages.get('search', 0.0):.2f} s")
     ids, prepared = prepare_queries(queries, options.scoring)

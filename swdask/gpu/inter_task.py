@@ -350,8 +350,8 @@ def _profile(runtime, matrix, codes, gap_open, lanes):
 
 
 #: Most rows and queries of one stack of queries (:func:`search_stack`), and most bytes of
-#: device memory its results may take (:data:`STACK_BYTES_PER_TARGET` per query and
-#: target). Measured on an H100 (benchmarks/results/profile-stacks-nvidia-h100-756696c-
+#: device memory its results may take (:data:`STACK_BYTES_PER_TARGET` per query and target:
+#: the kernel's three int32 cells per slot, then the same three by row). Measured on an H100 (benchmarks/results/profile-stacks-nvidia-h100-756696c-
 #: 2026-11-24.log, 1,000 proteins of DB.fasta against sp500k, scores only): one query per
 #: launch 30.52 s (its forward launches 3.53 TCUPS); stacks of 8,192 rows and 64 queries
 #: 29.01 s (3.69); 16,384 and 128: 28.79 s (3.71); 32,768 and 256: 28.50 s (3.72).
