@@ -27,10 +27,6 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--limits", default="8192x64,16384x128,4096x32,1x1",
                         help="ROWSxQUERIES stack limits to run, in order")
-    parser.add_argument("--no-row-scan", action="store_true",
-                        help="timing only, results wrong: the forward kernel without the "
-                             "search for the row of a column's new best (the cost of that "
-                             "branch, taken in every column that improves a lane's best)")
     args = parser.parse_args()
 
     import cupy
@@ -44,16 +40,6 @@ def main() -> int:
     from swdask.gpu._runtime import get_runtime
     from swdask.gpu._encode import encode_fasta_text
 
-    if args.no_row_scan:
-        from swdask.gpu import _kernels, _runtime
-
-        original = _kernels.source
-        scan = "if (V::lane_equal(HG[r], column_best, l)) first = r;"
-        assert scan in original("inter_task.cu")
-        patched = original("inter_task.cu").replace(scan, "")
-        _kernels.source = lambda name: patched if name == "inter_task.cu" else original(name)
-        _runtime._cupy_function.cache_clear()
-        print("forward kernel WITHOUT the row scan (timing only)", flush=True)
     scoring = make_scoring("BLOSUM62", gap_open=11, gap_extend=1)
     runtime = get_runtime()
     path, text = whole_plain_text(args.db)
