@@ -173,17 +173,29 @@ def test_gpu_search_redoes_queries_whose_16_bit_lanes_saturated(setting, monkeyp
 
 
 @pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
-@pytest.mark.parametrize("buckets", ["4:60,8", "8"])
-def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets):
+@pytest.mark.parametrize("buckets,long_row_min", [("4:60,8", 2000), ("8", 2000),
+                                                  ("4:60,8", 140)])
+def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets, long_row_min):
     """Queries stacked into one forward launch (inter_task.cu, "Stacked queries"): lengths
     around multiples of the rows per thread (R = 32 in a stack), one letter, several passes,
     queries sharing a pass and a pass boundary, stacks cut by row and query limits, both
-    thread-group sizes; every hit (scores, end cells, start cells, ranks, ties) equals the
+    thread-group sizes, and the longest targets on the intra-task kernel beside the stack
+    (long-row-min 140); every hit (scores, end cells, start cells, ranks, ties) equals the
     CPU engine's. The host emulation runs the CUDA kernels."""
     from swdask.gpu import inter_task
 
     setting("gpu.runtime", "emulation")
     setting("gpu.buckets", buckets)
+    setting("gpu.long-row-min", long_row_min)
+    long_rows = []
+    prepare_targets = inter_task.prepare_targets
+
+    def recording_layout(*args, **kwargs):
+        targets = prepare_targets(*args, **kwargs)
+        long_rows.append(int(targets.long_rows.shape[0]))
+        return targets
+
+    monkeypatch.setattr(inter_task, "prepare_targets", recording_layout)
     monkeypatch.setattr(inter_task, "STACK_ROWS", 400)
     monkeypatch.setattr(inter_task, "STACK_QUERIES", 5)
     stacked = []
@@ -211,6 +223,7 @@ def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets):
         want = column.sw.search(queries, top=5, backend="cpu", positions=positions)
         pd.testing.assert_frame_equal(got, want)
     assert max(stacked) > 1  # queries were stacked
+    assert (max(long_rows) > 0) == (long_row_min < 2000)  # and beside the long rows
 
 
 def test_stacks_keep_order_and_limits(monkeypatch):
