@@ -173,20 +173,23 @@ def test_gpu_search_redoes_queries_whose_16_bit_lanes_saturated(setting, monkeyp
 
 
 @pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
-@pytest.mark.parametrize("buckets,long_row_min", [("4:60,8", 2000), ("8", 2000),
-                                                  ("4:60,8", 140)])
-def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets, long_row_min):
+@pytest.mark.parametrize("buckets,long_row_min,shape", [("4:60,8", 2000, None),
+                                                        ("8", 2000, None),
+                                                        ("4:60,8", 140, None),
+                                                        ("4:60,8", 2000, "4,16")])
+def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets, long_row_min, shape):
     """Queries stacked into one forward launch (inter_task.cu, "Stacked queries"): lengths
     around multiples of the rows per thread (R = 32 in a stack), one letter, several passes,
     queries sharing a pass and a pass boundary, stacks cut by row and query limits, both
-    thread-group sizes, and the longest targets on the intra-task kernel beside the stack
-    (long-row-min 140); every hit (scores, end cells, start cells, ranks, ties) equals the
+    thread-group sizes, the longest targets on the intra-task kernel beside the stack
+    (long-row-min 140), and a forced shape (``gpu.shape``, R = 16); every hit (scores, end cells, start cells, ranks, ties) equals the
     CPU engine's. The host emulation runs the CUDA kernels."""
     from swdask.gpu import inter_task
 
     setting("gpu.runtime", "emulation")
     setting("gpu.buckets", buckets)
     setting("gpu.long-row-min", long_row_min)
+    setting("gpu.shape", shape)
     long_rows = []
     prepare_targets = inter_task.prepare_targets
 
@@ -228,14 +231,15 @@ def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets, long_row
 
 def test_stacks_keep_order_and_limits(monkeypatch):
     """Stacks of queries: consecutive, every query once, at most the rows and queries
-    allowed (a query longer than the rows alone), fewer queries where their results against
+    allowed (a query longer than the rows alone, an empty query alone), fewer queries where their results against
     many targets would pass the memory allowed."""
     from swdask.gpu import inter_task
 
-    lengths = [10, 300, 50, 5000, 20, 20, 20, 20, 20, 700]
+    lengths = [10, 300, 50, 5000, 20, 20, 20, 20, 20, 700, 5, 0, 5, 5]
     groups = inter_task.stacks(lengths, rows=400, queries=4)
     assert [k for group in groups for k in group] == list(range(len(lengths)))
-    assert [list(g) for g in groups] == [[0, 1, 2], [3], [4, 5, 6, 7], [8], [9]]
+    assert [list(g) for g in groups] == [[0, 1, 2], [3], [4, 5, 6, 7], [8], [9], [10],
+                                         [11], [12, 13]]
     monkeypatch.setattr(inter_task, "STACK_BYTES", 3 * inter_task.STACK_BYTES_PER_TARGET * 100)
     assert max(len(g) for g in inter_task.stacks([1] * 10, targets=100)) == 3
     assert max(len(g) for g in inter_task.stacks([1] * 10, targets=10**9)) == 1

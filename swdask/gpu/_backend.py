@@ -273,34 +273,36 @@ class GpuBackend:
             return self.one_against_many(queries[k], targets, mode, owner=owner,
                                          fingerprint=fingerprint, checks=checks[k])
 
+        def laid_out():
+            return None if owner is None or not queries else TARGETS_CACHE.get(
+                owner, _cache_key(self.runtime, queries[0].scoring, fingerprint))
+
         k = 0
-        while k < len(queries):
-            laid_out = TARGETS_CACHE.get(owner, _cache_key(
-                self.runtime, queries[k].scoring, fingerprint)) \
-                if owner is not None and len(queries[k]) else None
-            end = k + 1
-            if laid_out is not None:  # a stack from query k (empty queries go alone)
-                lengths = []
-                for query in queries[k:]:
-                    if not len(query):
-                        break
-                    lengths.append(len(query))
-                end = k + len(inter_task.stacks(lengths, len(laid_out))[0])
+        while k < len(queries) and laid_out() is None:  # the first search lays it out
+            yield alone(k)
+            k += 1
+            if owner is None:  # nothing is cached without an owner: one at a time
+                yield from (alone(i) for i in range(k, len(queries)))
+                return
+        if k == len(queries):
+            return
+        first, layout = k, laid_out()
+        size = len(layout) if layout is not None else 0
+        for group in inter_task.stacks([len(q) for q in queries[first:]], size):
+            chosen = range(first + group.start, first + group.stop)
             cached = None
-            if end - k > 1:
-                flat = [] if checks[k] is not None else None
-                cached = _search_cached(self.runtime, queries[k:end], mode, owner,
-                                        fingerprint, flat)
+            if len(chosen) > 1:
+                flat = [] if checks[chosen[0]] is not None else None
+                cached = _search_cached(self.runtime, queries[chosen.start:chosen.stop], mode,
+                                        owner, fingerprint, flat)
             if cached is None:  # one query (or the layout was dropped: one at a time)
-                for i in range(k, end):
-                    yield alone(i)
-            else:
-                cells, valid = cached
-                for position in range(end - k):
-                    if flat:  # (full mode leaves the checks to the search itself)
-                        checks[k + position].append(flat[position])
-                    yield finish(cells[position], valid, mode)
-            k = end
+                yield from (alone(i) for i in chosen)
+                continue
+            cells, valid = cached
+            for position, i in enumerate(chosen):
+                if flat:  # (full mode leaves the checks to the search itself)
+                    checks[i].append(flat[position])
+                yield finish(cells[position], valid, mode)
 
     @staticmethod
     def failed_checks(checks) -> list[bool]:

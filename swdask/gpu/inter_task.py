@@ -351,8 +351,9 @@ def _profile(runtime, matrix, codes, gap_open, lanes):
 
 #: Most rows and queries of one stack of queries (:func:`search_stack`), and most bytes of
 #: device memory its results may take (:data:`STACK_BYTES_PER_TARGET` per query and target:
-#: the kernel's three int32 cells per slot, then the same three by row). Measured on an H100 (benchmarks/results/profile-stacks-nvidia-h100-756696c-
-#: 2026-11-24.log, 1,000 proteins of DB.fasta against sp500k, scores only): one query per
+#: the kernel's three int32 cells per slot, then the same three by row). Measured on an
+#: H100 (benchmarks/results/profile-stacks-nvidia-h100-756696c-2026-11-24.log, 1,000
+#: proteins of DB.fasta against sp500k, scores only): one query per
 #: launch 30.52 s (its forward launches 3.53 TCUPS); stacks of 8,192 rows and 64 queries
 #: 29.01 s (3.69); 16,384 and 128: 28.79 s (3.71); 32,768 and 256: 28.50 s (3.72).
 STACK_ROWS = 32768
@@ -507,12 +508,13 @@ def stacks(lengths, targets: int = 0, rows: int | None = None,
     """Consecutive queries (by their ``lengths``) grouped into stacks of at most ``rows``
     rows (a longer query alone) and ``queries`` queries (:data:`STACK_ROWS`,
     :data:`STACK_QUERIES`, fewer where the results of that many against ``targets`` rows
-    would pass :data:`STACK_BYTES`)."""
+    would pass :data:`STACK_BYTES`); an empty query alone."""
     rows, queries = rows or STACK_ROWS, queries or STACK_QUERIES
     queries = max(1, min(queries, STACK_BYTES // max(1, STACK_BYTES_PER_TARGET * targets)))
     groups, first, total = [], 0, 0
     for k, length in enumerate(lengths):
-        if k > first and (total + length > rows or k - first >= queries):
+        if k > first and (total + length > rows or k - first >= queries or not length
+                          or not lengths[k - 1]):
             groups.append(range(first, k))
             first, total = k, 0
         total += length
@@ -573,8 +575,12 @@ def search_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *
 
     saturated = [None] * len(codes_list)
     if targets.order.shape[0] and lanes16_fit(scoring):
-        fixed = max(_kernels.rows_per_thread(runtime.compute_capability)) \
-            if len(codes_list) > 1 else None
+        fixed = None
+        if len(codes_list) > 1:  # one R for every launch: the forced shape's, or the largest
+            forced = shape or (choose_shape(1, 2, runtime.compute_capability)
+                               if _settings.get("gpu.shape") else None)
+            fixed = forced[1] if forced else max(
+                _kernels.rows_per_thread(runtime.compute_capability))
         stack = _Stack(runtime, matrix, codes_list, scoring.gap_open, 2, fixed)
         plan = forward_plan(targets.pairs, stack.profile_rows, runtime.compute_capability,
                             shape=shape, rows=fixed)
