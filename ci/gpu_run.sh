@@ -22,6 +22,10 @@
 #           routing (kernel only, a few queries) -> W1-long-rows-*.json, w1long.log
 #   w2      ci/steps/w2.sh (W2: every pair set, one JSON each) -> $OUT/w2/, w2-*.log
 #   profile only with PROFILE=1: Nsight Compute on one W1 forward launch
+#   abkernels only when named in ONLY: the W1 kernel-only timings (no CPU check) and the
+#           1,000-query scan's profile (profile_stacks_gpu.py), for each swdask tree in
+#           AB_TREES (folders holding swdask/, e.g. `git archive <commit> swdask | tar -x -C
+#           .devcarry/ab/<name>`), alternating, AB_ROUNDS rounds -> ab-kernels.log
 #   daskcudf  ci/steps/daskcudf.sh (needs cuDF staged): W1 through ddf.sw.align on dask_cudf
 #           against kernel-only, on 1, 2, 4... GPUs, and a run with device memory capped
 #           -> W1-dask-cudf-*.json, daskcudf.log
@@ -86,7 +90,7 @@ else
   export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-STEPS=(setup tests w1 search w1long w2 profile daskcudf notebook venvcudf)
+STEPS=(setup tests w1 search abkernels w1long w2 profile daskcudf notebook venvcudf)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -146,6 +150,25 @@ step_search() {
     --db "$BENCH_DIR/sp500k.fa" --gpu-queries "$CARRY/cudasw_queries.fasta" \
     --sample-from "$CARRY/DB.fasta.gz" --w1-json "${w1json:-}" --out "$OUT" \
     --commit "$COMMIT" ${SEARCH_ARGS:-} 2>&1 | tee "$OUT/search.log"
+}
+
+step_abkernels() {
+  [ -n "${AB_TREES:-}" ] || return 0
+  [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
+  local round tree
+  for round in $(seq 1 "${AB_ROUNDS:-2}"); do
+    for tree in ${AB_TREES:-}; do
+      echo "== round $round $tree: W1 kernel-only"
+      PYTHONPATH=$tree:$PYTHONPATH timeout 300 python3 benchmarks/bench_w1_gpu.py \
+        --db "$BENCH_DIR/sp500k.fa" --queries "$CARRY/cudasw_queries.fasta" --reps 2 \
+        --no-check --e2e-modes "" --out "/tmp/ab-w1/$(basename "$tree")-$round" \
+        --commit "$(basename "$tree")" 2>&1 | grep -e "^kernel" -e "^warm-up"
+      echo "== round $round $tree: the 1,000-query scan"
+      PYTHONPATH=$tree:$PYTHONPATH timeout 300 python3 benchmarks/profile_stacks_gpu.py \
+        --db "$BENCH_DIR/sp500k.fa" --sample-from "$CARRY/DB.fasta.gz" \
+        --limits "${AB_LIMITS:-32768x256}" 2>&1 | tail -n 4
+    done
+  done 2>&1 | tee "$OUT/ab-kernels.log"
 }
 
 step_w1long() {

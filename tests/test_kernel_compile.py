@@ -182,6 +182,43 @@ def test_emulated_protein_matches_cpu(emulated):
 
 
 @needs_gxx
+def test_emulated_end_rows_tied_within_a_thread(emulated):
+    # Tandem repeats put equal scores in several rows of one column, most of them within one
+    # thread's rows: the end cell is the first of them (the kernel's first_row_of), on both
+    # 16-bit lanes and in 32 bits.
+    rng = np.random.default_rng(23)
+    alphabet = np.array(list("ACDEFGHIKLMNPQRSTVY"))
+    rand = lambda n: "".join(rng.choice(alphabet, n))  # noqa: E731
+    query = rand(5) + "W" * 9 + rand(6) + "GH" * 8 + rand(4) + "WCW" * 5 + rand(30)
+    targets = ["W", "WW", "GH", "HGH", "WCW", "CW", "AWA", "GHG" + rand(20), rand(40) + "W",
+               "W" + rand(3) + "W", rand(12), "WCWGH", "HW", None, ""]
+    targets += [t[::-1] for t in targets[:10]]
+    for shape in ("4,16", "4,8"):
+        with dask.config.set({"swdask.gpu.shape": shape}):
+            _compare(query, targets, BLOSUM62, modes=("end",))
+    _compare(query, targets, dict(matrix="BLOSUM62", gap_open=9000, gap_extend=10),
+             modes=("end",))
+
+
+@needs_gxx
+def test_emulated_start_cells_many_passes_back(emulated):
+    # The reverse kernel's passes are 128 query rows; its later passes run only while a cell
+    # of theirs could still reach the score. Alignments spanning up to 600 rows, with long
+    # gaps on either side and repeats (equal scores further back), need several of them.
+    rng = np.random.default_rng(29)
+    alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    rand = lambda n: "".join(rng.choice(alphabet, n))  # noqa: E731
+    query = rand(700)
+    targets = _targets(rng, query, alphabet, 30)
+    targets += [query[50:650], query[100:180] + query[400:480], query[300:340] * 3,
+                query[:60] + rand(200) + query[60:120], _mutate(rng, query[20:620], alphabet),
+                query[600:700] + query[600:700], rand(5) + query[650:] + rand(400)]
+    _compare(query, targets, BLOSUM62, modes=("full",))
+    _compare(query, targets, dict(matrix="BLOSUM62", gap_open=3, gap_extend=1),
+             modes=("full",))
+
+
+@needs_gxx
 def test_emulated_overflow_and_shapes(emulated):
     # DNA with match 1000: a few dozen matching residues pass 32767, so the 16-bit lanes
     # saturate and those rows are recomputed in 32 bits.

@@ -1,11 +1,19 @@
 // Start cells by reverse scoring (ADEPT), in 32-bit lanes, one target per group of G threads.
 //
 // For a target with score B > 0 and end cell (end_i, end_j), this scores the reversed
-// prefixes query[end_i::-1] (rows ir) against target[end_j::-1] (columns jr) with the same
-// recurrences, column by column, and stops at the first column holding a cell equal to B;
-// the start cell is its first such row: start = (end_i - ir, end_j - jr). This is
-// swdask._cpu._reverse, cell for cell. No cell of the reversed prefixes exceeds B (each is
-// a local alignment inside the forward matrix), so "== B" is tested as ">= B".
+// prefixes query[end_i::-1] (rows ir) against target[end_j::-1] (columns jr), and finds the
+// first column holding a cell equal to B; the start cell is its first such row: start =
+// (end_i - ir, end_j - jr). This is swdask._cpu._reverse's answer, which scores the reversed
+// prefixes locally (H >= 0).
+//
+// Anchored, not local. Here the reversed alignments must begin at the end cell (H is 0 at
+// the corner before it and minus infinity along the other edges, with no floor at 0), and
+// they give the same hits: a local alignment of the reversed prefixes that scores B is a
+// forward alignment of score B ending at some cell (end_i - ir0, end_j - jr0); B is the
+// maximum, so that cell also holds B, and since the end cell is the first cell holding B in
+// (j asc, i asc) order, ir0 = jr0 = 0. No cell exceeds B either way, so "== B" is tested as
+// ">= B". What anchoring buys: every cell below a pass is reached through the pass's last
+// row, so the passes can stop early (below).
 //
 // The wavefront is the forward kernel's (thread t owns rows [t*R, t*R + R) of a pass of G*R
 // rows, computes column s - t at step s, and hands its last row to thread t+1), with two
@@ -13,7 +21,13 @@
 // matrix in shared memory indexed by the query letters each thread holds, not from a
 // query profile; and each group stops as soon as every thread has passed the first column
 // with a hit. A later pass (rows further from the end cell) only scans the columns before
-// the best column found so far, which is all it could improve on.
+// the best column found so far, which is all it could improve on, and runs at all only if
+// a cell of it could still reach B: a path from the last row's cell in column jr0 (its H, or
+// the F it hands down) to a column jr < limit gains at most (jr - jr0) x the largest
+// substitution score (a step down or right only costs), so once max over jr0 of
+// (max(H, F) at jr0 + (limit - 1 - jr0) x max_gain) < B, no later pass can hit. Far from
+// the end cell the anchored scores have paid for a long gap, so for most targets one pass is
+// all it takes, where the passes of a local scoring went on to the end of the query prefix.
 #include "sw_common.cuh"
 
 namespace swdask {
@@ -27,7 +41,7 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
            const int* __restrict__ item_row, const int* __restrict__ item_score,
            const int* __restrict__ item_end_i, const int* __restrict__ item_end_j,
            const i64* __restrict__ item_boundary, int num_items, u32* __restrict__ boundary,
-           int gap_open, int gap_extend, int* __restrict__ out_start_i,
+           int gap_open, int gap_extend, int max_gain, int* __restrict__ out_start_i,
            int* __restrict__ out_start_j) {
   typedef Lanes32 V;
   typedef V::reg_t reg_t;
@@ -66,7 +80,8 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
 
   int limit = end_j + 1;  // columns [0, limit) can still hold the answer
   int best_jr = SW_INT_MAX, best_ir = SW_INT_MAX;
-  for (int pass = 0; pass < passes && limit > 0; ++pass) {
+  bool reachable = true;  // some cell below the passes done could still reach B
+  for (int pass = 0; pass < passes && limit > 0 && reachable; ++pass) {
     const int row0 = pass * ROWS;
     int qletter[R];  // query letters of this thread's rows (PAD past the prefix)
 #pragma unroll
@@ -74,18 +89,22 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
       const int ir = row0 + t * R + r;
       qletter[r] = ir <= end_i ? (int)query[end_i - ir] : pad_code;
     }
-    reg_t HG[R], E[R];
+    reg_t HG[R], E[R];  // column -1: minus infinity
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      HG[r] = hg_zero;
+      HG[r] = neg;
       E[r] = neg;
     }
-    reg_t prev_in_HG = hg_zero;
+    // the diagonal of thread 0's first cell: the corner before the end cell (H = 0) in the
+    // first pass, minus infinity elsewhere
+    reg_t prev_in_HG = pass == 0 && t == 0 ? hg_zero : neg;
     int out_code = pad_code;
-    reg_t out_HG = hg_zero, out_F = neg;
+    reg_t out_HG = neg, out_F = neg;
     const bool reads_boundary = pass > 0;
     const bool writes_boundary = pass + 1 < passes;
     const int pass_limit = limit;
+    // thread G-1: max over the columns jr0 it hands down of max(H, F) - jr0 x max_gain
+    i64 reach = -((i64)1 << 62);
 
     // loaded three columns ahead from clamped addresses, checked when used (as forward)
     const int last_col = pass_limit - 1;  // >= 0 here
@@ -106,7 +125,7 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
       if (t == 0) {
         const bool real = s < pass_limit;
         in_code = real ? c0 : pad_code;
-        in_HG = real && reads_boundary ? b0.x : hg_zero;
+        in_HG = real && reads_boundary ? b0.x : neg;  // the top edge: minus infinity
         in_F = real && reads_boundary ? b0.y : neg;
       }
       c0 = c1;
@@ -121,14 +140,14 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
       // the forward kernel's row recurrence (see inter_task.cu): F is the only chain
       reg_t F = in_F;
       E[0] = V::add_max(E[0], ge_neg, HG[0]);
-      reg_t term = V::add_max_relu(prev_in_HG, (reg_t)srow[qletter[0]], E[0]);
+      reg_t term = V::add_max(prev_in_HG, (reg_t)srow[qletter[0]], E[0]);
       prev_in_HG = in_HG;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
         reg_t next_term = 0;
         if (r + 1 < R) {
           E[r + 1] = V::add_max(E[r + 1], ge_neg, HG[r + 1]);
-          next_term = V::add_max_relu(HG[r], (reg_t)srow[qletter[r + 1]], E[r + 1]);
+          next_term = V::add_max(HG[r], (reg_t)srow[qletter[r + 1]], E[r + 1]);
         }
         const reg_t U = V::add_max(term, go_neg, neg);
         HG[r] = V::add_max(F, go_neg, U);
@@ -138,8 +157,10 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
       out_code = in_code;
       out_HG = HG[R - 1];
       out_F = F;
-      if (writes_boundary && t == G - 1 && j >= 0 && j < pass_limit)
+      if (writes_boundary && t == G - 1 && j >= 0 && j < pass_limit) {
         *reinterpret_cast<uint2*>(my_boundary + 2 * j) = make_uint2(out_HG, F);
+        reach = max(reach, (i64)max((int)out_HG + gap_open, (int)F) - (i64)j * max_gain);
+      }
 
       if (hit_j == SW_INT_MAX && j >= 0 && j < pass_limit) {
         const int column_best = (int)TreeMax<V, 0, R>::run(HG);
@@ -170,6 +191,8 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
       best_ir = cand_i;
     }
     if (best_jr != SW_INT_MAX) limit = best_jr;  // later passes: only earlier columns can win
+    reachable = __shfl_sync(group_mask,
+                            (int)(reach + (i64)(limit - 1) * max_gain >= (i64)score), G - 1, G);
   }
   if (t == 0) {
     const bool found = best_jr != SW_INT_MAX;
