@@ -30,10 +30,8 @@
 // query is a stack of one.
 //
 // End cell. Each thread keeps its best score so far per lane and, when a column strictly
-// improves it, that column and the first of its rows holding the new best (first_row_of:
-// two instructions per row for both lanes). A warp takes that branch when any of its threads
-// improves: in 45-49% of the steps of a query's first pass, 2-7% later
-// (benchmarks/count_improvements.py). At the end of a pass
+// improves it, that column and the first of its rows holding the new best (a scan of its R
+// registers; improvements are rare once the first columns are past). At the end of a pass
 // the group reduces the threads' cells by (score desc, j asc, i asc), the CPU tie rule, per
 // query (a segmented scan over the threads); the last thread of a query's segments in the
 // pass merges them with the best of its earlier passes and, where the query ends, writes
@@ -262,13 +260,20 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       const reg_t column_best = TreeMax<V, 0, R>::run(HG);
       u32 improved;
       best = V::max_improved(best, column_best, improved);
-      if (improved) {  // a lane's best just went up: its first row holding it
-        const reg_t first = first_row_of<V, R>(HG, column_best);
+      // A cheaper scan here (both lanes at once: one add-max and one select per row, 77
+      // instructions instead of ~240) ran W1 2.5 x slower on an H100: with 127 registers and
+      // no spills, ptxas moved the next columns' loads down to just before their use
+      // (benchmarks/NOTES-gpu.md, "The improvement branch"). Keep this scan's register use.
+      if (improved) {  // rare: a lane's best just went up; find its first row holding it
 #pragma unroll
         for (int l = 0; l < L; ++l) {
           if (improved >> l & 1u) {
+            int first = 0;
+#pragma unroll
+            for (int r = R - 1; r >= 0; --r)
+              if (V::lane_equal(HG[r], column_best, l)) first = r;
             best_j[l] = j;
-            best_r[l] = V::lane(first, l);
+            best_r[l] = first;
           }
         }
       }

@@ -700,7 +700,6 @@ def _run_reverse(targets: DeviceTargets, inter_rows, codes, matrix, scoring, res
                     targets.offsets,
                     item_row, item_score, item_end_i, item_end_j, item_boundary,
                     np.int32(num_items), boundary, np.int32(scoring.gap_open),
-                    np.int32(scoring.gap_extend), np.int32(max(int(matrix.max()), 0)),
-                    out_start_i, out_start_j])
+                    np.int32(scoring.gap_extend), out_start_i, out_start_j])
     result["query_start"][rows] = out_start_i
     result["target_start"][rows] = out_start_j

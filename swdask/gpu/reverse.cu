@@ -22,12 +22,14 @@
 // query profile; and each group stops as soon as every thread has passed the first column
 // with a hit. A later pass (rows further from the end cell) only scans the columns before
 // the best column found so far, which is all it could improve on, and runs at all only if
-// a cell of it could still reach B: a path from the last row's cell in column jr0 (its H, or
-// the F it hands down) to a column jr < limit gains at most (jr - jr0) x the largest
-// substitution score (a step down or right only costs), so once max over jr0 of
-// (max(H, F) at jr0 + (limit - 1 - jr0) x max_gain) < B, no later pass can hit. Far from
-// the end cell the anchored scores have paid for a long gap, so for most targets one pass is
-// all it takes, where the passes of a local scoring went on to the end of the query prefix.
+// a cell of it could still reach B. A path from the last row's cell in column jr0 (its H,
+// or the F it hands down) to a column jr < limit gains at most, per column it enters, the
+// largest score of that column's target letter against any query letter (its gain, >= 0;
+// a step down or right only costs). With P(x) the sum of the gains of columns 0..x, once
+// max over jr0 of (max(H, F) at jr0 - P(jr0)) + P(limit - 1) < B, no later pass can hit.
+// Far from the end cell the anchored scores have paid for a long gap, so for most targets
+// a pass or two is all it takes, where the passes of a local scoring went on to the end of
+// the query prefix.
 #include "sw_common.cuh"
 
 namespace swdask {
@@ -41,14 +43,21 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
            const int* __restrict__ item_row, const int* __restrict__ item_score,
            const int* __restrict__ item_end_i, const int* __restrict__ item_end_j,
            const i64* __restrict__ item_boundary, int num_items, u32* __restrict__ boundary,
-           int gap_open, int gap_extend, int max_gain, int* __restrict__ out_start_i,
+           int gap_open, int gap_extend, int* __restrict__ out_start_i,
            int* __restrict__ out_start_j) {
   typedef Lanes32 V;
   typedef V::reg_t reg_t;
   static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G must be a power of two <= 32");
   constexpr int ROWS = G * R;
   __shared__ int sub[33 * 33];
+  __shared__ int gain[33];  // per target letter: max(0, its best score against a query letter)
   for (int idx = threadIdx.x; idx < alpha1 * alpha1; idx += blockDim.x) sub[idx] = subst[idx];
+  __syncthreads();
+  for (int b = threadIdx.x; b < alpha1; b += blockDim.x) {
+    int best = 0;
+    for (int a = 0; a + 1 < alpha1; ++a) best = max(best, sub[b * alpha1 + a] - gap_open);
+    gain[b] = b + 1 < alpha1 ? best : 0;
+  }
   __syncthreads();
 
   const int t = threadIdx.x % G;
@@ -103,8 +112,8 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
     const bool reads_boundary = pass > 0;
     const bool writes_boundary = pass + 1 < passes;
     const int pass_limit = limit;
-    // thread G-1: max over the columns jr0 it hands down of max(H, F) - jr0 x max_gain
-    i64 reach = -((i64)1 << 62);
+    // thread G-1: max over the columns jr0 it hands down of max(H, F) - P(jr0)
+    i64 reach = -((i64)1 << 62), prefix = 0;
 
     // loaded three columns ahead from clamped addresses, checked when used (as forward)
     const int last_col = pass_limit - 1;  // >= 0 here
@@ -159,7 +168,8 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
       out_F = F;
       if (writes_boundary && t == G - 1 && j >= 0 && j < pass_limit) {
         *reinterpret_cast<uint2*>(my_boundary + 2 * j) = make_uint2(out_HG, F);
-        reach = max(reach, (i64)max((int)out_HG + gap_open, (int)F) - (i64)j * max_gain);
+        prefix += gain[in_code];
+        reach = max(reach, (i64)max((int)out_HG + gap_open, (int)F) - prefix);
       }
 
       if (hit_j == SW_INT_MAX && j >= 0 && j < pass_limit) {
@@ -191,8 +201,14 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
       best_ir = cand_i;
     }
     if (best_jr != SW_INT_MAX) limit = best_jr;  // later passes: only earlier columns can win
-    reachable = __shfl_sync(group_mask,
-                            (int)(reach + (i64)(limit - 1) * max_gain >= (i64)score), G - 1, G);
+    if (pass + 1 < passes && limit > 0) {  // P(limit - 1), summed by the group
+      int gains = 0;
+      for (int col = t; col < limit; col += G) gains += gain[(int)target[end_j - col]];
+#pragma unroll
+      for (int offset = G / 2; offset >= 1; offset /= 2)
+        gains += __shfl_xor_sync(group_mask, gains, offset, G);
+      reachable = __shfl_sync(group_mask, (int)(reach + gains >= (i64)score), G - 1, G);
+    }
   }
   if (t == 0) {
     const bool found = best_jr != SW_INT_MAX;

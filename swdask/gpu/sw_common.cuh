@@ -72,8 +72,8 @@ struct Lanes16 {
     improved = ((changed & 0xffffu) ? 1u : 0u) | ((changed >> 16) ? 2u : 0u);
     return r;
   }
-  static __device__ __forceinline__ reg_t negate(reg_t x) {  // -x per lane
-    return ((0x10000u - (x & 0xffffu)) & 0xffffu) | ((0u - (x & 0xffff0000u)) & 0xffff0000u);
+  static __device__ __forceinline__ bool lane_equal(reg_t a, reg_t b, int k) {
+    return ((a ^ b) & (k ? 0xffff0000u : 0x0000ffffu)) == 0;
   }
   // Scores of N consecutive rows against the two targets' current letters: rows come as
   // int16 pairs, one 16-byte (or 8-byte) load per letter, then one byte-permute per row
@@ -135,7 +135,7 @@ struct Lanes32 {
     improved = (int)cand > (int)best ? 1u : 0u;
     return max2(best, cand);
   }
-  static __device__ __forceinline__ reg_t negate(reg_t x) { return (u32)(-(int)x); }
+  static __device__ __forceinline__ bool lane_equal(reg_t a, reg_t b, int) { return a == b; }
   template <int N>
   static __device__ __forceinline__ void load_scores(const prof_t* pa, const prof_t*,
                                                      reg_t (&s)[N]) {
@@ -171,27 +171,5 @@ struct TreeMax {
     }
   }
 };
-
-// Per lane, the first of the rows x[0 .. R) that holds `top`, their per-lane maximum (lanes
-// whose maximum is not `top` get an unspecified row). x - top is 0 on such a row and
-// negative on the others, so max(x - top, -1) is 0 there and all ones elsewhere: it selects
-// between the row number and the rows below it. Two instructions per row for every lane at
-// once (one add-max, one bitwise select), where a test per lane and row took about four.
-// x - top does not wrap: x >= -gap_open and top <= (best score) - gap_open, so x - top >=
-// -(best score), which the 16-bit lanes keep above -32767 (larger scores are recomputed).
-template <class V, int R>
-__device__ __forceinline__ typename V::reg_t first_row_of(const typename V::reg_t (&x)[R],
-                                                          typename V::reg_t top) {
-  typedef typename V::reg_t reg_t;
-  const reg_t minus_top = V::negate(top);
-  const reg_t minus_one = V::splat(-1);
-  reg_t first = 0;
-#pragma unroll
-  for (int r = R - 1; r >= 0; --r) {
-    const reg_t other = V::add_max(x[r], minus_top, minus_one);  // 0: x[r] == top
-    first = (first & other) | (V::splat(r) & ~other);
-  }
-  return first;
-}
 
 }  // namespace swdask
