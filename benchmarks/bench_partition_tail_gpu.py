@@ -32,6 +32,9 @@ def main():
     add_commit_argument(parser)
     parser.add_argument("--configs", default="4;4:2000,8;4:1000,8;4:3000,8")
     parser.add_argument("--fractions", default="1,0.5,0.25")
+    parser.add_argument("--partitions", type=int, default=0,
+                        help="also cut the whole database into this many partitions of "
+                             "consecutive rows and search them one after another")
     args = parser.parse_args()
 
     import cupy
@@ -77,7 +80,51 @@ def main():
                   f"mismatches {mismatched}", flush=True)
         del targets
         cupy.get_default_memory_pool().free_all_blocks()
+    if args.partitions > 1:
+        partitioned(args, queries, scoring, encoded, residues, offsets, configs, report, cupy)
     print(f"wrote {write_result(args.out, 'W1-partition-tail', report, indent=2)}")
+
+
+def partitioned(args, queries, scoring, encoded, residues, offsets, configs, report, cupy):
+    """The whole database cut into ``args.partitions`` partitions of consecutive rows (each
+    laid out once, before timing), every query searched against each in turn: the summed
+    seconds against the same configuration's whole-database run (``x_one_partition``), and
+    every partition's scores and end cells against that run's rows."""
+    alphabet = scoring.matrix.shape[0]
+    n = len(encoded.offsets) - 1
+    bounds = [n * k // args.partitions for k in range(args.partitions + 1)]
+    parts = []
+    for a, b in zip(bounds, bounds[1:]):
+        first, last = int(encoded.offsets[a]), int(encoded.offsets[b])
+        parts.append((a, b, prepare_targets(residues[first:last], offsets[a:b + 1] - first,
+                                            encoded.valid[a:b], alphabet_size=alphabet)))
+    cells = sum(len(q) for q in queries) * int(encoded.offsets[-1])
+    whole_runs = {run["buckets"]: run for run in report["runs"] if run["fraction"] == 1.0}
+    whole = prepare_targets(residues, offsets, encoded.valid, alphabet_size=alphabet)
+    for config in configs:
+        with dask.config.set({"swdask.gpu.buckets": config}):
+            for q in {len(q): q for q in queries}.values():  # compile
+                search(parts[0][2], prepare_query(q, scoring).codes, scoring, "end")
+            seconds, mismatched = 0.0, 0
+            for query in queries:
+                codes = prepare_query(query, scoring).codes
+                want = search(whole, codes, scoring, "end")
+                for a, b, targets in parts:
+                    took, found = timed(lambda: search(targets, codes, scoring, "end"))
+                    seconds += took
+                    mismatched += int(sum(int((found[k] != want[k][a:b]).sum())
+                                          for k in ("score", "query_end", "target_end")))
+        one = whole_runs.get(config)
+        run = {"partitions": args.partitions, "buckets": config, "seconds": seconds,
+               "gcups": cells / seconds / 1e9, "mismatched_cells_vs_whole": mismatched,
+               "x_one_partition": one["seconds"] / seconds if one else None}
+        report["runs"].append(run)
+        print(f"{args.partitions} partitions {config:<16} {seconds:8.3f} s "
+              f"{run['gcups']:7.0f} GCUPS x one partition "
+              f"{run['x_one_partition'] if one else float('nan'):.3f} mismatches {mismatched}",
+              flush=True)
+    del whole, parts
+    cupy.get_default_memory_pool().free_all_blocks()
 
 
 if __name__ == "__main__":

@@ -252,6 +252,10 @@ def test_emulated_length_buckets(emulated):
         # G = 4 takes the 140 rows in two passes, G = 8 in one
         assert [len(query) > group * rows for *_, group, rows in plan] == [False, True]
         _compare(query, targets, BLOSUM62)
+    with dask.config.set({"swdask.gpu.buckets": "4:60,16:150,32"}):  # 16 and 32 threads
+        assert [group for *_, group, _ in inter_task.forward_plan(prepared.pairs,
+                                                                  len(query))] == [32, 16, 4]
+        _compare(query, targets, BLOSUM62, modes=("end",))
     for shape in ("4,8", "8,12"):  # a single shape, every length
         with dask.config.set({"swdask.gpu.shape": shape}):
             _compare(query, targets, BLOSUM62, modes=("end",))

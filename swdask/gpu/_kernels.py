@@ -20,8 +20,9 @@ ROWS_PER_THREAD = (8, 12, 16, 20, 24, 28, 32)
 ROWS_PER_THREAD_NO_DPX = 16
 #: Threads per pair (G) of the 16-bit forward kernels, one per length bucket (the setting
 #: ``swdask.gpu.buckets``). G = 1 and 2 for short targets lost their measurement on W1
-#: (benchmarks/NOTES-gpu.md, "Length buckets") and were removed.
-GROUP_SIZES = (4, 8)
+#: (benchmarks/NOTES-gpu.md, "Length buckets") and were removed. G = 16 and 32 shorten the
+#: longest targets' passes, which set a small partition's duration (issue 13).
+GROUP_SIZES = (4, 8, 16, 32)
 #: Shapes (G, R) of the 32-bit forward kernels (16-bit overflow, wide scoring schemes).
 WIDE_SHAPES = ((4, 8), (4, 16), (8, 16))
 #: The reverse (start cell) kernel's fixed shape: 8 threads x 16 rows.
