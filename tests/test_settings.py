@@ -28,7 +28,7 @@ def test_every_shipped_default_is_in_the_yaml_and_readable():
     for section, values in shipped.items():
         for name, value in values.items():
             assert _settings.get(f"{section}.{name}") == value
-    assert _settings.get("gpu.buckets") == "4:3000,8"
+    assert _settings.get("gpu.buckets") == "4:800,8:1500,16:3000,32"
 
 
 def test_dask_config_set_overrides_and_restores():

@@ -120,16 +120,21 @@ def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[
 #: contiguous range of the length-sorted pairs, with R chosen for its G (:func:`rows_for`),
 #: and the launches run side by side on their own streams (:func:`_run_forward`).
 #:
-#: Why two: a launch lasts at least as long as its longest pair takes on one thread group,
-#: however few rows it has, and a Dask partition is one launch. With one G = 4 launch, W1 on
-#: half of sp500k (a 2-GPU job's partition) ran at 2,828 GCUPS and on a quarter at 1,479,
-#: against 3,870 on the whole; with pairs of 3,000+ letters on G = 8 beside the rest, 3,781
-#: and 2,627, and 3,867 on the whole (H200, kernel-only, scores + ends, all 20 queries, every
-#: row equal; benchmarks/results/W1-partition-tail-nvidia-h200-2026-11-22.json,
-#: bench_partition_tail_gpu.py). G = 8 from 1,000 letters did 3,838 / 3,776 / 2,773.
-#: Earlier, with the buckets launched one after another, every split was slower than one
-#: launch on the whole database (benchmarks/NOTES-gpu.md, "Length buckets").
-LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((4, 3000), (8, None))
+#: Why several: a launch lasts at least as long as its longest pair takes on one thread
+#: group, however few rows it has, and a Dask partition is one launch. More threads per pair
+#: cut the longest pairs' passes (G x R query rows each). sp500k cut into 8 partitions,
+#: searched one after another, W1 kernel-only (scores + ends, every row equal to the whole's):
+#: 0.36 of the whole database's throughput with G = 8 from 3,000 letters (the default
+#: before), 0.74-0.76 with 16 from 3,000 and 32 from 6,000, 0.878-0.882 with these buckets;
+#: the whole database took 2.456-2.463 s against 2.430-2.438 s with the old ones (H100,
+#: benchmarks/results/W1-partition-tail-nvidia-h100-80gb-hbm3-2026-11-25*.json,
+#: bench_partition_tail_gpu.py --partitions 8). These buckets with the rows of 4,000+ or
+#: 6,000+ letters on the intra-task kernel (long-row-min) did 0.67-0.70. Earlier, with the
+#: buckets launched one after
+#: another, every split was slower than one launch on the whole database
+#: (benchmarks/NOTES-gpu.md, "Length buckets").
+LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((4, 800), (8, 1500), (16, 3000),
+                                                        (32, None))
 
 
 def length_buckets() -> tuple[tuple[int, int | None], ...]:
