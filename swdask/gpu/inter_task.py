@@ -125,8 +125,8 @@ def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[
 #: cut the longest pairs' passes (G x R query rows each). sp500k cut into 8 partitions,
 #: searched one after another, W1 kernel-only (scores + ends, every row equal to the whole's):
 #: 0.36 of the whole database's throughput with G = 8 from 3,000 letters (the default
-#: before), 0.74-0.76 with 16 from 3,000 and 32 from 6,000, 0.878-0.882 with these buckets;
-#: the whole database took 2.456-2.463 s against 2.430-2.438 s with the old ones (H100,
+#: before), 0.74-0.76 with 16 from 3,000 and 32 from 6,000, 0.864-0.885 with these buckets;
+#: the whole database took 2.456-2.463 s against 2.430-2.444 s with the old ones (H100,
 #: benchmarks/results/W1-partition-tail-nvidia-h100-80gb-hbm3-2026-11-25*.json,
 #: bench_partition_tail_gpu.py --partitions 8). These buckets with the rows of 4,000+ or
 #: 6,000+ letters on the intra-task kernel (long-row-min) did 0.67-0.70. Earlier, with the
