@@ -155,8 +155,13 @@ def _mutate(rng, text, alphabet):
     return "".join(out)
 
 
+def _letters(rng, alphabet):
+    """A function of n: n random letters of ``alphabet``."""
+    return lambda n: "".join(rng.choice(alphabet, n))
+
+
 def _targets(rng, query, alphabet, count):
-    rand = lambda n: "".join(rng.choice(alphabet, n))  # noqa: E731
+    rand = _letters(rng, alphabet)
     targets = []
     for _ in range(count):
         r = rng.random()
@@ -186,9 +191,7 @@ def test_emulated_end_rows_tied_within_a_thread(emulated):
     # Tandem repeats put equal scores in several rows of one column, most of them within one
     # thread's rows: the end cell is the first of them (the kernel's first_row_of), on both
     # 16-bit lanes and in 32 bits.
-    rng = np.random.default_rng(23)
-    alphabet = np.array(list("ACDEFGHIKLMNPQRSTVY"))
-    rand = lambda n: "".join(rng.choice(alphabet, n))  # noqa: E731
+    rand = _letters(np.random.default_rng(23), np.array(list("ACDEFGHIKLMNPQRSTVY")))
     query = rand(5) + "W" * 9 + rand(6) + "GH" * 8 + rand(4) + "WCW" * 5 + rand(30)
     targets = ["W", "WW", "GH", "HGH", "WCW", "CW", "AWA", "GHG" + rand(20), rand(40) + "W",
                "W" + rand(3) + "W", rand(12), "WCWGH", "HW", None, ""]
@@ -207,15 +210,14 @@ def test_emulated_start_cells_many_passes_back(emulated):
     # gaps on either side and repeats (equal scores further back), need several of them.
     rng = np.random.default_rng(29)
     alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
-    rand = lambda n: "".join(rng.choice(alphabet, n))  # noqa: E731
+    rand = _letters(rng, alphabet)
     query = rand(700)
     targets = _targets(rng, query, alphabet, 30)
     targets += [query[50:650], query[100:180] + query[400:480], query[300:340] * 3,
                 query[:60] + rand(200) + query[60:120], _mutate(rng, query[20:620], alphabet),
                 query[600:700] + query[600:700], rand(5) + query[650:] + rand(400)]
-    _compare(query, targets, BLOSUM62, modes=("full",))
-    _compare(query, targets, dict(matrix="BLOSUM62", gap_open=3, gap_extend=1),
-             modes=("full",))
+    for options in (BLOSUM62, dict(matrix="BLOSUM62", gap_open=3, gap_extend=1)):
+        _compare(query, targets, options, modes=("full",))
 
 
 @needs_gxx

@@ -130,9 +130,8 @@ def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[
 #: benchmarks/results/W1-partition-tail-nvidia-h100-80gb-hbm3-2026-11-25*.json,
 #: bench_partition_tail_gpu.py --partitions 8). These buckets with the rows of 4,000+ or
 #: 6,000+ letters on the intra-task kernel (long-row-min) did 0.67-0.70. Earlier, with the
-#: buckets launched one after
-#: another, every split was slower than one launch on the whole database
-#: (benchmarks/NOTES-gpu.md, "Length buckets").
+#: buckets launched one after another, every split was slower than one launch on the whole
+#: database (benchmarks/NOTES-gpu.md, "Length buckets").
 LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((4, 800), (8, 1500), (16, 3000),
                                                         (32, None))
 

@@ -202,7 +202,7 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
     }
     if (best_jr != SW_INT_MAX) limit = best_jr;  // later passes: only earlier columns can win
     if (pass + 1 < passes && limit > 0) {  // P(limit - 1), summed by the group
-      int gains = 0;
+      i64 gains = 0;
       for (int col = t; col < limit; col += G) gains += gain[(int)target[end_j - col]];
 #pragma unroll
       for (int offset = G / 2; offset >= 1; offset /= 2)
