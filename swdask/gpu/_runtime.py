@@ -71,9 +71,10 @@ def _multiprocessor_count(device_id: int) -> int:
 _STREAMS = threading.local()
 
 
-def _side_streams(device_id: int, count: int):
+def _side_streams(device_id: int, count: int, prioritize_first: bool = False):
     """Non-blocking streams for concurrent launches, kept per thread and device (a Dask
-    worker's threads each get their own)."""
+    worker's threads each get their own); with ``prioritize_first``, the first of them has the
+    device's highest priority (:func:`_priority_stream`)."""
     import cupy
 
     cache = getattr(_STREAMS, "by_device", None)
@@ -81,18 +82,21 @@ def _side_streams(device_id: int, count: int):
         cache = _STREAMS.by_device = {}
     streams = cache.setdefault(device_id, [])
     while len(streams) < count:
-        streams.append(_priority_stream(cupy) if not streams else
-                       cupy.cuda.Stream(non_blocking=True))
-    return streams[:count]
+        streams.append(cupy.cuda.Stream(non_blocking=True))
+    if not prioritize_first:
+        return streams[:count]
+    priority = cache.setdefault((device_id, "priority"), [_priority_stream(cupy)])
+    return priority + streams[:count - 1]
 
 
 def _priority_stream(cupy):
     """A non-blocking stream of the device's highest priority (CUDA clamps a priority past
-    its range to the range's end): the first of the side streams, which runs the longest
-    targets' launch, so that its blocks are dispatched before the other launches' when both
-    wait for room on the multiprocessors. sp500k in 8 partitions, 20 queries each, queued as
-    the search job queues them: 2.90-2.99 s against 3.14-3.28 s with plain streams (one
-    H100, alternating; benchmarks/results/ab-priority-stream-nvidia-h100-2026-11-25.log)."""
+    its range to the range's end), for the longest targets' launch beside the others
+    (``concurrent(..., prioritize_first=True)``), so that its blocks are dispatched before
+    the other launches' when both wait for room on the multiprocessors. sp500k in 8
+    partitions, 20 queries each, queued as the search job queues them: 2.90-2.99 s against
+    3.14-3.28 s with plain streams (one H100, alternating;
+    benchmarks/results/ab-priority-stream-nvidia-h100-2026-11-25.log)."""
     return cupy.cuda.Stream(non_blocking=True, priority=-(1 << 20))
 
 
@@ -153,17 +157,18 @@ class CudaRuntime:
                  stream=stream)
 
     @contextmanager
-    def concurrent(self, count: int):
+    def concurrent(self, count: int, prioritize_first: bool = False):
         """``count`` streams (``[None]`` for one: the current stream) that start after the
-        work queued so far on the current stream and that it waits for on exit. The
-        arrays the launches read must outlive the block (the caller holds them)."""
+        work queued so far on the current stream and that it waits for on exit; with
+        ``prioritize_first`` the first has the device's highest priority. The arrays the
+        launches read must outlive the block (the caller holds them)."""
         if count <= 1:
             yield [None] * count
             return
         cupy = self.xp
         current = cupy.cuda.get_current_stream()
         ready = current.record()
-        streams = _side_streams(cupy.cuda.Device().id, count)
+        streams = _side_streams(cupy.cuda.Device().id, count, prioritize_first)
         for stream in streams:
             stream.wait_event(ready)
         try:
@@ -335,7 +340,7 @@ class EmulationRuntime:
             _EMULATED_DEVICE.index = previous
 
     @contextmanager
-    def concurrent(self, count: int):
+    def concurrent(self, count: int, prioritize_first: bool = False):
         """One stream of work on the CPU: the launches run in order."""
         yield [None] * count
 

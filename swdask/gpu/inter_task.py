@@ -454,8 +454,10 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
                           out_end_j.reshape(-1)[first * lanes:]]))
     # Several buckets run side by side, one stream each: the bucket of the longest targets
     # (more threads per pair, so each of its pairs finishes sooner) fills the SMs the other
-    # launch leaves idle instead of running before or after it.
-    with runtime.concurrent(len(launches)) as streams:
+    # launch leaves idle instead of running before or after it. Its stream (the first: the
+    # plan is longest first) has the highest priority, so that its blocks do not wait behind
+    # the others' when searches are queued (runtime._priority_stream).
+    with runtime.concurrent(len(launches), prioritize_first=True) as streams:
         for (function, grid, shared, args), stream in zip(launches, streams):
             runtime.launch(function, grid, block, args, shared_mem=shared, stream=stream)
     return out_score[:, :slots], out_end_i[:, :slots], out_end_j[:, :slots]
