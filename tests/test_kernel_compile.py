@@ -254,10 +254,16 @@ def test_emulated_length_buckets(emulated):
         # G = 4 takes the 140 rows in two passes, G = 8 in one
         assert [len(query) > group * rows for *_, group, rows in plan] == [False, True]
         _compare(query, targets, BLOSUM62)
-    with dask.config.set({"swdask.gpu.buckets": "4:60,16:150,32"}):  # 16 and 32 threads
-        assert [group for *_, group, _ in inter_task.forward_plan(prepared.pairs,
-                                                                  len(query))] == [32, 16, 4]
+    with dask.config.set({"swdask.gpu.buckets": "4:60,16:150,32"}):
+        # 140 rows take one pass of 8 x 20: the 16 and 32 buckets run as one launch of G = 8
+        plan = inter_task.forward_plan(prepared.pairs, len(query))
+        assert [launch[2:] for launch in plan] == [(8, 20), (4, 20)]
         _compare(query, targets, BLOSUM62, modes=("end",))
+        # 600 rows: G = 32 in one pass of 32 x 20, G = 16 in two, G = 4 in five
+        long_query = query * 4 + query[:40]
+        assert [group for *_, group, _ in inter_task.forward_plan(
+            prepared.pairs, len(long_query))] == [32, 16, 4]
+        _compare(long_query, targets, BLOSUM62, modes=("end",))
     for shape in ("4,8", "8,12"):  # a single shape, every length
         with dask.config.set({"swdask.gpu.shape": shape}):
             _compare(query, targets, BLOSUM62, modes=("end",))

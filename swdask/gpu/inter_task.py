@@ -177,9 +177,26 @@ def forward_plan(layout, m: int, compute_capability: int = 90, buckets=None,
         start = 0 if below is None else layout.pairs_at_least(below)
         start = min(start, end)
         if start < end:
-            plan.append((start, end, group, rows or rows_for(m, group, compute_capability)))
+            shape = bucket_shape(m, group, compute_capability, rows)
+            if plan and plan[-1][2:] == shape:  # the next shorter bucket's shape: one launch
+                plan[-1] = (start, plan[-1][1]) + shape
+            else:
+                plan.append((start, end) + shape)
         end = start
     return plan[::-1]
+
+
+def bucket_shape(m: int, group: int, compute_capability: int = 90,
+                 rows: int | None = None) -> tuple[int, int]:
+    """(G, R) of a length bucket of G = ``group`` for a query (or stack) of ``m`` rows: the
+    fewest threads per pair, up to ``group``, that take the query in as few passes as
+    ``group`` does (a short query's longest pairs on G = 32 would run one pass of 256+
+    mostly padded rows), R by :func:`rows_for` (or ``rows``)."""
+    most = rows or max(_kernels.rows_per_thread(compute_capability))
+    passes = math.ceil(m / (group * most))
+    fewest = min(g for g in _kernels.GROUP_SIZES
+                 if g <= group and math.ceil(m / (g * most)) <= passes)
+    return fewest, rows or rows_for(m, fewest, compute_capability)
 
 
 def warm_up(runtime, query_lengths, scoring) -> None:
@@ -193,7 +210,7 @@ def warm_up(runtime, query_lengths, scoring) -> None:
     lengths = [int(length) for length in query_lengths if length]
     for m in set(lengths):
         if lanes16_fit(scoring):
-            names.update(_kernels.forward_name(2, group, rows_for(m, group, capability))
+            names.update(_kernels.forward_name(2, *bucket_shape(m, group, capability))
                          for group, _ in length_buckets())
         else:
             names.add(_kernels.forward_name(1, *choose_shape(m, 1, capability)))
