@@ -368,3 +368,54 @@ def test_gpu_pairs_and_search_with_alignments_equal_cpu(kind, protein_queries, p
                                       **BLOSUM.options)
     pd.testing.assert_frame_equal(got, want)
     pd.testing.assert_frame_equal(got_hits, want_hits)
+
+
+@pytest.mark.parametrize("kind", GPU_KINDS)
+def test_gpu_traceback_groups_share_one_buffer_and_survive_out_of_memory(
+        kind, monkeypatch, protein_queries, protein_db):
+    """Groups of pairs, cut by a small memory budget, run one after another in one trace
+    buffer; when that buffer cannot be allocated (a failed allocation, as a pool's split
+    blocks gave on an H100), the budget is halved and the pairs above the last budget are
+    traced on the CPU: every column still equals the CPU's."""
+    import dask
+
+    from swdask import _engine
+    from swdask._sequences import encode
+    from swdask.gpu import _traceback as gpu_traceback
+
+    queries = [q for _, q in protein_queries[:4]] * 4
+    targets = protein_db.iloc[:16].tolist()
+    scoring = _scoring(BLOSUM)
+    q, t = encode(queries, scoring), encode(targets, scoring)
+    found = _engine.align_pairs(q, t, scoring, "full", backend="cpu")
+    rows = np.arange(len(targets), dtype=np.int64)
+    cpu = _engine.with_alignments(q, rows, t, rows, found, scoring)
+    hit = np.flatnonzero(np.asarray(found.has_hit))
+    columns = found.columns
+    sizes = np.sort(gpu_traceback.pair_bytes(
+        columns["query_end"][hit] - columns["query_start"][hit],
+        columns["target_end"][hit] - columns["target_start"][hit]))
+    budget = int(sizes[-3:].sum())  # the largest three pairs together: several groups
+    buffers, launches = [], []
+    allocate, launch = gpu_traceback._trace_buffer, gpu_traceback._launch_group
+
+    def failing_once(xp, nbytes):
+        buffers.append(nbytes)
+        if len(buffers) == 1:
+            raise MemoryError("out of memory (injected)")
+        return allocate(xp, nbytes)
+
+    def counted(*args):
+        launches.append(args[-1])
+        return launch(*args)
+
+    monkeypatch.setattr(gpu_traceback, "_MIN_BUDGET", 1)
+    monkeypatch.setattr(gpu_traceback, "_trace_buffer", failing_once)
+    monkeypatch.setattr(gpu_traceback, "_launch_group", counted)
+    free = int(budget / gpu_traceback._MEMORY_SHARE) + 1  # the device's memory, as it is told
+    with dask.config.set({"swdask.gpu.memory-bytes": free, "swdask.emulation.free-bytes": free}):
+        gpu = _trace_on(kind, q, rows, t, rows, found, BLOSUM)
+    for name in ALIGNMENT:
+        assert list(gpu.columns[name]) == list(cpu.columns[name]), name
+    assert len(buffers) == 2 and buffers[1] < buffers[0]  # the second at half the budget
+    assert len(launches) >= 2 and len({id(b) for b in launches}) == 1  # one buffer for all

@@ -26,7 +26,7 @@ import numpy as np
 
 from .._results import ALIGNMENT_COLUMNS, empty_alignment_columns
 from ._kernels import TRACEBACK_NAMES
-from ._runtime import get_runtime
+from ._runtime import get_runtime, is_out_of_memory
 
 _SOURCE = "traceback.cu"
 _KERNEL, _GATHER = TRACEBACK_NAMES
@@ -38,8 +38,10 @@ _OUT = 6
 #: The kernel's scores are int32 from a floor of -2**29: a pair is traced there only while
 #: (m + n + 2) x (its largest cost) stays below this.
 _INT32_ROOM = 1 << 28
-#: The share of the device's free memory one group of pairs may take.
+#: The share of the device's free memory one group of pairs may take, and the smallest
+#: budget tried when that much cannot be had (64 MiB).
 _MEMORY_SHARE = 0.5
+_MIN_BUDGET = 1 << 26
 
 
 def pair_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -71,8 +73,11 @@ def launch_traces(batch, query_rows, target_rows, columns: dict, scoring,
     kernels (the traceback, the packing of the CIGAR texts) run while the caller goes on
     (queues the next chunk's); :meth:`PendingTraces.collect`, on the same stream, reads
     the columns back. Groups of pairs that together would pass the memory budget run one
-    after another on the stream, each reusing the trace buffers the one before released
-    (CuPy's memory pool hands a block freed on a stream only to that stream)."""
+    after another on the stream, all in one trace buffer sized for the largest group
+    (stream order makes the reuse safe; a buffer per group, freed and asked again a little
+    larger, left the pool's block split and unusable). When even that buffer cannot be had,
+    the pool's free blocks are released and the budget halved, down to 64 MiB; pairs above
+    the last budget are left to the CPU."""
     runtime = runtime or get_runtime()
     xp = runtime.xp
     score = np.asarray(columns["score"], dtype=np.int64)
@@ -86,25 +91,52 @@ def launch_traces(batch, query_rows, target_rows, columns: dict, scoring,
     matrix = np.ascontiguousarray(scoring.matrix, dtype=np.int64)
     cost = max(int(scoring.gap_open) + int(scoring.gap_extend), int(np.abs(matrix).max()))
     sizes = pair_bytes(m, n)
-    budget = max(1 << 26, int(runtime.free_bytes() * _MEMORY_SHARE))
-    fits = ((m + n + 2) * cost < _INT32_ROOM) & (sizes <= budget)
     cells = m * n
-    order = np.flatnonzero(fits)
-    if cells.min() != cells.max():  # largest first (reads of one length need no sort)
+    order = np.flatnonzero((m + n + 2) * cost < _INT32_ROOM)
+    if order.size and cells.min() != cells.max():  # largest first (reads of one length: no sort)
         order = order[np.argsort(-cells[order], kind="stable")]
+    budget = max(_MIN_BUDGET, int(runtime.free_bytes() * _MEMORY_SHARE))
+    while True:
+        groups = _groups(order[sizes[order] <= budget], sizes, budget)
+        try:  # one trace buffer, the largest group's, that every group reuses in turn
+            trace = _trace_buffer(xp, max((int(_trace_bytes(m[g], n[g]).sum())
+                                           for g in groups), default=0))
+            break
+        except Exception as error:
+            # The free memory counted CuPy's pooled free blocks, but a block freed on
+            # another stream (another chunk's traces) or split by a small allocation is
+            # not this allocation's: W2-dna-10000 (10,000 pairs of 10,000 x 10,000) failed
+            # so on an H100, asking 42 GB with 42.9 GB held by the pool. Release what the
+            # pool can, then take groups of half the size; pairs that fit no budget down
+            # to the floor go to the CPU.
+            if not is_out_of_memory(error) or budget <= _MIN_BUDGET:
+                raise
+            runtime.release_cached_memory()
+            budget = max(_MIN_BUDGET, budget // 2)
     table = xp.asarray(matrix.astype(np.int32).ravel())
     query_rows = np.asarray(query_rows, dtype=np.int64)
     target_rows = np.asarray(target_rows, dtype=np.int64)
-    first = 0
-    while first < order.size:  # groups of pairs, largest first, within the budget
-        total = np.cumsum(sizes[order[first:]])
-        stop = first + max(1, int(np.searchsorted(total, budget, side="right")))
-        group = order[first:stop]
+    for group in groups:  # largest first, one after another on this stream
         pending.groups.append((group, _launch_group(
             runtime, batch, query_rows[group], target_rows[group], q0[group], t0[group],
-            m[group], n[group], table, matrix.shape[1], scoring)))
-        first = stop
+            m[group], n[group], table, matrix.shape[1], scoring, trace)))
     return pending
+
+
+def _trace_buffer(xp, nbytes: int):
+    return xp.empty(nbytes, dtype=xp.uint8)
+
+
+def _groups(order, sizes, budget: int) -> list:
+    """``order`` (pair numbers) cut into consecutive groups of at most ``budget`` bytes
+    together (:func:`pair_bytes`; a pair larger than the budget alone)."""
+    groups, first = [], 0
+    while first < order.size:
+        total = np.cumsum(sizes[order[first:]])
+        stop = first + max(1, int(np.searchsorted(total, budget, side="right")))
+        groups.append(order[first:stop])
+        first = stop
+    return groups
 
 
 @dataclass
@@ -134,7 +166,7 @@ class PendingTraces:
 
 
 def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, alphabet,
-                  scoring) -> tuple:
+                  scoring, trace) -> tuple:
     """One launch over pairs that fit the device together (query row ``query_rows[k]`` of
     the batch from ``q0[k]``, ``m[k]`` residues, against target row ``target_rows[k]`` from
     ``t0[k]``, ``n[k]``), then the packing of their CIGAR texts into one buffer, all queued:
@@ -148,7 +180,6 @@ def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, 
     query_begin = xp.asarray(batch.q_start)[numbers[0]] + numbers[2]
     target_begin = xp.asarray(batch.t_start)[numbers[1]] + numbers[3]
     m_dev, n_dev = numbers[4].astype(xp.int32), numbers[5].astype(xp.int32)
-    trace = xp.empty(int(sizes[0].sum()), dtype=xp.uint8)
     work = xp.empty(int(sizes[1].sum()), dtype=xp.int32)
     text = xp.empty(int(sizes[2].sum()), dtype=xp.uint8)
     results = xp.zeros(count * _OUT, dtype=xp.int32)
@@ -158,7 +189,7 @@ def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, 
          batch.t_res, target_begin, n_dev, table, np.int32(alphabet),
          np.int32(scoring.gap_open), np.int32(scoring.gap_extend), numbers[6], trace,
          numbers[7], work, numbers[8], text, results))
-    del trace, work  # back to the pool, for work queued after this on the same stream
+    del work  # back to the pool, for work queued after this on the same stream
     packed_offsets = xp.zeros(count + 1, dtype=xp.int64)
     packed_offsets[1:] = xp.cumsum(results.reshape(count, _OUT)[:, 1], dtype=xp.int64)
     packed = xp.empty(max(1, int(sizes[2].sum())), dtype=xp.uint8)  # >= every CIGAR text
