@@ -289,6 +289,40 @@ def test_gpu_traceback_equals_cpu_on_real_pairs(kind, protein_queries, protein_d
 
 
 @pytest.mark.parametrize("kind", GPU_KINDS)
+@pytest.mark.parametrize("warps_per_multiprocessor", [0, 64])
+def test_gpu_traceback_strips_on_one_warp_or_spread(kind, warps_per_multiprocessor,
+                                                    monkeypatch, dna_region):
+    """Pairs of several 256-row strips, traced either whole on one warp (one warp in all:
+    every pair's strips in turn) or with each strip its own job, a strip waiting for the
+    progress of the strip above (traceback.cu): the CPU's CIGAR either way, and the score.
+    On the GPU it fails when a strip reads the boundary row before the strip above has
+    written it or the walk starts before the last strip ends; under the emulation (warps
+    in turn), when the jobs or the boundary chunks handed to lane 0 are wrong (checked:
+    chunks loaded one chunk off)."""
+    from swdask import _engine
+    from swdask._sequences import encode
+    from swdask.gpu import _traceback as gpu_traceback
+
+    monkeypatch.setattr(gpu_traceback, "_WARPS_PER_MULTIPROCESSOR", warps_per_multiprocessor)
+    rng = np.random.default_rng(29)
+    queries = [dna_region[s:s + int(rng.integers(257, 1300))]
+               for s in rng.integers(0, len(dna_region) - 1400, 5)]
+    targets = [mutate(p, rng, 0.15, "ACGT") for p in queries]
+    scoring = _scoring(DNA)
+    q, t = encode(queries, scoring), encode(targets, scoring)
+    found = _engine.align_pairs(q, t, scoring, "full", backend="cpu")
+    rows = np.arange(len(targets), dtype=np.int64)
+    m = np.asarray(found.columns["query_end"]) - np.asarray(found.columns["query_start"])
+    assert (m > gpu_traceback._STRIP).sum() >= 4
+    jobs = gpu_traceback._jobs(m, 2 * warps_per_multiprocessor)
+    assert len(jobs) == (len(m) if warps_per_multiprocessor == 0 else (-(-m // 256)).sum())
+    cpu = _engine.with_alignments(q, rows, t, rows, found, scoring)
+    gpu = _trace_on(kind, q, rows, t, rows, found, DNA)
+    for name in ALIGNMENT:
+        assert list(gpu.columns[name]) == list(cpu.columns[name]), name
+
+
+@pytest.mark.parametrize("kind", GPU_KINDS)
 def test_gpu_traceback_tie_rule_on_small_dna(kind):
     """Tiny DNA pairs with many equally scoring paths: the GPU's CIGAR is the one the
     documented preferences pick (brute force), as the CPU's is."""

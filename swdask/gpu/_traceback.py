@@ -3,8 +3,9 @@
 Given pairs on the device (:class:`~swdask.gpu._pairs.DevicePairs`) and each pair's score and
 four positions, :func:`trace_pairs` gives the alignment columns of
 :data:`swdask._results.ALIGNMENT_COLUMNS` exactly as :func:`swdask._traceback.trace` does on
-the CPU (same path, same tie rule, same CIGAR), one CUDA warp per pair (a wavefront over
-strips of 256 query rows):
+the CPU (same path, same tie rule, same CIGAR). A CUDA warp sweeps a strip of 256 query rows
+as a wavefront; a pair's strips run on one warp when there are pairs enough to fill the GPU,
+else on one warp each, a strip a little behind the strip above it (``traceback.cu``):
 
 * memory: each pair holds its whole trace (one byte per cell of its segments, rounded up to
   strips of 256 query rows, plus the wavefront's 31 extra steps per strip), a boundary row
@@ -31,10 +32,13 @@ from ._runtime import get_runtime, is_out_of_memory
 _SOURCE = "traceback.cu"
 _KERNEL, _GATHER = TRACEBACK_NAMES
 #: TB_STRIP, TB_LANES and TB_OUT of traceback.cu: query rows per strip (32 lanes x 8 rows),
-#: lanes per pair (a block is one warp, one pair), int32 results per pair.
+#: lanes per block (a block is one warp), int32 results per pair.
 _STRIP = 256
 _LANES = 32
 _OUT = 6
+#: Warps launched per multiprocessor; each takes jobs until none is left. Below this many
+#: pairs per multiprocessor, each strip of a pair is its own job (:func:`_jobs`).
+_WARPS_PER_MULTIPROCESSOR = 32
 #: The kernel's scores are int32 from a floor of -2**29: a pair is traced there only while
 #: (m + n + 2) x (its largest cost) stays below this.
 _INT32_ROOM = 1 << 28
@@ -165,6 +169,19 @@ class PendingTraces:
         return self.out
 
 
+def _jobs(m: np.ndarray, fill_warps: int) -> np.ndarray:
+    """The kernel's jobs (``TB_JOB`` ints each: pair, first strip, strips), pairs in their
+    order: each pair whole when there are at least ``fill_warps`` pairs, else each strip its
+    own job, so that one long pair's strips run at once on many warps (traceback.cu)."""
+    strips = np.maximum(-(-np.asarray(m, dtype=np.int64) // _STRIP), 1)
+    pairs = np.arange(strips.size)
+    if strips.size >= fill_warps or strips.max() == 1:
+        return np.stack([pairs, np.zeros_like(pairs), strips], axis=1).astype(np.int32)
+    pair = np.repeat(pairs, strips)
+    first = np.arange(pair.size) - np.repeat(np.cumsum(strips) - strips, strips)
+    return np.stack([pair, first, np.ones_like(pair)], axis=1).astype(np.int32)
+
+
 def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, alphabet,
                   scoring, trace) -> tuple:
     """One launch over pairs that fit the device together (query row ``query_rows[k]`` of
@@ -177,19 +194,22 @@ def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, 
     sizes = (_trace_bytes(m, n), 3 * (n + 1), 3 * (m + n))  # trace bytes, work ints, text
     offsets = [np.cumsum(v) - v for v in sizes]
     numbers = xp.asarray(np.stack([query_rows, target_rows, q0, t0, m, n, *offsets]))
+    jobs = _jobs(m, runtime.multiprocessors * _WARPS_PER_MULTIPROCESSOR)
+    warps = max(1, min(len(jobs), runtime.multiprocessors * _WARPS_PER_MULTIPROCESSOR))
     query_begin = xp.asarray(batch.q_start)[numbers[0]] + numbers[2]
     target_begin = xp.asarray(batch.t_start)[numbers[1]] + numbers[3]
     m_dev, n_dev = numbers[4].astype(xp.int32), numbers[5].astype(xp.int32)
     work = xp.empty(int(sizes[1].sum()), dtype=xp.int32)
     text = xp.empty(int(sizes[2].sum()), dtype=xp.uint8)
     results = xp.zeros(count * _OUT, dtype=xp.int32)
+    control = xp.zeros(1 + len(jobs), dtype=xp.int32)  # the job counter, a word per job
     runtime.launch(
-        runtime.function(_SOURCE, _KERNEL), count, _LANES,
-        (np.int32(count), xp.arange(count, dtype=xp.int32), batch.q_res, query_begin, m_dev,
-         batch.t_res, target_begin, n_dev, table, np.int32(alphabet),
+        runtime.function(_SOURCE, _KERNEL), warps, _LANES,
+        (np.int32(len(jobs)), xp.asarray(jobs.ravel()), control, batch.q_res, query_begin,
+         m_dev, batch.t_res, target_begin, n_dev, table, np.int32(alphabet),
          np.int32(scoring.gap_open), np.int32(scoring.gap_extend), numbers[6], trace,
          numbers[7], work, numbers[8], text, results))
-    del work  # back to the pool, for work queued after this on the same stream
+    del work, control  # back to the pool, for work queued after this on the same stream
     packed_offsets = xp.zeros(count + 1, dtype=xp.int64)
     packed_offsets[1:] = xp.cumsum(results.reshape(count, _OUT)[:, 1], dtype=xp.int64)
     packed = xp.empty(max(1, int(sizes[2].sum())), dtype=xp.uint8)  # >= every CIGAR text

@@ -1,4 +1,4 @@
-// The alignment of known local hits on the GPU: one warp per pair traces its path.
+// The alignment of known local hits on the GPU: warps trace the pairs' paths.
 //
 // Each pair's score and four cells are known (the pairs or search kernels found them), so its
 // path is the global affine alignment of the two segments that begins and ends with a
@@ -8,16 +8,28 @@
 //
 // Fill: the query segment is cut into strips of 32 x TB_ROWS rows; in a strip, lane t holds
 // rows t*TB_ROWS .. +TB_ROWS in registers and the lanes sweep the target as a wavefront, lane t
-// one column behind lane t-1, whose last row it receives by a shuffle. Lane 0 reads the row
-// above the strip from a boundary row in global memory, lane 31 writes the strip's last row
-// there. Each cell's predecessors (two bits per state) go to the pair's trace, indexed by the
-// wavefront step, so that at each step the warp writes 256 contiguous bytes.
+// one column behind lane t-1, whose last row it receives by a shuffle. The row above the strip
+// comes from the pair's boundary row in global memory, 32 columns at a time (loaded by the
+// whole warp 16 steps ahead, handed to lane 0 by a shuffle); lane 31 writes the strip's last
+// row into the same boundary row, in place: each column is read by a strip before that strip
+// overwrites it. Each cell's predecessors (two bits per state) go to the pair's trace,
+// indexed by the wavefront step, so that at each step the warp writes 256 contiguous bytes.
 // Walk (lane 0): from the end cell back to (0, 0), ops last first; then the ops are read
 // forward into the CIGAR text ("12=1X3I..."), with the counts, in the pair's text slot.
 // sw_traceback_gather packs the texts into one buffer for the copy to the host.
 //
-// One thread per pair was measured first: 22 M cells/s per thread on an H100, so W1's
-// largest top hit (about 5,500 x 5,500) took 1.4 s; a warp per pair does 32 rows at once.
+// Jobs: a warp takes jobs from a counter (`ticket`) until none is left. A job is a run of
+// consecutive strips of one pair: all of them when there are enough pairs to fill the GPU,
+// else one strip each, so that the strips of one long pair run at once on many warps, strip
+// s a little behind strip s-1 (it waits until strip s-1's progress word says the boundary
+// columns it is about to load are written; the word is published every 32 steps, after a
+// fence). Jobs are numbered in counter order, so a strip only waits for one taken earlier by
+// a running warp: no deadlock, whatever the number of resident warps. The warp that runs a
+// pair's last strip walks it (the strips before have all finished: each waited for the one
+// before it to publish its last column, and fenced its trace before publishing).
+//
+// Measured on an H100 (benchmarks/NOTES-gpu.md): one thread per pair, 22 M cells/s per thread
+// (deleted); one warp per pair, the 100,000 x 100,000 W2 pair 16.0 s (one warp for 391 strips).
 //
 // Scores are int32: the host sends only pairs whose scores and boundary values stay far from
 // the int32 limits (TB_NEG and the per-row gap costs), the rest go to the CPU.
@@ -31,148 +43,164 @@ constexpr int TB_LANES = 32;
 constexpr int TB_STRIP = TB_ROWS * TB_LANES;
 constexpr int TB_NEG = -(1 << 29);
 constexpr unsigned TB_ALL = 0xffffffffu;
+constexpr int TB_LEAD = 16;  // steps between a boundary chunk's load and its first use
 
 // out, per pair: score, text length, matches, mismatches, gap opens, columns
 constexpr int TB_OUT = 6;
+// jobs, per job: pair, first strip, strips
+constexpr int TB_JOB = 3;
 
-__global__ void sw_traceback(int num_pairs, const int* __restrict__ order,
-                             const u8* __restrict__ q_res, const i64* __restrict__ q_begin,
-                             const int* __restrict__ q_len, const u8* __restrict__ t_res,
-                             const i64* __restrict__ t_begin, const int* __restrict__ t_len,
-                             const int* __restrict__ table, int alphabet, int gap_open,
-                             int gap_extend, const i64* __restrict__ trace_offset,
-                             u8* __restrict__ trace, const i64* __restrict__ work_offset,
-                             int* __restrict__ work, const i64* __restrict__ text_offset,
-                             u8* __restrict__ text, int* __restrict__ out) {
-  if ((int)blockIdx.x >= num_pairs) return;
-  const int k = order[blockIdx.x];  // pairs largest first
-  const int lane = threadIdx.x;
-  const int m = q_len[k], n = t_len[k];
-  const u8* a = q_res + q_begin[k];
-  const u8* b = t_res + t_begin[k];
-  const int width = n + 1;
+// Rows strip*TB_STRIP + 1 .. of the pair (1-based), all columns. `bS/bI/bD`: the boundary
+// row (the row above on entry, the strip's last row on exit; column j at [j]). `waited`:
+// the progress word of the strip above when another warp runs it (else null); `published`:
+// this strip's, when another warp runs the strip below.
+__device__ __forceinline__ void trace_strip(int strip, const u8* a, int m, const u8* b, int n,
+                                            const int* table, int alphabet, int gap_open,
+                                            int gap_extend, int* bS, int* bI, int* bD,
+                                            u8* pair_trace, const volatile int* waited,
+                                            volatile int* published, int* score_out) {
+  const int lane = threadIdx.x & (TB_LANES - 1);
   const int steps = n + TB_LANES - 1;  // wavefront steps of one strip
-  int* bS = work + work_offset[k];
-  int* bI = bS + width;
-  int* bD = bI + width;
-  u8* pair_trace = trace + trace_offset[k];
-  // row 0: the empty prefix pair (a substitution ended there) and a D run along the target
-  for (int j = lane; j <= n; j += TB_LANES) {
-    bS[j] = j == 0 ? 0 : TB_NEG;
-    bI[j] = TB_NEG;
-    bD[j] = j == 0 ? TB_NEG : -(gap_open + (j - 1) * gap_extend);
+  const int i0 = strip * TB_STRIP + lane * TB_ROWS;  // this lane's rows: i0 + 1 .. (1-based)
+  int ar[TB_ROWS], cS[TB_ROWS], cI[TB_ROWS], cD[TB_ROWS];
+#pragma unroll
+  for (int r = 0; r < TB_ROWS; ++r) {
+    ar[r] = i0 + r < m ? a[i0 + r] * alphabet : 0;
+    cS[r] = TB_NEG;  // column 0: a query prefix against nothing is one I run
+    cD[r] = TB_NEG;
+    cI[r] = -(gap_open + (i0 + r) * gap_extend);
   }
-  __syncwarp();
-  int cS[TB_ROWS], cI[TB_ROWS], cD[TB_ROWS];
-  int score = 0;
-  const int strips = (m + TB_STRIP - 1) / TB_STRIP;
-  for (int strip = 0; strip < strips; ++strip) {
-    const int i0 = strip * TB_STRIP + lane * TB_ROWS;  // this lane's rows: i0 + 1 .. (1-based)
-    int ar[TB_ROWS];
+  // the row above this lane's rows at column 0: (0, 0) is where a substitution ended
+  int diag_S = i0 == 0 ? 0 : TB_NEG;
+  int diag_I = i0 == 0 ? TB_NEG : -(gap_open + (i0 - 1) * gap_extend);
+  int diag_D = TB_NEG;
+  // the row above the strip, columns 32c + 1 .. 32c + 32: lane t holds column 32c + 1 + t
+  auto load_chunk = [&](int c, int& vS, int& vI, int& vD) {
+    const int j = 32 * c + 1 + lane;
+    if (strip == 0) {  // row 0: a D run along the target
+      vS = TB_NEG;
+      vI = TB_NEG;
+      vD = -(gap_open + (j - 1) * gap_extend);
+      return;
+    }
+    if (waited) {
+      if (lane == 0) {
+        const int need = min(32 * c + 32, n);
+        while (*waited < need) __nanosleep(64);
+        __threadfence();
+      }
+      __syncwarp();
+    }
+    if (j <= n) {
+      vS = __ldcg(bS + j);
+      vI = __ldcg(bI + j);
+      vD = __ldcg(bD + j);
+    } else {
+      vS = vI = vD = TB_NEG;
+    }
+  };
+  int cur_S, cur_I, cur_D, next_S = TB_NEG, next_I = TB_NEG, next_D = TB_NEG;
+  load_chunk(0, cur_S, cur_I, cur_D);
+  int last_S = TB_NEG, last_I = TB_NEG, last_D = TB_NEG;  // this lane's last row, last step
+  u8* strip_trace = pair_trace + (i64)strip * steps * TB_STRIP;
+  for (int step = 0; step < steps; ++step) {
+    const int k = step & 31;
+    if (k == 0 && step > 0) {
+      if (published && lane == TB_LANES - 1) {  // columns up to step - 31 are written
+        __threadfence();
+        *published = min(step - 31, n);
+      }
+      cur_S = next_S;
+      cur_I = next_I;
+      cur_D = next_D;
+    }
+    if (k == 32 - TB_LEAD && step + TB_LEAD < n) load_chunk(step / 32 + 1, next_S, next_I, next_D);
+    const int j = step - lane + 1;  // the column this lane computes now
+    int above_S = __shfl_up_sync(TB_ALL, last_S, 1);
+    int above_I = __shfl_up_sync(TB_ALL, last_I, 1);
+    int above_D = __shfl_up_sync(TB_ALL, last_D, 1);
+    const int chunk_S = __shfl_sync(TB_ALL, cur_S, k);
+    const int chunk_I = __shfl_sync(TB_ALL, cur_I, k);
+    const int chunk_D = __shfl_sync(TB_ALL, cur_D, k);
+    if (j < 1 || j > n) continue;
+    if (lane == 0) {
+      above_S = chunk_S;
+      above_I = chunk_I;
+      above_D = chunk_D;
+    }
+    const int bj = b[j - 1];
+    int up_S = above_S, up_I = above_I, up_D = above_D;
+    int code[TB_ROWS];
 #pragma unroll
     for (int r = 0; r < TB_ROWS; ++r) {
-      ar[r] = i0 + r < m ? a[i0 + r] * alphabet : 0;
-      cS[r] = TB_NEG;  // column 0: a query prefix against nothing is one I run
-      cD[r] = TB_NEG;
-      cI[r] = -(gap_open + (i0 + r) * gap_extend);
+      const int left_S = cS[r], left_I = cI[r], left_D = cD[r];
+      // S: from the diagonal, S then I then D
+      int best = diag_S, state = 0;
+      if (diag_I > best) { best = diag_I; state = 1; }
+      if (diag_D > best) { best = diag_D; state = 2; }
+      const int new_S = best + table[ar[r] + bj];
+      // I: from above, S (open) then I (extend) then D (open)
+      int value = up_S - gap_open, from_i = 0;
+      int other = up_I - gap_extend;
+      if (other > value) { value = other; from_i = 1; }
+      other = up_D - gap_open;
+      if (other > value) { value = other; from_i = 2; }
+      const int new_I = value;
+      // D: from the left, S (open) then D (extend) then I (open)
+      value = left_S - gap_open;
+      int from_d = 0;
+      other = left_D - gap_extend;
+      if (other > value) { value = other; from_d = 2; }
+      other = left_I - gap_open;
+      if (other > value) { value = other; from_d = 1; }
+      cS[r] = new_S;
+      cI[r] = new_I;
+      cD[r] = value;
+      code[r] = state | (from_i << 2) | (from_d << 4);
+      diag_S = left_S;
+      diag_I = left_I;
+      diag_D = left_D;
+      up_S = new_S;
+      up_I = new_I;
+      up_D = value;
     }
-    // the row above this lane's rows, at column j - 1 (column 0 to start)
-    int diag_S, diag_I, diag_D;
-    if (lane == 0) {
-      diag_S = bS[0];
-      diag_I = bI[0];
-      diag_D = bD[0];
-    } else {
-      diag_S = TB_NEG;
-      diag_I = -(gap_open + (i0 - 1) * gap_extend);
-      diag_D = TB_NEG;
-    }
-    int last_S = TB_NEG, last_I = TB_NEG, last_D = TB_NEG;  // this lane's last row, last step
-    u8* strip_trace = pair_trace + (i64)strip * steps * TB_STRIP;
-    for (int step = 0; step < steps; ++step) {
-      const int j = step - lane + 1;  // the column this lane computes now
-      int above_S = __shfl_up_sync(TB_ALL, last_S, 1);
-      int above_I = __shfl_up_sync(TB_ALL, last_I, 1);
-      int above_D = __shfl_up_sync(TB_ALL, last_D, 1);
-      if (j < 1 || j > n) continue;
-      if (lane == 0) {
-        above_S = bS[j];
-        above_I = bI[j];
-        above_D = bD[j];
-      }
-      const int bj = b[j - 1];
-      int up_S = above_S, up_I = above_I, up_D = above_D;
-      int code[TB_ROWS];
+    // the next column's diagonal for row 0 of this lane: the row above, at this column
+    diag_S = above_S;
+    diag_I = above_I;
+    diag_D = above_D;
+    last_S = cS[TB_ROWS - 1];
+    last_I = cI[TB_ROWS - 1];
+    last_D = cD[TB_ROWS - 1];
+    unsigned low = 0, high = 0;
 #pragma unroll
-      for (int r = 0; r < TB_ROWS; ++r) {
-        const int left_S = cS[r], left_I = cI[r], left_D = cD[r];
-        // S: from the diagonal, S then I then D
-        int best = diag_S, state = 0;
-        if (diag_I > best) { best = diag_I; state = 1; }
-        if (diag_D > best) { best = diag_D; state = 2; }
-        const int new_S = best + table[ar[r] + bj];
-        // I: from above, S (open) then I (extend) then D (open)
-        int value = up_S - gap_open, from_i = 0;
-        int other = up_I - gap_extend;
-        if (other > value) { value = other; from_i = 1; }
-        other = up_D - gap_open;
-        if (other > value) { value = other; from_i = 2; }
-        const int new_I = value;
-        // D: from the left, S (open) then D (extend) then I (open)
-        value = left_S - gap_open;
-        int from_d = 0;
-        other = left_D - gap_extend;
-        if (other > value) { value = other; from_d = 2; }
-        other = left_I - gap_open;
-        if (other > value) { value = other; from_d = 1; }
-        cS[r] = new_S;
-        cI[r] = new_I;
-        cD[r] = value;
-        code[r] = state | (from_i << 2) | (from_d << 4);
-        diag_S = left_S;
-        diag_I = left_I;
-        diag_D = left_D;
-        up_S = new_S;
-        up_I = new_I;
-        up_D = value;
-      }
-      // the next column's diagonal for row 0 of this lane: the row above, at this column
-      diag_S = above_S;
-      diag_I = above_I;
-      diag_D = above_D;
-      last_S = cS[TB_ROWS - 1];
-      last_I = cI[TB_ROWS - 1];
-      last_D = cD[TB_ROWS - 1];
-      unsigned low = 0, high = 0;
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        low |= (unsigned)code[r] << (8 * r);
-        high |= (unsigned)code[r + 4] << (8 * r);
-      }
-      *(uint2*)(strip_trace + ((i64)step * TB_STRIP + lane * TB_ROWS)) = make_uint2(low, high);
-      if (lane == TB_LANES - 1) {  // the strip's last row, for the next strip
-        bS[j] = last_S;
-        bI[j] = last_I;
-        bD[j] = last_D;
-      }
-      if (strip == strips - 1 && j == n && (m - 1) / TB_ROWS % TB_LANES == lane) {
-#pragma unroll
-        for (int r = 0; r < TB_ROWS; ++r)
-          if (r == (m - 1) % TB_ROWS) score = cS[r];
-      }
+    for (int r = 0; r < 4; ++r) {
+      low |= (unsigned)code[r] << (8 * r);
+      high |= (unsigned)code[r + 4] << (8 * r);
     }
-    __syncwarp();
-    if (lane == 0) {
-      bS[0] = TB_NEG;
-      bI[0] = -(gap_open + ((strip + 1) * TB_STRIP - 1) * gap_extend);
-      bD[0] = TB_NEG;
+    *(uint2*)(strip_trace + ((i64)step * TB_STRIP + lane * TB_ROWS)) = make_uint2(low, high);
+    if (lane == TB_LANES - 1) {  // the strip's last row, for the next strip
+      bS[j] = last_S;
+      bI[j] = last_I;
+      bD[j] = last_D;
     }
-    __syncwarp();
+    if (j == n && i0 < m && m <= i0 + TB_ROWS) {  // this lane holds row m: the pair's score
+#pragma unroll
+      for (int r = 0; r < TB_ROWS; ++r)
+        if (r == (m - 1) % TB_ROWS) *score_out = cS[r];
+    }
   }
-  score = __shfl_sync(TB_ALL, score, (m - 1) / TB_ROWS % TB_LANES);
-  if (lane != 0) return;
-  // the walk, from (m, n) in state S back to (0, 0); ops last first
-  u8* raw = text + text_offset[k];
+  if (published) {  // every lane's trace and the whole last row, then the last column
+    __threadfence();
+    __syncwarp();
+    if (lane == TB_LANES - 1) *published = n;
+  }
+}
+
+// Lane 0 only: the walk of a filled pair from (m, n) in state S back to (0, 0), ops last
+// first, then its CIGAR text and counts (out[1..5]; out[0], the score, is the fill's).
+__device__ __forceinline__ void trace_walk(const u8* a, int m, const u8* b, int n,
+                                           const u8* pair_trace, u8* raw, int* result) {
+  const int steps = n + TB_LANES - 1;
   int i = m, j = n, state = 0, count = 0;
   while (i > 0 || j > 0) {
     int op;
@@ -187,7 +215,9 @@ __global__ void sw_traceback(int num_pairs, const int* __restrict__ order,
     } else {
       const int within = (i - 1) % TB_STRIP;  // row i's place in its strip
       const int step = j - 1 + within / TB_ROWS;
-      const int code = pair_trace[((i64)((i - 1) / TB_STRIP) * steps + step) * TB_STRIP + within];
+      // written by other warps' strips: read from L2, past this multiprocessor's L1
+      const int code =
+          __ldcg(pair_trace + ((i64)((i - 1) / TB_STRIP) * steps + step) * TB_STRIP + within);
       if (state == 0) {
         op = a[i - 1] == b[j - 1] ? 0 : 1;
         state = code & 3;
@@ -228,13 +258,52 @@ __global__ void sw_traceback(int num_pairs, const int* __restrict__ order,
     if (op == 0) ++matches;
     if (op == 1) ++mismatches;
   }
-  int* result = out + (i64)k * TB_OUT;
-  result[0] = score;
   result[1] = length;
   result[2] = matches;
   result[3] = mismatches;
   result[4] = gap_opens;
   result[5] = count;
+}
+
+// Blocks of one warp. `jobs`: TB_JOB ints per job (see above), largest pairs first;
+// `control`: the job counter, then one progress word per job, all zero at launch.
+__global__ void sw_traceback(int num_jobs, const int* __restrict__ jobs,
+                             int* __restrict__ control, const u8* __restrict__ q_res,
+                             const i64* __restrict__ q_begin, const int* __restrict__ q_len,
+                             const u8* __restrict__ t_res, const i64* __restrict__ t_begin,
+                             const int* __restrict__ t_len, const int* __restrict__ table,
+                             int alphabet, int gap_open, int gap_extend,
+                             const i64* __restrict__ trace_offset, u8* __restrict__ trace,
+                             const i64* __restrict__ work_offset, int* __restrict__ work,
+                             const i64* __restrict__ text_offset, u8* __restrict__ text,
+                             int* __restrict__ out) {
+  const int lane = threadIdx.x;
+  int* ticket = control;
+  volatile int* progress = control + 1;
+  while (true) {
+    int job = 0;
+    if (lane == 0) job = atomicAdd(ticket, 1);
+    job = __shfl_sync(TB_ALL, job, 0);
+    if (job >= num_jobs) return;
+    const int k = jobs[TB_JOB * job], first = jobs[TB_JOB * job + 1];
+    const int stop = first + jobs[TB_JOB * job + 2];
+    const int m = q_len[k], n = t_len[k];
+    const int strips = (m + TB_STRIP - 1) / TB_STRIP;
+    const u8* a = q_res + q_begin[k];
+    const u8* b = t_res + t_begin[k];
+    int* bS = work + work_offset[k];
+    int* bI = bS + (n + 1);
+    int* bD = bI + (n + 1);
+    u8* pair_trace = trace + trace_offset[k];
+    int* result = out + (i64)k * TB_OUT;
+    for (int strip = first; strip < stop; ++strip)
+      trace_strip(strip, a, m, b, n, table, alphabet, gap_open, gap_extend, bS, bI, bD,
+                  pair_trace, strip == first && first > 0 ? progress + job - 1 : nullptr,
+                  strip + 1 == stop && stop < strips ? progress + job : nullptr, result);
+    if (stop < strips) continue;
+    __syncwarp();
+    if (lane == 0) trace_walk(a, m, b, n, pair_trace, text + text_offset[k], result);
+  }
 }
 
 // Pack each pair's CIGAR text (at text_offset[k] + skip[k], length[k] bytes) into `packed`
