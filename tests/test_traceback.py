@@ -249,6 +249,19 @@ def _scoring(scheme: Scheme):
     return Options.parse(**scheme.options).scoring
 
 
+def _pairs_on_cpu(queries, targets, scheme):
+    """Row k of ``queries`` against row k of ``targets`` on the CPU engine: the encoded
+    columns, the row numbers, the hits (mode ``"full"``) and their alignment columns."""
+    from swdask import _engine
+    from swdask._sequences import encode
+
+    scoring = _scoring(scheme)
+    q, t = encode(queries, scoring), encode(targets, scoring)
+    found = _engine.align_pairs(q, t, scoring, "full", backend="cpu")
+    rows = np.arange(len(targets), dtype=np.int64)
+    return q, t, rows, found, _engine.with_alignments(q, rows, t, rows, found, scoring)
+
+
 def _trace_on(kind, queries, query_rows, targets, target_rows, found, scheme):
     """The GPU backend's traceback of ``found``'s hits, every column."""
     from swdask import _engine
@@ -262,9 +275,6 @@ def _trace_on(kind, queries, query_rows, targets, target_rows, found, scheme):
 def test_gpu_traceback_equals_cpu_on_real_pairs(kind, protein_queries, protein_db, dna_region):
     """Every hit's CIGAR and counts from traceback.cu equal the CPU's (one tie rule), on
     real proteins (BLOSUM62) and mutated DNA (cheap gaps: many equal paths)."""
-    from swdask import _engine
-    from swdask._sequences import encode
-
     rng = np.random.default_rng(11)
     dna = [dna_region[s:s + int(rng.integers(5, 200))]
            for s in rng.integers(0, len(dna_region) - 300, 40)]
@@ -277,11 +287,7 @@ def test_gpu_traceback_equals_cpu_on_real_pairs(kind, protein_queries, protein_d
              (Scheme(matrix=None, match=1, mismatch=-1, gap_open=1, gap_extend=1), dna,
               [mutate(p, rng, 0.3, "ACGT") for p in dna])]
     for scheme, queries, targets in cases:
-        scoring = _scoring(scheme)
-        q, t = encode(queries, scoring), encode(targets, scoring)
-        found = _engine.align_pairs(q, t, scoring, "full", backend="cpu")
-        rows = np.arange(len(targets), dtype=np.int64)
-        cpu = _engine.with_alignments(q, rows, t, rows, found, scoring)
+        q, t, rows, found, cpu = _pairs_on_cpu(queries, targets, scheme)
         gpu = _trace_on(kind, q, rows, t, rows, found, scheme)
         assert int(np.asarray(found.has_hit).sum()) >= min(30, len(queries))
         for name in ALIGNMENT:
@@ -299,8 +305,6 @@ def test_gpu_traceback_strips_on_one_warp_or_spread(kind, warps_per_multiprocess
     written it or the walk starts before the last strip ends; under the emulation (warps
     in turn), when the jobs or the boundary chunks handed to lane 0 are wrong (checked:
     chunks loaded one chunk off)."""
-    from swdask import _engine
-    from swdask._sequences import encode
     from swdask.gpu import _traceback as gpu_traceback
 
     monkeypatch.setattr(gpu_traceback, "_WARPS_PER_MULTIPROCESSOR", warps_per_multiprocessor)
@@ -308,15 +312,11 @@ def test_gpu_traceback_strips_on_one_warp_or_spread(kind, warps_per_multiprocess
     queries = [dna_region[s:s + int(rng.integers(257, 1300))]
                for s in rng.integers(0, len(dna_region) - 1400, 5)]
     targets = [mutate(p, rng, 0.15, "ACGT") for p in queries]
-    scoring = _scoring(DNA)
-    q, t = encode(queries, scoring), encode(targets, scoring)
-    found = _engine.align_pairs(q, t, scoring, "full", backend="cpu")
-    rows = np.arange(len(targets), dtype=np.int64)
+    q, t, rows, found, cpu = _pairs_on_cpu(queries, targets, DNA)
     m = np.asarray(found.columns["query_end"]) - np.asarray(found.columns["query_start"])
     assert (m > gpu_traceback._STRIP).sum() >= 4
     jobs = gpu_traceback._jobs(m, 2 * warps_per_multiprocessor)
     assert len(jobs) == (len(m) if warps_per_multiprocessor == 0 else (-(-m // 256)).sum())
-    cpu = _engine.with_alignments(q, rows, t, rows, found, scoring)
     gpu = _trace_on(kind, q, rows, t, rows, found, DNA)
     for name in ALIGNMENT:
         assert list(gpu.columns[name]) == list(cpu.columns[name]), name
@@ -353,17 +353,11 @@ def test_gpu_traceback_tie_rule_on_small_dna(kind):
 def test_gpu_traceback_leaves_oversized_pairs_to_the_cpu(kind, monkeypatch, protein_queries,
                                                          protein_db):
     """A pair the kernel's int32 room cannot hold is traced on the CPU: same columns."""
-    from swdask import _engine
-    from swdask._sequences import encode
     from swdask.gpu import _traceback as gpu_traceback
 
     queries = [q for _, q in protein_queries[:2]] * 5
     targets = protein_db.iloc[:10].tolist()
-    scoring = _scoring(BLOSUM)
-    q, t = encode(queries, scoring), encode(targets, scoring)
-    found = _engine.align_pairs(q, t, scoring, "full", backend="cpu")
-    rows = np.arange(len(targets), dtype=np.int64)
-    cpu = _engine.with_alignments(q, rows, t, rows, found, scoring)
+    q, t, rows, found, cpu = _pairs_on_cpu(queries, targets, BLOSUM)
     spans = [int(found.columns["query_end"][k] - found.columns["query_start"][k]
                  + found.columns["target_end"][k] - found.columns["target_start"][k])
              for k in np.flatnonzero(np.asarray(found.has_hit))]
@@ -413,17 +407,11 @@ def test_gpu_traceback_groups_share_one_buffer_and_survive_out_of_memory(
     traced on the CPU: every column still equals the CPU's."""
     import dask
 
-    from swdask import _engine
-    from swdask._sequences import encode
     from swdask.gpu import _traceback as gpu_traceback
 
     queries = [q for _, q in protein_queries[:4]] * 4
     targets = protein_db.iloc[:16].tolist()
-    scoring = _scoring(BLOSUM)
-    q, t = encode(queries, scoring), encode(targets, scoring)
-    found = _engine.align_pairs(q, t, scoring, "full", backend="cpu")
-    rows = np.arange(len(targets), dtype=np.int64)
-    cpu = _engine.with_alignments(q, rows, t, rows, found, scoring)
+    q, t, rows, found, cpu = _pairs_on_cpu(queries, targets, BLOSUM)
     hit = np.flatnonzero(np.asarray(found.has_hit))
     columns = found.columns
     sizes = np.sort(gpu_traceback.pair_bytes(
