@@ -343,8 +343,8 @@ class GpuBackend:
 
     def traceback(self, queries, query_rows, targets, target_rows, columns, scoring):
         """The hits' alignments by ``traceback.cu`` (:mod:`swdask.gpu._traceback`), warps
-        sweeping strips of 256 query rows; host sequences are copied to the device whole (one copy each, no gather on
-        the host), device ones used where they are."""
+        sweeping strips of 256 query rows; host sequences are copied to the device whole
+        (one copy each, no gather on the host), device ones used where they are."""
         from ._pairs import to_device
         from ._traceback import trace_pairs
 
