@@ -59,10 +59,11 @@ def long_row_threshold(runtime) -> int | None:
 
 
 # The setting swdask.gpu.long-rows-per-sm (4): at most this many long rows per multiprocessor
-# go to the intra-task kernel; beyond it they stay in the inter-task search. The threshold's measurement had 4 long rows: a handful of
-# long targets hold a few groups of the inter-task kernel long after the others finish. Many
-# long rows instead run side by side at the inter-task rate (~3.9 TCUPS, where the intra-task
-# kernel does ~0.85, W2-protein-10000). Measured on an H200
+# go to the intra-task kernel; beyond it they stay in the inter-task search. The threshold's
+# measurement had 4 long rows: a handful of long targets hold a few groups of the inter-task
+# kernel long after the others finish. Many long rows instead run side by side at the
+# inter-task rate (~3.9 TCUPS, where the intra-task kernel does ~0.85, W2-protein-10000).
+# Measured on an H200
 # (benchmarks/results/W1-long-rows-nvidia-h200-2026-11-22.json, bench_w1_long_rows_gpu.py):
 # W1's sp500k has 6,530 rows of 2,000+ letters (8.6% of its residues); sending them all to
 # the intra-task kernel made the search 9-18% slower (queries of 464 to 5,478 letters, ends
