@@ -6,9 +6,11 @@ did, it re-checked array aliasing on every query row and kept the carried vector
 (benchmarks/NOTES-cpu.md has the figures). These few intrinsics give the kernels a vector
 value that lives in registers; LLVM lowers ``<32 x i16>`` for whatever the host CPU has (one
 zmm register with AVX-512BW, two ymm with AVX2, four xmm with SSE2), so the kernels stay
-portable. The one x86-specific instruction, ``vpermw`` (a 32-entry table lookup per lane),
-is used only where the host has AVX-512BW and numba compiles for the host; elsewhere
-:func:`permute` falls back to portable IR that LLVM scalarises.
+portable. The table lookups per lane (:func:`permute`, :func:`permute64`,
+:func:`permute_bytes`) are x86-specific: ``vpermw``/``vpermi2w``/``vpermb`` where the host has
+AVX-512 (BW, VBMI), else ``vpshufb`` on 16-byte pieces of the table where it has AVX2 (see
+:func:`_lookup_pshufb`), else portable IR that LLVM scalarises (a stack round trip per lane);
+only where numba compiles for the host.
 
 Conventions: arrays passed to ``load``/``store`` are 1-D and C-contiguous; ``offset`` counts
 elements (not bytes) and is not bounds-checked. Arithmetic wraps like C ``int16``; the
@@ -28,6 +30,10 @@ LANES = 32
 
 _I16 = ir.IntType(16)
 _VEC = ir.VectorType(_I16, LANES)
+#: Byte lanes per vector (one 512-bit register; the byte lanes' section below).
+BYTE_LANES = 64
+_I8 = ir.IntType(8)
+_BVEC = ir.VectorType(_I8, BYTE_LANES)
 _MASK_INT = ir.IntType(LANES)
 
 
@@ -44,6 +50,53 @@ def _host_feature(name: str) -> bool:
 
 
 HAVE_VPERMW = _host_feature("avx512bw")
+#: ``vpshufb`` on 256-bit registers (AVX2): the table lookups where there is no AVX-512.
+HAVE_PSHUFB = _host_feature("avx2")
+
+
+def _lookup_pshufb(builder, table_bytes, positions):
+    """``result[k] = table_bytes[positions[k]]`` for ``<64 x i8>`` byte positions into a table
+    of 16 x C bytes (``positions`` below 16 x C), with AVX2's ``vpshufb``, which looks up 16
+    bytes by the low 4 bits of each index within each 128-bit half and gives 0 where an
+    index has bit 7 set. Each 16-byte piece ``c`` of the table, broadcast to both halves,
+    is looked up by the positions whose high bits name it (the others marked 0x80), and the
+    pieces' results are ORed: 2 C ``vpshufb`` per 64 lanes instead of 64 scalar round trips
+    through the stack (measured in benchmarks/NOTES-cpu.md). Written by hand: LLVM does
+    not lower a shufflevector with variable indices to ``vpshufb``."""
+    pieces = table_bytes.type.count // 16
+    half = ir.VectorType(_I8, 32)
+    low_nibble = builder.and_(positions, ir.Constant(_BVEC, [15] * 64))
+    piece_of = builder.lshr(positions, ir.Constant(_BVEC, [4] * 64))
+    zeroed = ir.Constant(_BVEC, [0x80] * 64)
+    result = None
+    for piece in range(pieces):
+        broadcast = builder.shuffle_vector(
+            table_bytes, ir.Constant(table_bytes.type, ir.Undefined),
+            ir.Constant(ir.VectorType(ir.IntType(32), 32),
+                        [16 * piece + k for k in range(16)] * 2))
+        chosen = builder.icmp_unsigned("==", piece_of, ir.Constant(_BVEC, [piece] * 64))
+        index = builder.select(chosen, low_nibble, zeroed)
+        looked = []
+        for first in (0, 32):
+            index_half = builder.shuffle_vector(
+                index, ir.Constant(_BVEC, ir.Undefined),
+                ir.Constant(ir.VectorType(ir.IntType(32), 32), list(range(first, first + 32))))
+            looked.append(_call_intrinsic(builder, "llvm.x86.avx2.pshuf.b", half,
+                                          [broadcast, index_half]))
+        both = builder.shuffle_vector(looked[0], looked[1], ir.Constant(
+            ir.VectorType(ir.IntType(32), 64), list(range(64))))
+        result = both if result is None else builder.or_(result, both)
+    return result
+
+
+def _word_positions(builder, index, entries: int):
+    """The ``<64 x i8>`` byte positions of int16 entries ``index & (entries - 1)`` of a table
+    (little-endian: entry e is bytes 2e, 2e + 1)."""
+    entry = builder.and_(index, ir.Constant(_VEC, [entries - 1] * LANES))
+    low = builder.mul(entry, ir.Constant(_VEC, [2] * LANES))
+    pair = builder.or_(low, builder.shl(builder.add(low, ir.Constant(_VEC, [1] * LANES)),
+                                        ir.Constant(_VEC, [8] * LANES)))
+    return builder.bitcast(pair, _BVEC)
 _GATHER_NAME = "llvm.masked.gather.v32i32.v32p0"
 
 
@@ -194,6 +247,10 @@ def permute(typingctx, table, index):
         if HAVE_VPERMW:
             return _call_intrinsic(builder, "llvm.x86.avx512.permvar.hi.512", _VEC,
                                    [table_value, index_value])
+        if HAVE_PSHUFB:
+            return builder.bitcast(_lookup_pshufb(
+                builder, builder.bitcast(table_value, _BVEC),
+                _word_positions(builder, index_value, LANES)), _VEC)
         result = ir.Constant(_VEC, ir.Undefined)
         mask = ir.Constant(_I16, LANES - 1)
         for lane in range(LANES):
@@ -220,6 +277,10 @@ def permute64(typingctx, table_low, table_high, index):
                                    [low, index_value, high])
         both = builder.shuffle_vector(low, high, ir.Constant(
             ir.VectorType(ir.IntType(32), 2 * LANES), list(range(2 * LANES))))
+        if HAVE_PSHUFB:
+            table_bytes = builder.bitcast(both, ir.VectorType(_I8, 4 * LANES))
+            return builder.bitcast(_lookup_pshufb(
+                builder, table_bytes, _word_positions(builder, index_value, 2 * LANES)), _VEC)
         result = ir.Constant(_VEC, ir.Undefined)
         mask = ir.Constant(_I16, 2 * LANES - 1)
         for lane in range(LANES):
@@ -332,11 +393,6 @@ def gather(typingctx, table, index):
 # bias with saturation, so every operation is one unsigned saturating instruction, and a
 # lane whose best comes near 255 is recomputed in int16 lanes.
 
-#: Byte lanes per vector (one 512-bit register).
-BYTE_LANES = 64
-
-_I8 = ir.IntType(8)
-_BVEC = ir.VectorType(_I8, BYTE_LANES)
 
 
 #: ``vpermb`` (AVX-512 VBMI): a 64-entry byte table lookup per lane in one instruction.
@@ -440,6 +496,9 @@ def permute_bytes(typingctx, table, index):
         if HAVE_VPERMB:
             return _call_intrinsic(builder, "llvm.x86.avx512.permvar.qi.512", _BVEC,
                                    [table_value, index_value])
+        if HAVE_PSHUFB:
+            return _lookup_pshufb(builder, table_value, builder.and_(
+                index_value, ir.Constant(_BVEC, [BYTE_LANES - 1] * BYTE_LANES)))
         result = ir.Constant(_BVEC, ir.Undefined)
         mask = ir.Constant(_I8, BYTE_LANES - 1)
         for lane in range(BYTE_LANES):

@@ -439,31 +439,47 @@ def test_lanes_equal_reference_property(data):
 # ----------------------------------------------------------------------------- SIMD layer
 
 
-def test_portable_permute_fallback(monkeypatch):
-    """Where vpermw is missing (no AVX-512BW, or numba compiling for a generic CPU) the table
-    lookups use portable IR; both forms must agree with numpy."""
+def test_table_lookups_on_every_path(monkeypatch):
+    """The table lookups per lane have three forms: AVX-512 (vpermw, vpermi2w, vpermb), AVX2
+    (vpshufb on 16-byte pieces of the table) and portable IR; every form the host can run
+    agrees with numpy, on indices of every piece of the tables (the AVX2 form picks a
+    piece by an index's high bits and fails when one piece answers for another)."""
     rng = np.random.default_rng(0)
     low = rng.integers(-300, 300, _simd.LANES).astype(np.int16)
     high = rng.integers(-300, 300, _simd.LANES).astype(np.int16)
-    index = rng.integers(0, 64, _simd.LANES).astype(np.uint8)
+    index = rng.permutation(64)[:_simd.LANES].astype(np.uint8)  # both halves, all pieces
     table32 = rng.integers(-300, 300, 1024).astype(np.int32)
     wide = rng.integers(0, 1024, _simd.LANES).astype(np.int16)
+    byte_table = rng.integers(0, 256, _simd.BYTE_LANES).astype(np.uint8)
+    byte_index = rng.permutation(_simd.BYTE_LANES).astype(np.uint8)
 
-    def lookups(low, high, index, table32, wide):
+    def lookups(low, high, index, table32, wide, byte_table, byte_index):
         out = np.empty(3 * _simd.LANES, dtype=np.int16)
         codes = _simd.load_codes(index, 0)
         _simd.store(out, 0, _simd.permute(_simd.load(low, 0), codes))
         _simd.store(out, _simd.LANES, _simd.permute64(_simd.load(low, 0), _simd.load(high, 0),
                                                       codes))
         _simd.store(out, 2 * _simd.LANES, _simd.gather(table32, _simd.load(wide, 0)))
-        return out
+        out_bytes = np.empty(_simd.BYTE_LANES, dtype=np.uint8)
+        _simd.store_bytes(out_bytes, 0, _simd.permute_bytes(_simd.load_bytes(byte_table, 0),
+                                                            _simd.load_bytes(byte_index, 0)))
+        return out, out_bytes
 
     expected = np.concatenate([low[index & 31], np.concatenate([low, high])[index],
                                table32[wide]])
-    for have_vpermw in sorted({False, _simd.HAVE_VPERMW}):
-        monkeypatch.setattr(_simd, "HAVE_VPERMW", have_vpermw)
-        compiled = nb.njit(lookups)  # a fresh function: generated with the flag as set
-        assert (compiled(low, high, index, table32, wide) == expected).all(), have_vpermw
+    paths = {"portable": (False, False, False)}
+    if _simd.HAVE_PSHUFB:
+        paths["avx2"] = (False, False, True)
+    if _simd.HAVE_VPERMW or _simd.HAVE_VPERMB:
+        paths["host"] = (_simd.HAVE_VPERMW, _simd.HAVE_VPERMB, _simd.HAVE_PSHUFB)
+    for name, (vpermw, vpermb, pshufb) in paths.items():
+        monkeypatch.setattr(_simd, "HAVE_VPERMW", vpermw)
+        monkeypatch.setattr(_simd, "HAVE_VPERMB", vpermb)
+        monkeypatch.setattr(_simd, "HAVE_PSHUFB", pshufb)
+        compiled = nb.njit(lookups)  # a fresh function: generated with the flags as set
+        words, bytes_out = compiled(low, high, index, table32, wide, byte_table, byte_index)
+        assert (words == expected).all(), name
+        assert (bytes_out == byte_table[byte_index]).all(), name
 
 
 @pytest.mark.parametrize("scheme", [BLOSUM62, Scheme("PAM30", 9, 1),
