@@ -97,6 +97,8 @@ def _word_positions(builder, index, entries: int):
     pair = builder.or_(low, builder.shl(builder.add(low, ir.Constant(_VEC, [1] * LANES)),
                                         ir.Constant(_VEC, [8] * LANES)))
     return builder.bitcast(pair, _BVEC)
+
+
 _GATHER_NAME = "llvm.masked.gather.v32i32.v32p0"
 
 
@@ -392,7 +394,6 @@ def gather(typingctx, table, index):
 # [0, 255]; the kernel adds substitution scores biased to be non-negative and subtracts the
 # bias with saturation, so every operation is one unsigned saturating instruction, and a
 # lane whose best comes near 255 is recomputed in int16 lanes.
-
 
 
 #: ``vpermb`` (AVX-512 VBMI): a 64-entry byte table lookup per lane in one instruction.
