@@ -194,8 +194,9 @@ def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, 
     sizes = (_trace_bytes(m, n), 3 * (n + 1), 3 * (m + n))  # trace bytes, work ints, text
     offsets = [np.cumsum(v) - v for v in sizes]
     numbers = xp.asarray(np.stack([query_rows, target_rows, q0, t0, m, n, *offsets]))
-    jobs = _jobs(m, runtime.multiprocessors * _WARPS_PER_MULTIPROCESSOR)
-    warps = max(1, min(len(jobs), runtime.multiprocessors * _WARPS_PER_MULTIPROCESSOR))
+    fill_warps = runtime.multiprocessors * _WARPS_PER_MULTIPROCESSOR
+    jobs = _jobs(m, fill_warps)
+    warps = max(1, min(len(jobs), fill_warps))
     query_begin = xp.asarray(batch.q_start)[numbers[0]] + numbers[2]
     target_begin = xp.asarray(batch.t_start)[numbers[1]] + numbers[3]
     m_dev, n_dev = numbers[4].astype(xp.int32), numbers[5].astype(xp.int32)
