@@ -50,7 +50,7 @@ def cpu_cigars(data: str, workload: str, rows) -> list:
     q, t = load(Path(data), file_of(workload), scoring)
     found = align_pairs(take_rows(q, rows), take_rows(t, rows), scoring, "alignment",
                         backend="cpu")
-    return list(found.columns["cigar"])
+    return found.columns["cigar"].to_pylist()
 
 
 def walk(cigar: str, query: np.ndarray, target: np.ndarray, scoring) -> tuple[int, int, int]:
@@ -142,7 +142,7 @@ def measure(args, workload: str, pending) -> dict:
         target = t_codes[t.offsets[row] + columns["target_start"][row]:
                          t.offsets[row] + columns["target_end"][row]]
         try:
-            got = walk(found.columns["cigar"][row], query, target, scoring)
+            got = walk(found.columns["cigar"][row].as_py(), query, target, scoring)
         except AssertionError as error:
             got = (str(error),)
         if got != (int(columns["score"][row]), len(query), len(target)):
@@ -154,7 +154,7 @@ def measure(args, workload: str, pending) -> dict:
         try:
             cpu = pending.result(timeout=args.cpu_timeout)
             differ = [int(row) for row, cigar in zip(cpu_rows, cpu)
-                      if found.columns["cigar"][row] != cigar]
+                      if found.columns["cigar"][row].as_py() != cigar]
             record.update({"cpu_compared_rows": len(cpu_rows), "cpu_cigar_differences": len(differ),
                            "cpu_first_differences": differ[:5]})
             print(f"{workload}: {len(cpu_rows)} CIGARs against the CPU engine, {len(differ)} "

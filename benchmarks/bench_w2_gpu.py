@@ -72,6 +72,12 @@ ALL_SETS = list(DNA_SETS) + list(PROTEIN_SETS)
 AMINO = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", dtype=np.uint8)
 
 
+def as_list(column) -> list:
+    """A result column's values (the CIGARs: an Arrow array since 2026-11-25, NumPy objects
+    before; A/B runs load older trees)."""
+    return column.to_pylist() if hasattr(column, "to_pylist") else list(column)
+
+
 def scoring_for(workload: str):
     from swdask import make_scoring
 
@@ -282,8 +288,9 @@ def run(args):
             sample = check_rows[:2000]
             cpu = align_pairs(take_rows(q, sample), take_rows(t, sample), scoring, "alignment",
                               backend="cpu")
-            differ = [k for k, row in enumerate(sample)
-                      if traced.columns["cigar"][row] != cpu.columns["cigar"][k]]
+            traced_cigars = as_list(traced.columns["cigar"])
+            cpu_cigars = as_list(cpu.columns["cigar"])
+            differ = [k for k, row in enumerate(sample) if traced_cigars[row] != cpu_cigars[k]]
             record.update({
                 "seconds_alignment": round(aligned, 6),
                 "gcups_alignment": round(cells / aligned / 1e9, 2),

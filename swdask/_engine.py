@@ -26,7 +26,7 @@ GPU (CUDA through CuPy, :mod:`swdask.gpu`). Each implements the small protocol
 the two alignments returning :class:`~swdask._results.Alignments` in the API's conventions
 (the backend's array module: NumPy or CuPy). Mode ``"alignment"`` is not a kernel's: the
 kernels run ``"full"`` and the traceback follows; :func:`with_alignments` traces what is
-left (a hit with ``cigar`` None), on the CPU for what the GPU cannot hold. Each
+left (a hit with a null ``cigar``), on the CPU for what the GPU cannot hold. Each
 implementation orders its rows as its kernels like (by length, into lanes or thread groups)
 and returns them in input order.
 
@@ -44,7 +44,8 @@ from typing import Callable, ContextManager, Iterator, Protocol
 import numpy as np
 
 from ._results import (ALIGNMENT_COLUMNS, COLUMNS, Alignments, empty_alignment_columns,
-                       empty_cells, finish, host_array, kernel_mode, on_device)
+                       empty_cells, finish, host_array, kernel_mode, on_device, put_rows,
+                       untraced)
 from ._scoring import Scoring
 from ._sequences import EncodedSequences, PreparedQuery, encode, query_column
 
@@ -83,7 +84,7 @@ class Backend(Protocol):
     def pairs(self, queries: EncodedSequences, targets: EncodedSequences, scoring: Scoring,
               mode: str) -> Alignments:
         """Row ``r`` of ``queries`` against row ``r`` of ``targets``, in any mode
-        (``"alignment"`` included: hits a backend leaves untraced keep ``cigar`` None)."""
+        (``"alignment"`` included: hits a backend leaves untraced keep ``cigar`` null)."""
         ...
 
     def batch(self) -> "ContextManager":
@@ -110,7 +111,7 @@ class Backend(Protocol):
         """The alignment columns of hits (:data:`~swdask._results.ALIGNMENT_COLUMNS`, host
         arrays): row ``k`` aligned ``queries[query_rows[k]]`` against
         ``targets[target_rows[k]]`` with the score and positions in ``columns`` (host
-        arrays, API convention, every row a hit). A row left with ``cigar`` None is traced
+        arrays, API convention, every row a hit). A row left with ``cigar`` null is traced
         on the CPU by :func:`with_alignments`."""
         ...
 
@@ -267,17 +268,18 @@ def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSeque
                     backend: Backend = _CPU) -> Alignments:
     """``found`` (mode ``"full"``, or ``"alignment"`` with some hits traced already) with the
     alignment columns of every hit: row ``k`` aligned ``queries[query_rows[k]]`` and
-    ``targets[target_rows[k]]``. ``backend`` traces the hits not traced yet (``cigar`` None;
+    ``targets[target_rows[k]]``. ``backend`` traces the hits not traced yet (``cigar`` null;
     the GPU's traceback for GPU work); any hit it leaves untraced (on the GPU: a pair too
     large for its memory or its int32 scores) is traced on the CPU."""
     host = found.to_host()
     traced_already = host.columns.get("cigar")
     hit = np.flatnonzero(np.asarray(host.has_hit, dtype=bool) & (
-        True if traced_already is None else np.equal(traced_already, None)))
+        True if traced_already is None else untraced(traced_already)))
     if traced_already is not None and not hit.size:  # the backend traced every hit
         return host
-    columns = {name: (np.asarray(host.columns[name]).copy() if name in host.columns else
-                      values) for name, values in empty_alignment_columns(len(host)).items()}
+    columns = {name: (host.columns[name] if name == "cigar" else
+                      np.asarray(host.columns[name]).copy()) if name in host.columns else
+               values for name, values in empty_alignment_columns(len(host)).items()}
     for chosen in ((backend, _CPU) if backend is not _CPU else (_CPU,)):
         if not hit.size:
             break
@@ -285,8 +287,7 @@ def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSeque
             queries, np.asarray(host_array(query_rows), dtype=np.int64)[hit], targets,
             np.asarray(host_array(target_rows), dtype=np.int64)[hit],
             {name: np.asarray(host.columns[name])[hit] for name in COLUMNS}, scoring)
-        for name in ALIGNMENT_COLUMNS:
-            columns[name][hit] = traced[name]
-        hit = hit[np.equal(traced["cigar"], None)]
+        put_rows(columns, hit, {name: traced[name] for name in ALIGNMENT_COLUMNS})
+        hit = hit[untraced(traced["cigar"])]
     kept = {name: values for name, values in host.columns.items() if name in COLUMNS}
     return Alignments({**kept, **columns}, host.valid, "alignment")

@@ -45,6 +45,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ._results import arrow_strings
 from ._sequences import gather_spans
 from ._timing import stage
 
@@ -136,8 +137,9 @@ def _parse_numba(arr: np.ndarray, path: str, first_line: int) -> pa.Table:
     scanned = _compiled_scan()(arr)
     if scanned[0]:  # well-formed text: the one-pass scan has every piece
         _, residues, lengths, header_spans, header_bytes, header_lines = scanned
-        return _records(_strings(lengths, residues), _strings(header_spans, header_bytes),
-                        header_lines, path, first_line)
+        return _records(arrow_strings(lengths, residues),
+                        arrow_strings(header_spans, header_bytes), header_lines, path,
+                        first_line)
     return _parse_checked(arr, path, first_line)
 
 
@@ -273,9 +275,9 @@ def _parse_checked(arr: np.ndarray, path: str, first_line: int) -> pa.Table:
                                 in_header_line)
     if lengths.sum() != residues.size:  # pragma: no cover - a bug, not bad input
         raise AssertionError("FASTA parser: residue count mismatch")
-    return _records(_strings(lengths, residues),
-                    _strings(line_spans[header_lines], arr[in_header_line]), header_lines, path,
-                    first_line)
+    return _records(arrow_strings(lengths, residues),
+                    arrow_strings(line_spans[header_lines], arr[in_header_line]), header_lines,
+                    path, first_line)
 
 
 def _records(sequences, raw_headers, header_lines, path: str, first_line: int) -> pa.Table:
@@ -396,7 +398,7 @@ class FastaHeaders:
         as :func:`read_fasta` gives them, indexed by those numbers."""
         rows = np.asarray(rows, dtype=np.int64)
         spans = self.ends[rows] - self.starts[rows]
-        raw = _strings(spans, gather_spans(self.text, self.starts[rows], spans)[0])
+        raw = arrow_strings(spans, gather_spans(self.text, self.starts[rows], spans)[0])
         ids, descriptions = _header_columns(raw, self.lines[rows], self.path, 1)
         index = pd.Index(rows)
         return pd.DataFrame({"id": pd.Series(ids, dtype=_STRING, index=index),
@@ -467,15 +469,6 @@ def _raise_utf8_error(raw_headers, header_lines, path, first_line):
 def _line_start(newlines: np.ndarray, position: int) -> int:
     k = int(np.searchsorted(newlines, position))
     return 0 if k == 0 else int(newlines[k - 1]) + 1
-
-
-def _strings(lengths: np.ndarray, data: np.ndarray) -> pa.LargeStringArray:
-    """An Arrow ``large_string`` array over ``data`` cut at ``lengths`` (no copy of the text)."""
-    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return pa.LargeStringArray.from_buffers(
-        lengths.size, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))
-    )
 
 
 def _table(ids, descriptions, sequences) -> pa.Table:

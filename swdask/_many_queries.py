@@ -117,7 +117,8 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                                                               for s in scanned])))[keep]
                        for name in result_columns(mode)}
     found.update({"query": query_of_hit, "row": rows})
-    found.update({name: np.asarray(columns[name]) for name in result_columns(mode)})
+    found.update({name: columns[name] if name == "cigar" else np.asarray(columns[name])
+                  for name in result_columns(mode)})
     if mode == "alignment":
         lengths = encoded.offsets[1:] - encoded.offsets[:-1]
         found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]

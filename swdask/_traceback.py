@@ -45,6 +45,7 @@ import numba as nb
 import numpy as np
 
 from . import _settings
+from ._results import arrow_strings
 
 #: The letters of the ops 0-3.
 _OPS = np.frombuffer(b"=XID", dtype=np.uint8)
@@ -237,14 +238,40 @@ def _trace_rows(query_residues, query_offsets, query_rows, target_residues, targ
         runs[k], score[k], matches[k], mismatches[k], gap_opens[k], columns[k] = found
 
 
-def _cigars(ops, lengths, run_offsets, runs) -> np.ndarray:
-    """CIGAR strings (an object array) from each row's runs."""
-    letters = _OPS[ops].tobytes().decode()
-    counts = lengths.tolist()
-    out = np.empty(runs.size, dtype=object)
-    for k, (first, count) in enumerate(zip(run_offsets[:-1].tolist(), runs.tolist())):
-        out[k] = "".join(f"{counts[first + r]}{letters[first + r]}" for r in range(count))
-    return out
+@nb.njit(cache=True, nogil=True)
+def _digits(count):
+    digits = 1
+    while count >= 10:
+        count //= 10
+        digits += 1
+    return digits
+
+
+@nb.njit(cache=True, nogil=True)
+def _cigar_texts(ops, lengths, run_offsets, runs, letters):
+    """Each row's runs written as CIGAR text into one byte buffer: (text lengths, bytes)."""
+    text_lengths = np.zeros(runs.size, dtype=np.int64)
+    for k in range(runs.size):
+        for r in range(run_offsets[k], run_offsets[k] + runs[k]):
+            text_lengths[k] += _digits(lengths[r]) + 1
+    data = np.empty(text_lengths.sum(), dtype=np.uint8)
+    at = 0
+    for k in range(runs.size):
+        for r in range(run_offsets[k], run_offsets[k] + runs[k]):
+            count, digits = lengths[r], _digits(lengths[r])
+            for d in range(digits - 1, -1, -1):
+                data[at + d] = 48 + count % 10  # ASCII '0' + the digit
+                count //= 10
+            data[at + digits] = letters[ops[r]]
+            at += digits + 1
+    return text_lengths, data
+
+
+def _cigars(ops, lengths, run_offsets, runs):
+    """The CIGARs (an Arrow ``large_string`` array) of each row's runs: written by numba
+    into one buffer, which Arrow takes as it is (no Python string per row)."""
+    text_lengths, data = _cigar_texts(ops, lengths, run_offsets, runs, _OPS)
+    return arrow_strings(text_lengths, data)
 
 
 def trace(queries, query_rows, targets, target_rows, columns: dict, scoring) -> dict:

@@ -14,6 +14,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,6 +26,11 @@ from .conftest import Scheme, mutate
 BLOSUM = Scheme()
 DNA = Scheme(matrix=None, match=2, mismatch=-3, gap_open=5, gap_extend=2)
 ALIGNMENT = ["cigar", "alignment_length", "matches", "mismatches", "gap_opens", "identity"]
+
+
+def as_list(column) -> list:
+    """A result column's values as Python objects (the CIGARs are an Arrow array)."""
+    return column.to_pylist() if isinstance(column, pa.Array) else column.tolist()
 
 
 def walk(cigar: str, query: str, target: str, scheme: Scheme):
@@ -195,6 +201,31 @@ def test_search_with_alignments_equals_align(protein_queries, protein_db):
         pd.testing.assert_frame_equal(got, expected, check_dtype=False)
 
 
+def test_cigar_column_rows_move_as_arrow():
+    """The ``cigar`` column is Arrow (null: not traced): rows written into it, stacked,
+    taken and turned into the pandas column land where the integer columns' rows do."""
+    from swdask._results import (Alignments, column_array, empty_alignment_columns, put_rows,
+                                 stack_rows, untraced)
+
+    columns = empty_alignment_columns(5)
+    assert untraced(columns["cigar"]).all()
+    put_rows(columns, [3, 1], {"cigar": pa.array(["2=", "1X"], type=pa.large_string()),
+                               "matches": np.array([2, 0])})
+    assert columns["cigar"].to_pylist() == [None, "1X", None, "2=", None]
+    assert columns["matches"].tolist() == [0, 0, 0, 2, 0]
+    assert untraced(columns["cigar"]).tolist() == [True, False, True, False, True]
+    both = stack_rows([columns, columns])
+    assert both["cigar"].to_pylist()[5:] == columns["cigar"].to_pylist()
+    assert both["matches"].tolist() == [0, 0, 0, 2, 0] * 2
+    taken = Alignments({"score": np.arange(5), "cigar": columns["cigar"]},
+                       np.ones(5, dtype=bool), "alignment").take(np.array([3, 3, 1]))
+    assert taken.columns["cigar"].to_pylist() == ["2=", "2=", "1X"]
+    assert taken.columns["score"].tolist() == [3, 3, 1]
+    frame_column = column_array("cigar", columns["cigar"], [False, True, False, False, False])
+    assert frame_column.dtype == "string"
+    assert [None if pd.isna(v) else v for v in frame_column] == [None, None, None, "2=", None]
+
+
 def test_dask_partitions_give_the_same_alignments(protein_queries, protein_db):
     import dask.dataframe as dd
 
@@ -291,7 +322,7 @@ def test_gpu_traceback_equals_cpu_on_real_pairs(kind, protein_queries, protein_d
         gpu = _trace_on(kind, q, rows, t, rows, found, scheme)
         assert int(np.asarray(found.has_hit).sum()) >= min(30, len(queries))
         for name in ALIGNMENT:
-            assert list(gpu.columns[name]) == list(cpu.columns[name]), name
+            assert as_list(gpu.columns[name]) == as_list(cpu.columns[name]), name
 
 
 @pytest.mark.parametrize("kind", GPU_KINDS)
@@ -319,7 +350,7 @@ def test_gpu_traceback_strips_on_one_warp_or_spread(kind, warps_per_multiprocess
     assert len(jobs) == (len(m) if warps_per_multiprocessor == 0 else (-(-m // 256)).sum())
     gpu = _trace_on(kind, q, rows, t, rows, found, DNA)
     for name in ALIGNMENT:
-        assert list(gpu.columns[name]) == list(cpu.columns[name]), name
+        assert as_list(gpu.columns[name]) == as_list(cpu.columns[name]), name
 
 
 @pytest.mark.parametrize("kind", GPU_KINDS)
@@ -344,7 +375,7 @@ def test_gpu_traceback_tie_rule_on_small_dna(kind):
              ("query_start", "query_end", "target_start", "target_end")}
         a = queries[k][c["query_start"]:c["query_end"]]
         b = targets[k][c["target_start"]:c["target_end"]]
-        assert gpu.columns["cigar"][k] == brute_force_path(a, b, scheme)
+        assert gpu.columns["cigar"][k].as_py() == brute_force_path(a, b, scheme)
         checked += 1
     assert checked > 40
 
@@ -366,7 +397,7 @@ def test_gpu_traceback_leaves_oversized_pairs_to_the_cpu(kind, monkeypatch, prot
     assert min(spans) < np.median(spans) < max(spans)
     gpu = _trace_on(kind, q, rows, t, rows, found, BLOSUM)
     for name in ALIGNMENT:
-        assert list(gpu.columns[name]) == list(cpu.columns[name]), name
+        assert as_list(gpu.columns[name]) == as_list(cpu.columns[name]), name
 
 
 @pytest.mark.parametrize("kind", GPU_KINDS)
@@ -438,6 +469,6 @@ def test_gpu_traceback_groups_share_one_buffer_and_survive_out_of_memory(
     with dask.config.set({"swdask.gpu.memory-bytes": free, "swdask.emulation.free-bytes": free}):
         gpu = _trace_on(kind, q, rows, t, rows, found, BLOSUM)
     for name in ALIGNMENT:
-        assert list(gpu.columns[name]) == list(cpu.columns[name]), name
+        assert as_list(gpu.columns[name]) == as_list(cpu.columns[name]), name
     assert len(buffers) == 2 and buffers[1] < buffers[0]  # the second at half the budget
     assert len(launches) >= 2 and len({id(b) for b in launches}) == 1  # one buffer for all

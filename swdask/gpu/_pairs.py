@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._results import (Alignments, best_cell, empty_alignment_columns, empty_cells, finish,
-                        kernel_mode)
+                        kernel_mode, put_rows, stack_rows)
 from .._scoring import substitution_table
 from . import _kernels
 from ._runtime import get_runtime
@@ -436,7 +436,7 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
     the next one is copied (a copy from pageable memory holds the host, not the GPU). With
     ``"alignment"``, each chunk's hits are traced back (:mod:`swdask.gpu._traceback`) on its
     device batch, every chunk's traceback queued before any is read back, so the GPU does
-    not wait for the host between chunks; a hit the GPU leaves (``cigar`` None) is the
+    not wait for the host between chunks; a hit the GPU leaves (``cigar`` null) is the
     engine's to trace on the CPU.
     """
     runtime = get_runtime()
@@ -480,10 +480,13 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
                     if alignment is not None:  # queued: the next chunk's cells come first
                         traces.append((stream, _trace_chunk(runtime, batch, cells, valid,
                                                             first, stop, scoring)))
+            collected = []
             for stream, (rows, traced) in traces:
                 with _on(stream):
-                    for name, values in traced.collect().items():
-                        alignment[name][rows] = values
+                    collected.append((rows, traced.collect()))
+            if collected:  # one move of the rows (Arrow's CIGARs have no scatter)
+                put_rows(alignment, np.concatenate([rows for rows, _ in collected]),
+                         stack_rows([columns for _, columns in collected]))
     found = finish(cells, valid, kernel)
     if alignment is None:
         return found

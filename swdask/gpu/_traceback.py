@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._results import ALIGNMENT_COLUMNS, empty_alignment_columns
+from .._results import (ALIGNMENT_COLUMNS, arrow_strings, empty_alignment_columns, put_rows,
+                        stack_rows)
 from ._kernels import TRACEBACK_NAMES
 from ._runtime import get_runtime, is_out_of_memory
 
@@ -67,7 +68,7 @@ def trace_pairs(batch, query_rows, target_rows, columns: dict, scoring, runtime=
     hits: hit ``k`` aligned query row ``query_rows[k]`` against target row
     ``target_rows[k]`` of ``batch`` (:class:`~swdask.gpu._pairs.DevicePairs`) with the score
     and positions of ``columns`` (host arrays in the API's convention, end-exclusive; every
-    row a hit). Hits left to the CPU (see the module docstring) keep ``cigar`` None."""
+    row a hit). Hits left to the CPU (see the module docstring) keep ``cigar`` null."""
     return launch_traces(batch, query_rows, target_rows, columns, scoring, runtime).collect()
 
 
@@ -154,8 +155,11 @@ class PendingTraces:
 
     def collect(self) -> dict:
         """The alignment columns, read back (the first read waits for the kernels)."""
-        for group, launched in self.groups:
-            found = _read_group(self.runtime, launched)
+        if not self.groups:
+            return self.out
+        groups = [(group, _read_group(self.runtime, launched))
+                  for group, launched in self.groups]
+        for group, found in groups:
             wrong = np.flatnonzero(found["score"] != self.score[group])
             if wrong.size:  # pragma: no cover - a bug, not bad input
                 k = int(wrong[0])
@@ -163,8 +167,9 @@ class PendingTraces:
                     f"internal error: the GPU traceback of a hit scores "
                     f"{int(found['score'][k])} where the alignment scored "
                     f"{int(self.score[group][k])}; please report it with the input")
-            for name in ALIGNMENT_COLUMNS:
-                self.out[name][group] = found[name]
+        put_rows(self.out, np.concatenate([group for group, _ in groups]),
+                 stack_rows([{name: found[name] for name in ALIGNMENT_COLUMNS}
+                             for _, found in groups]))
         self.groups = []
         return self.out
 
@@ -223,17 +228,11 @@ def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, 
 
 def _read_group(runtime, launched) -> dict:
     """The columns of one group of :func:`_launch_group`, read back."""
-    import pyarrow as pa
-
     count, results, packed_offsets, packed = launched
     counts = runtime.to_host(results).reshape(count, _OUT).astype(np.int64)
-    host_offsets = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(counts[:, 1], out=host_offsets[1:])
-    data = runtime.to_host(packed[:int(host_offsets[-1])])
-    cigars = pa.LargeStringArray.from_buffers(count, pa.py_buffer(host_offsets),
-                                              pa.py_buffer(data.tobytes()))
+    data = runtime.to_host(packed[:int(counts[:, 1].sum())])
     columns = counts[:, 5]
-    return {"score": counts[:, 0], "cigar": cigars.to_numpy(zero_copy_only=False),
+    return {"score": counts[:, 0], "cigar": arrow_strings(counts[:, 1], data),
             "alignment_length": columns, "matches": counts[:, 2],
             "mismatches": counts[:, 3], "gap_opens": counts[:, 4],
             "identity": counts[:, 2] / columns}
