@@ -20,8 +20,10 @@ segment); nulls in give nulls out; the output keeps the input's rows, index and 
 Every alignment entry point takes the same keywords: ``matrix``, ``gap_open``,
 ``gap_extend``, ``match``, ``mismatch``, ``on_unknown``, ``positions`` (``True``: start and
 end, ``"end"``, ``False``: score only, ``"alignment"``: also ``cigar`` with ``=``/``X``/``I``/
-``D``, ``I`` a query residue against a gap, and the identity counts) and ``backend``
-(``"auto"``, ``"cpu"``, ``"gpu"``: where the kernels run). ``.sw.search`` adds ``bitscore``
+``D``, ``I`` a query residue against a gap, and the identity counts), ``backend``
+(``"auto"``, ``"cpu"``, ``"gpu"``: where the kernels run) and ``aligned_strings`` (with
+``"alignment"``: also ``query_aligned``/``target_aligned``, the segments with ``-`` against
+gaps). ``.sw.search`` adds ``bitscore``
 and ``evalue`` (``statistics="auto"``: NCBI BLAST's published parameters; ``"search"``: fitted
 to the search's own scores; BLAST's gap cost 11/1 is ``gap_open=12, gap_extend=1`` here).
 

@@ -95,7 +95,7 @@ def align_prepared(query: PreparedQuery, targets, options: Options, names=None):
     encoded, backend, owner, fingerprint, library = column_targets(targets, query.scoring,
                                                                    options)
     result = _engine.align_many(query, encoded, options.mode, backend=backend, owner=owner,
-                                fingerprint=fingerprint)
+                                fingerprint=fingerprint, strings=options.aligned_strings)
     return to_frame(result, library, _index_of(targets), names)
 
 
@@ -109,7 +109,8 @@ def align_pairs_with(queries, targets, options: Options, names=None):
         sequences, backend, _owner, _fingerprint, library = column_targets(
             column, scoring, options, what)
         encoded.append(sequences() if callable(sequences) else sequences)
-    result = _engine.align_pairs(*encoded, scoring, options.mode, backend=backend)
+    result = _engine.align_pairs(*encoded, scoring, options.mode, backend=backend,
+                                 strings=options.aligned_strings)
     return to_frame(result, library, index, names)
 
 

@@ -233,10 +233,11 @@ def get_backend(name: str = "auto", *arrays) -> Backend:
 
 
 def align_many(query: PreparedQuery, targets, mode: str, *, backend: str = "auto",
-               owner=None, fingerprint: tuple = ()) -> Alignments:
+               owner=None, fingerprint: tuple = (), strings: bool = False) -> Alignments:
     """One prepared query against every row of ``targets`` (EncodedSequences, or a callable
     returning them, called only when needed). ``owner``/``fingerprint`` let a backend keep
-    the targets' kernel layout for the next query against the same column (the GPU does)."""
+    the targets' kernel layout for the next query against the same column (the GPU does).
+    With ``strings`` (mode ``"alignment"``), also the aligned strings."""
     residues = None if callable(targets) else targets.residues
     chosen = get_backend(backend, residues)
     found = chosen.one_against_many(query, targets, kernel_mode(mode), owner=owner,
@@ -245,13 +246,17 @@ def align_many(query: PreparedQuery, targets, mode: str, *, backend: str = "auto
         return found
     targets = targets() if callable(targets) else targets
     rows = np.arange(len(targets), dtype=np.int64)
-    return with_alignments(query_column([query]), np.zeros_like(rows), targets, rows,
-                           found, query.scoring, chosen)
+    queries = query_column([query])
+    found = with_alignments(queries, np.zeros_like(rows), targets, rows, found, query.scoring,
+                            chosen)
+    return (with_aligned_strings(queries, np.zeros_like(rows), targets, rows, found,
+                                 query.scoring) if strings else found)
 
 
 def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: Scoring,
-                mode: str, *, backend: str = "auto") -> Alignments:
-    """Row-wise: row ``r`` aligns ``queries[r]`` against ``targets[r]``."""
+                mode: str, *, backend: str = "auto", strings: bool = False) -> Alignments:
+    """Row-wise: row ``r`` aligns ``queries[r]`` against ``targets[r]``; with ``strings``
+    (mode ``"alignment"``), also the aligned strings."""
     if len(queries) != len(targets):
         raise ValueError(f"align_pairs needs as many queries as targets, got {len(queries)} "
                          f"and {len(targets)}")
@@ -260,7 +265,9 @@ def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: S
     if mode != "alignment":
         return found
     rows = np.arange(len(targets), dtype=np.int64)
-    return with_alignments(queries, rows, targets, rows, found, scoring, chosen)
+    found = with_alignments(queries, rows, targets, rows, found, scoring, chosen)
+    return (with_aligned_strings(queries, rows, targets, rows, found, scoring) if strings
+            else found)
 
 
 def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSequences,
@@ -291,3 +298,17 @@ def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSeque
         hit = hit[untraced(traced["cigar"])]
     kept = {name: values for name, values in host.columns.items() if name in COLUMNS}
     return Alignments({**kept, **columns}, host.valid, "alignment")
+
+
+def with_aligned_strings(queries: EncodedSequences, query_rows, targets: EncodedSequences,
+                         target_rows, found: Alignments, scoring: Scoring) -> Alignments:
+    """``found`` (mode ``"alignment"``, every hit traced) with the aligned strings
+    (:data:`~swdask._results.ALIGNED_STRINGS`) of row ``k``: ``queries[query_rows[k]]``
+    against ``targets[target_rows[k]]``; written on the host from the CIGARs."""
+    from . import _traceback
+
+    host = found.to_host()
+    strings = _traceback.aligned_strings(
+        _on_host(queries), np.asarray(host_array(query_rows)), _on_host(targets),
+        np.asarray(host_array(target_rows)), host.columns, scoring)
+    return Alignments({**host.columns, **strings}, host.valid, "alignment")

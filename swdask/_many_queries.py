@@ -31,15 +31,16 @@ import pandas as pd
 from . import _engine
 from ._api import column_targets, is_cudf
 from ._metrics import column_total
-from ._results import (COLUMNS, array_module, column_array, host_array, result_columns,
-                       top_candidates)
+from ._results import (COLUMNS, TEXT_COLUMNS, array_module, column_array, host_array,
+                       result_columns, top_candidates)
 from ._scoring import ScoringError
 from ._sequences import EncodedSequences, SequenceError, prepare_query, query_column
 from ._statistics import SCORE_BINS, KarlinAltschul, blast_parameters, fit_scores, score_summary
 from ._timing import stage
 
 def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "auto",
-                   owner=None, fingerprint: tuple = (), summaries: bool = False) -> dict:
+                   owner=None, fingerprint: tuple = (), summaries: bool = False,
+                   strings: bool = False) -> dict:
     """The ``top`` best hits of each prepared query in ``queries`` against ``targets``
     (EncodedSequences, or a callable giving them): host arrays by name, ``query`` (number in
     ``queries``), ``row`` (in ``targets``), then ``mode``'s result columns (API conventions),
@@ -47,6 +48,7 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     for the GPU layout cache (without them the layout is kept for this batch only). With
     ``summaries``, also ``score_counts`` and ``length_sums`` (``queries x SCORE_BINS``): each
     query's :func:`~swdask._statistics.score_summary` over every row, for fitted statistics.
+    With ``strings`` (mode ``"alignment"``), also the hits' aligned strings.
 
     Every query scans the column for scores and end cells; its ``top`` rows stay where the
     scan ran. Start positions (mode ``"full"``), and the alignments (``"alignment"``), then
@@ -58,7 +60,7 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     chosen = _engine.get_backend(backend, encoded.residues)
     if owner is None:  # keep the layout for this batch: it dies with ``encoded``
         owner, fingerprint = encoded, ("batch",)
-    names = ("query", "row") + result_columns(mode) + (
+    names = ("query", "row") + result_columns(mode, strings) + (
         ("target_length",) if mode == "alignment" else ())
     found = {name: np.zeros(0, dtype=np.int64) for name in names}
     lengths = usable = None
@@ -110,15 +112,15 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
             with stage("positions" if mode == "full" else "alignments"):
                 hits = _engine.align_pairs(query_column(queries).take(query_of_hit),
                                            encoded.take(rows), queries[0].scoring, mode,
-                                           backend=chosen.name).to_host()
+                                           backend=chosen.name, strings=strings).to_host()
             columns = hits.columns
         else:
             columns = {name: np.asarray(host_array(xp.concatenate([s.columns[name]
                                                               for s in scanned])))[keep]
                        for name in result_columns(mode)}
     found.update({"query": query_of_hit, "row": rows})
-    found.update({name: columns[name] if name == "cigar" else np.asarray(columns[name])
-                  for name in result_columns(mode)})
+    found.update({name: columns[name] if name in TEXT_COLUMNS else np.asarray(columns[name])
+                  for name in result_columns(mode, strings)})
     if mode == "alignment":
         lengths = encoded.offsets[1:] - encoded.offsets[:-1]
         found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]
@@ -202,7 +204,8 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
     targets, backend, owner, fingerprint, _library = column_targets(column, options.scoring,
                                                                     options)
     found = search_encoded(queries, targets, top, options.mode, backend=backend, owner=owner,
-                           fingerprint=fingerprint, summaries=summaries)
+                           fingerprint=fingerprint, summaries=summaries,
+                           strings=options.aligned_strings)
     rows = found["row"]
     labels = column.index.take(rows) if hasattr(column, "index") else pd.Index(rows)
     if is_cudf(labels):
@@ -211,7 +214,7 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
         "query_id": pd.Series(np.asarray(ids, dtype=object)[found["query"]], dtype=object),
         "target_index": np.asarray(labels),
         **{name: column_array(name, found[name], np.zeros(len(rows), dtype=bool))
-           for name in result_columns(options.mode)},
+           for name in options.columns},
         "_query": found["query"], "_partition": np.full(len(rows), partition, np.int64),
         "_row": rows})
     if options.mode == "alignment":  # BLAST's slen, SAM's @SQ LN: the hit row's length
@@ -245,6 +248,12 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
             "_residues": pd.array([residues], dtype="Int64"),
             "_sequences": pd.array([sequences], dtype="Int64")}))
     if extra:
+        first_label = column.index[:1] if hasattr(column, "index") else pd.Index([0])
+        first_label = np.asarray(first_label.to_pandas() if is_cudf(first_label) else
+                                 first_label)
+        for rows in extra:  # carriers, not hits (rank_hits drops them): a label of the
+            if first_label.size:  # index's type keeps target_index's dtype (no float NaN)
+                rows["target_index"] = np.repeat(first_label, len(rows))
         frame = pd.concat([frame] + [rows.astype({c: frame[c].dtype for c in rows.columns})
                                      for rows in extra], ignore_index=True)
     return frame

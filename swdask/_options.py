@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ._results import position_mode, result_columns
 from ._scoring import Scoring, make_scoring
 
@@ -32,6 +34,8 @@ SCORING_DOC = """
             ``identity``; traced on the CPU).
         backend: where the kernels run: ``"auto"`` (the GPU when the sequences are on it, as
             in a cuDF column; else the CPU), ``"cpu"`` (numba) or ``"gpu"`` (CUDA via CuPy).
+        aligned_strings: with ``positions="alignment"``, also the gapped strings
+            ``query_aligned`` and ``target_aligned`` (BLAST's qseq and sseq).
 """
 
 RESULT_DOC = """
@@ -54,6 +58,11 @@ RESULT_DOC = """
         the end backwards, a substitution is preceded by a substitution before an ``I`` before
         a ``D``; an ``I`` by a substitution (gap opened) before an ``I`` (extended) before a
         ``D``; a ``D`` by a substitution before a ``D`` before an ``I``.
+
+        With ``aligned_strings=True`` too: ``query_aligned`` and ``target_aligned``, the two
+        segments as the alignment lays them out, ``alignment_length`` characters each: a
+        residue as the letter it was scored as (upper case; a letter outside the alphabet
+        as ``X``, or ``N`` for DNA), ``-`` against a gap. Null where the score is 0.
 """
 
 
@@ -73,23 +82,32 @@ def check_backend(backend) -> str:
 @dataclass(frozen=True, eq=False)
 class Options:
     """One call's options: ``scoring`` (a :class:`~swdask.Scoring`), ``mode`` (``"full"``,
-    ``"end"`` or ``"none"``: what is computed, see :mod:`swdask._results`) and ``backend``
-    (``"auto"``, ``"cpu"`` or ``"gpu"``)."""
+    ``"end"``, ``"none"`` or ``"alignment"``: what is computed, see
+    :mod:`swdask._results`), ``backend`` (``"auto"``, ``"cpu"`` or ``"gpu"``) and
+    ``aligned_strings`` (mode ``"alignment"``: the gapped strings too)."""
 
     scoring: Scoring
     mode: str = "full"
     backend: str = "auto"
+    aligned_strings: bool = False
 
     @classmethod
     def parse(cls, matrix="BLOSUM62", *, gap_open=11, gap_extend=1, match=None, mismatch=None,
-              on_unknown="substitute", positions=True, backend="auto") -> "Options":
+              on_unknown="substitute", positions=True, backend="auto",
+              aligned_strings=False) -> "Options":
         """Validate the public keyword arguments (raising ``ValueError``/``ScoringError``
         naming the parameter) and build the options."""
         scoring = make_scoring(matrix, gap_open=gap_open, gap_extend=gap_extend, match=match,
                                mismatch=mismatch, on_unknown=on_unknown)
-        return cls(scoring, position_mode(positions), check_backend(backend))
+        mode = position_mode(positions)
+        if not isinstance(aligned_strings, (bool, np.bool_)):
+            raise ValueError(f"aligned_strings must be True or False, got {aligned_strings!r}")
+        if aligned_strings and mode != "alignment":
+            raise ValueError("aligned_strings=True needs positions='alignment' (the strings "
+                             "are written from the alignment's CIGAR)")
+        return cls(scoring, mode, check_backend(backend), bool(aligned_strings))
 
     @property
     def columns(self) -> tuple[str, ...]:
         """The result columns these options produce, in order."""
-        return result_columns(self.mode)
+        return result_columns(self.mode, self.aligned_strings)

@@ -24,7 +24,8 @@ index, then the smallest query index; the start is the one nearest that end (lar
 start, then largest query start), found by scoring the reversed prefixes from the end cell.
 
 The ``cigar`` column is an Arrow ``large_string`` array (null: no CIGAR, the mark of a hit
-not traced yet), every other column a NumPy or CuPy array: the CIGARs come as one text buffer
+not traced yet), as are the aligned strings (:data:`TEXT_COLUMNS`), every other column a
+NumPy or CuPy array: the CIGARs come as one text buffer
 and its offsets from both tracebacks, and Arrow keeps them so down to the pandas column
 (pandas' ``string`` dtype is Arrow-backed), with no Python string per row. On an AVX2 2-core
 machine, 100,000 CIGARs went from the Arrow array through Python strings into the column in
@@ -48,6 +49,11 @@ COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
 #: holds): a string, four counts and a fraction.
 ALIGNMENT_COLUMNS = ("cigar", "alignment_length", "matches", "mismatches", "gap_opens",
                      "identity")
+#: What ``aligned_strings=True`` adds to mode ``"alignment"``: the gapped strings of the
+#: aligned segments (:func:`swdask._traceback.aligned_strings`).
+ALIGNED_STRINGS = ("query_aligned", "target_aligned")
+#: The columns held as Arrow ``large_string`` arrays (the others are NumPy or CuPy arrays).
+TEXT_COLUMNS = ("cigar",) + ALIGNED_STRINGS
 _COLUMNS_OF = {
     "none": ("score",),
     "end": ("score", "query_end", "target_end"),
@@ -77,10 +83,11 @@ def kernel_mode(mode: str) -> str:
     return "full" if mode == "alignment" else mode
 
 
-def result_columns(mode: str) -> tuple[str, ...]:
+def result_columns(mode: str, strings: bool = False) -> tuple[str, ...]:
     """The columns a call in ``mode`` returns, in order (``mode`` as :func:`position_mode`
-    gives it; a ``positions=`` value is accepted too)."""
-    return _COLUMNS_OF[position_mode(mode)]
+    gives it; a ``positions=`` value is accepted too), with ``strings`` (mode
+    ``"alignment"`` only) the :data:`ALIGNED_STRINGS` last."""
+    return _COLUMNS_OF[position_mode(mode)] + (ALIGNED_STRINGS if strings else ())
 
 
 def array_module(array):
@@ -178,12 +185,12 @@ def untraced(cigar) -> np.ndarray:
 
 def column_array(name: str, values, missing):
     """One result column as a pandas array, null where ``missing``: ``Int64`` for scores,
-    positions and counts, ``string`` for the CIGAR (Arrow-backed), ``Float64`` for the
-    identity."""
+    positions and counts, ``string`` (Arrow-backed) for the CIGAR and the aligned strings,
+    ``Float64`` for the identity."""
     import pandas as pd
 
     missing = np.asarray(missing, dtype=bool)
-    if name == "cigar":
+    if name in TEXT_COLUMNS:
         import pyarrow.compute as pc
 
         if not isinstance(values, pa.Array):
@@ -254,7 +261,7 @@ class Alignments:
         return int(self.valid.shape[0])
 
     def __getattr__(self, name):
-        if name in COLUMNS + ALIGNMENT_COLUMNS:  # None when the mode has no such column
+        if name in COLUMNS + ALIGNMENT_COLUMNS + ALIGNED_STRINGS:  # None when not computed
             return self.__dict__["columns"].get(name)
         raise AttributeError(name)
 
@@ -315,7 +322,8 @@ class Alignments:
         return frame
 
 
-__all__ = ["ALIGNMENT_COLUMNS", "Alignments", "COLUMNS", "MODES", "arrow_strings", "best_cell",
-           "column_array", "empty_alignment_columns", "empty_cells", "finish", "host_array",
-           "kernel_mode", "position_mode", "put_rows", "result_columns", "stack_rows",
-           "top_candidates", "untraced"]
+__all__ = ["ALIGNED_STRINGS", "ALIGNMENT_COLUMNS", "Alignments", "COLUMNS", "MODES",
+           "TEXT_COLUMNS", "arrow_strings", "best_cell", "column_array",
+           "empty_alignment_columns", "empty_cells", "finish", "host_array", "kernel_mode",
+           "position_mode", "put_rows", "result_columns", "stack_rows", "top_candidates",
+           "untraced"]

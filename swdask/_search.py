@@ -40,7 +40,7 @@ from ._fasta import expand_paths, parse_blocksize
 from ._api import OPTION_PARAMETERS
 from ._many_queries import check_top, prepare_queries
 from ._options import Options
-from ._results import ALIGNMENT_COLUMNS
+from ._results import ALIGNED_STRINGS, ALIGNMENT_COLUMNS
 
 #: Columns of the hits table, in order. Positions are 0-based and end-exclusive:
 #: query[query_start:query_end] and target[target_start:target_end] are the aligned segments.
@@ -104,7 +104,7 @@ def hits_table(hits: pd.DataFrame) -> pd.DataFrame:
                           "target_description": strings})
     columns = list(HIT_COLUMNS)
     columns[4:4] = [c for c in _STATISTICS_COLUMNS if c in table.columns]
-    columns[-1:-1] = [c for c in ALIGNMENT_COLUMNS + ("target_length",)
+    columns[-1:-1] = [c for c in ALIGNMENT_COLUMNS + ALIGNED_STRINGS + ("target_length",)
                       if c in table.columns]
     return table[columns].reset_index(drop=True)
 
@@ -211,11 +211,15 @@ def blast6_table(hits: pd.DataFrame) -> pd.DataFrame:
         "bitscore": [f"{v:.1f}" for v in hits["bitscore"]]})
 
 
-def check_format(fmt: str, scoring_options: dict) -> None:
-    """Refuse, before any work, a format the scoring cannot give: SAM is for DNA reads."""
+def check_format(fmt: str, scoring_options: dict, aligned_strings: bool = False) -> None:
+    """Refuse, before any work, a format the scoring cannot give (SAM is for DNA reads) or
+    that has no room for the aligned strings (BLAST's 12 columns, SAM's fields)."""
     if fmt == "sam" and scoring_options.get("matrix") is not None:
         raise ValueError("--format sam writes DNA reads aligned to references: pass --dna "
                          "(protein hits go to tsv, parquet or blast6)")
+    if aligned_strings and fmt in ("blast6", "sam"):
+        raise ValueError(f"--aligned-strings adds columns to tsv, csv or parquet output; "
+                         f"--format {fmt} has fixed fields (drop one of the two)")
 
 
 def sam_text(hits: pd.DataFrame, queries: pd.DataFrame, command: str = "") -> str:
@@ -320,7 +324,8 @@ def _lazy_search(database_path, queries, top, options, backend, blocksize, threa
         database = database.repartition(npartitions=gpus)
     return database.sw.search(queries, top=top, column="sequence", keep=("id", "description"),
                               statistics=statistics, matrix=options.scoring,
-                              positions=options.mode, backend=options.backend)
+                              positions=options.mode, backend=options.backend,
+                              aligned_strings=options.aligned_strings)
 
 
 def check_database(paths) -> None:

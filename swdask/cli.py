@@ -22,7 +22,8 @@ output columns (tsv, csv, parquet): query_id, rank (1 = best), target_id, score,
 evalue (for matrices and gap costs NCBI BLAST publishes parameters for), query_start,
 query_end, target_start, target_end (0-based, end-exclusive: target[target_start:target_end]
 is the aligned segment), with --alignment cigar, alignment_length, matches, mismatches,
-gap_opens, identity, then target_description. Hits are ranked by score, ties by the target's
+gap_opens, identity, with --aligned-strings also query_aligned and target_aligned (the
+segments with '-' against gaps, BLAST's qseq and sseq), then target_description. Hits are ranked by score, ties by the target's
 order in the database; targets scoring 0 are not hits.
 
 --format blast6 (or -o *.m8 / *.blast6) writes BLAST's 12 tabular columns: qseqid sseqid
@@ -65,6 +66,9 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--alignment", action="store_true",
                         help="trace every hit back: cigar, alignment_length, matches, "
                              "mismatches, gap_opens, identity (implied by blast6)")
+    search.add_argument("--aligned-strings", action="store_true",
+                        help="also the gapped strings query_aligned and target_aligned "
+                             "(implies --alignment; tsv, csv or parquet output)")
     search.add_argument("--evalue", type=float, metavar="MAX",
                         help="keep only hits with an E-value of at most MAX (needs E-values: "
                              "a scoring with published statistics, or --statistics search)")
@@ -221,10 +225,11 @@ def _search_command(args, parser, argv) -> int:
     try:
         check_output(args.output)
         fmt = output_format(args.output, args.format)
-        check_format(fmt, options)
+        check_format(fmt, options, args.aligned_strings)
         scoring = Options.parse(**options).scoring  # a bad scoring fails here, named
         statistics = check_statistics(fmt, args.evalue, scoring, args.statistics)
-        positions = "alignment" if args.alignment or fmt in ("blast6", "sam") else True
+        positions = ("alignment" if args.alignment or args.aligned_strings
+                     or fmt in ("blast6", "sam") else True)
         queries = args.queries
         if fmt == "sam" or args.strip_gaps:  # read here: SAM writes the reads
             with phases("queries"):
@@ -233,7 +238,8 @@ def _search_command(args, parser, argv) -> int:
                       n_workers=args.workers, scheduler=args.scheduler,
                       progress=not args.no_progress, backend=args.backend, phases=phases,
                       positions=positions, statistics=statistics, evalue=args.evalue,
-                      strip_gaps=args.strip_gaps, **options)
+                      strip_gaps=args.strip_gaps, aligned_strings=args.aligned_strings,
+                      **options)
         with phases("write"):
             write_hits(hits, args.output, fmt,
                        queries=queries if fmt == "sam" else None,

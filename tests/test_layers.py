@@ -108,7 +108,7 @@ def test_settings_are_read_in_one_place():
 
 
 OPTION_NAMES = ["matrix", "gap_open", "gap_extend", "match", "mismatch", "on_unknown",
-                "positions", "backend"]
+                "positions", "backend", "aligned_strings"]
 
 
 @pytest.mark.parametrize("method", [

@@ -81,6 +81,21 @@ def test_ids_from_series_and_frames(database, queries):
     assert as_tuples(series_hits) == as_tuples(database.sw.search(queries[:2], top=3))
 
 
+@pytest.mark.parametrize("statistics", [None, "auto", "search"])
+def test_target_index_keeps_the_index_dtype(database, queries, statistics):
+    """The partitions' carrier rows (score summaries, totals) leave no float NaN behind:
+    ``target_index`` has the database index's dtype, so a merge on it is exact."""
+    by_label = database.set_axis([f"row{k}" for k in range(len(database))])
+    for frame in (database, by_label):
+        hits = frame.sw.search(queries[:2], top=3, statistics=statistics)
+        assert hits["target_index"].dtype == frame.index.dtype
+        assert hits["target_index"].isin(frame.index).all()
+        lazy = dd.from_pandas(frame, npartitions=3).sw.search(queries[:2], top=3,
+                                                               statistics=statistics)
+        with dask.config.set(scheduler="sync"):
+            assert lazy.compute()["target_index"].dtype == frame.index.dtype
+
+
 def test_no_hits_top_beyond_the_database_and_one_query():
     dna = dict(matrix=None, match=2, mismatch=-3, gap_open=5, gap_extend=2)
     db = pd.Series(["CCCC", None, "", "ACGA", "GGAC"])

@@ -100,9 +100,16 @@ def test_blast6_output(tmp_path):
     assert table.shape[1] == 12
     full = tmp_path / "hits.tsv"
     assert main(["search", str(QUERIES), str(DB), "-o", str(full), "--gap-open", "12",
-                 "--top", "3", "--no-progress", "--alignment", "--workers", "1"]) == 0
+                 "--top", "3", "--no-progress", "--aligned-strings", "--workers", "1"]) == 0
     hits = pd.read_csv(full, sep="\t", keep_default_na=False)
     assert len(hits) == len(table)
+    # --aligned-strings implies --alignment; the strings lay out the CIGAR's columns
+    for hit in hits.itertuples():
+        top, bottom = hit.query_aligned, hit.target_aligned
+        assert len(top) == len(bottom) == hit.alignment_length
+        assert sum(a == b for a, b in zip(top, bottom)) == hit.matches
+        assert len(top.replace("-", "")) == hit.query_end - hit.query_start
+        assert len(bottom.replace("-", "")) == hit.target_end - hit.target_start
     assert (table[0] == hits["query_id"]).all() and (table[1] == hits["target_id"]).all()
     assert np.allclose(table[2], 100 * hits["identity"], atol=5e-4)
     assert (table[3] == hits["alignment_length"]).all()
@@ -129,6 +136,7 @@ def test_evalue_filter(tmp_path):
     (["--dna", "--evalue", "1"], "needs E-values"),
     (["--gap-open", "3", "--evalue", "1"], "no statistics for BLOSUM62"),
     (["--format", "parquet"], "standard output"),
+    (["--aligned-strings", "--format", "blast6"], "has fixed fields"),
 ])
 def test_bad_combinations_fail_before_any_work(extra, message, capsys):
     assert main(["search", str(QUERIES), str(DB), "--no-progress", *extra]) == 1

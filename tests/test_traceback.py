@@ -26,6 +26,7 @@ from .conftest import Scheme, mutate
 BLOSUM = Scheme()
 DNA = Scheme(matrix=None, match=2, mismatch=-3, gap_open=5, gap_extend=2)
 ALIGNMENT = ["cigar", "alignment_length", "matches", "mismatches", "gap_opens", "identity"]
+STRINGS = ["query_aligned", "target_aligned"]
 
 
 def as_list(column) -> list:
@@ -63,13 +64,15 @@ def walk(cigar: str, query: str, target: str, scheme: Scheme):
 
 
 def check_rows(frame: pd.DataFrame, queries, targets, scheme: Scheme, biopython=True):
-    """Every row's alignment against the references (see the module docstring)."""
-    assert list(frame.columns[-len(ALIGNMENT):]) == ALIGNMENT
+    """Every row's alignment against the references (see the module docstring); the aligned
+    strings too where the frame has them (``aligned_strings=True``)."""
+    strings = [c for c in STRINGS if c in frame.columns]
+    assert list(frame.columns[-len(ALIGNMENT) - len(strings):]) == ALIGNMENT + strings
     traced = 0
     for k, (query, target) in enumerate(zip(queries, targets)):
         row = frame.iloc[k]
         if pd.isna(row["score"]) or row["score"] == 0:
-            assert all(pd.isna(row[c]) for c in ALIGNMENT)
+            assert all(pd.isna(row[c]) for c in ALIGNMENT + strings)
             continue
         a = scheme.canonical(query)[row["query_start"]:row["query_end"]]
         b = scheme.canonical(target)[row["target_start"]:row["target_end"]]
@@ -82,6 +85,8 @@ def check_rows(frame: pd.DataFrame, queries, targets, scheme: Scheme, biopython=
             columns, matches, gaps)
         assert row["mismatches"] == columns - matches - top.count("-") - bottom.count("-")
         assert row["identity"] == pytest.approx(matches / columns)
+        if strings:  # the CIGAR walked over the canonical letters, '-' against gaps
+            assert (row["query_aligned"], row["target_aligned"]) == (top, bottom), k
         if biopython:
             alignments = scheme.global_aligner.align(a, b)
             assert alignments.score == row["score"]
@@ -94,8 +99,9 @@ def check_rows(frame: pd.DataFrame, queries, targets, scheme: Scheme, biopython=
 def test_real_proteins_each_query(protein_queries, protein_db):
     targets = protein_db.iloc[:120]
     traced = 0
-    for _, query in protein_queries[:3]:
-        frame = targets.sw.align(query, positions="alignment", **BLOSUM.options)
+    for number, (_, query) in enumerate(protein_queries[:3]):
+        frame = targets.sw.align(query, positions="alignment", aligned_strings=number == 0,
+                                 **BLOSUM.options)
         assert frame.index.equals(targets.index)
         traced += check_rows(frame, [query] * len(targets), targets.tolist(), BLOSUM)
     assert traced > 300
@@ -110,10 +116,14 @@ def test_dna_pairs_with_gaps(dna_region):
         queries.append(piece)
         targets.append(mutate(piece, rng, 0.15, "ACGT"))
     queries[3], targets[4] = None, ""
+    queries[5] = queries[5].lower().replace("t", "u")  # read as upper case, U as T
     frame = pd.DataFrame({"query": queries, "target": targets}).sw.align_pairs(
-        positions="alignment", **DNA.options)
+        positions="alignment", aligned_strings=True, **DNA.options)
     assert frame["cigar"].str.contains("I").any() and frame["cigar"].str.contains("D").any()
     assert check_rows(frame, [q or "" for q in queries], targets, DNA) == 58
+    plain = pd.DataFrame({"query": queries, "target": targets}).sw.align_pairs(
+        positions="alignment", **DNA.options)
+    pd.testing.assert_frame_equal(frame[list(plain.columns)], plain)
 
 
 def brute_force_path(a: str, b: str, scheme: Scheme) -> str:
@@ -189,13 +199,15 @@ def test_tie_rule_on_small_dna(query, target, scores):
 def test_search_with_alignments_equals_align(protein_queries, protein_db):
     frame = pd.DataFrame({"sequence": protein_db.iloc[:150].tolist()})
     queries = [q for _, q in protein_queries[:2]]
-    hits = frame.sw.search(queries, top=5, positions="alignment", **BLOSUM.options)
-    assert list(hits.columns[-len(ALIGNMENT) - 1:]) == ALIGNMENT + ["target_length"]
+    hits = frame.sw.search(queries, top=5, positions="alignment", aligned_strings=True,
+                           **BLOSUM.options)
+    assert list(hits.columns[-len(ALIGNMENT) - 3:]) == ALIGNMENT + STRINGS + ["target_length"]
     assert (hits["target_length"] == frame["sequence"].str.len()[hits["target_index"]]
             .to_numpy()).all()
     for number, query in enumerate(queries):
         mine = hits[hits["query_id"] == number]
-        full = frame["sequence"].sw.align(query, positions="alignment", **BLOSUM.options)
+        full = frame["sequence"].sw.align(query, positions="alignment", aligned_strings=True,
+                                          **BLOSUM.options)
         expected = full.loc[mine["target_index"]].reset_index(drop=True)
         got = mine[list(expected.columns)].reset_index(drop=True)
         pd.testing.assert_frame_equal(got, expected, check_dtype=False)
@@ -231,10 +243,22 @@ def test_dask_partitions_give_the_same_alignments(protein_queries, protein_db):
 
     series = protein_db.iloc[:90].reset_index(drop=True)
     query = protein_queries[0][1]
-    want = series.sw.align(query, positions="alignment", **BLOSUM.options)
-    got = dd.from_pandas(series, npartitions=3).sw.align(
-        query, positions="alignment", **BLOSUM.options).compute(scheduler="sync")
-    pd.testing.assert_frame_equal(got, want)
+    want = series.sw.align(query, positions="alignment", aligned_strings=True,
+                           **BLOSUM.options)
+    lazy = dd.from_pandas(series, npartitions=3).sw.align(
+        query, positions="alignment", aligned_strings=True, **BLOSUM.options)
+    assert list(lazy.columns) == list(want.columns)
+    pd.testing.assert_frame_equal(lazy.compute(scheduler="sync"), want)
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(aligned_strings=True), "needs positions='alignment'"),
+    (dict(aligned_strings=True, positions="end"), "needs positions='alignment'"),
+    (dict(aligned_strings="yes", positions="alignment"), "must be True or False"),
+])
+def test_aligned_strings_options_are_checked(options, message):
+    with pytest.raises(ValueError, match=message):
+        pd.Series(["ACDE"]).sw.align("ACDE", **options)
 
 
 @pytest.mark.parametrize("max_cells", [1, 50, 700])
@@ -420,11 +444,11 @@ def test_gpu_pairs_and_search_with_alignments_equal_cpu(kind, protein_queries, p
     database = pd.DataFrame({"sequence": protein_db.iloc[:60].tolist()})
     queries = [q for _, q in protein_queries[:3]]
     want_hits = database.sw.search(queries, top=4, positions="alignment", backend="cpu",
-                                   **BLOSUM.options)
+                                   aligned_strings=True, **BLOSUM.options)
     with _gpu_runtime(kind):
         got = frame.sw.align_pairs(positions="alignment", backend="gpu", **DNA.options)
         got_hits = database.sw.search(queries, top=4, positions="alignment", backend="gpu",
-                                      **BLOSUM.options)
+                                      aligned_strings=True, **BLOSUM.options)
     pd.testing.assert_frame_equal(got, want)
     pd.testing.assert_frame_equal(got_hits, want_hits)
 
