@@ -483,8 +483,10 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
             collected = []
             for stream, (rows, traced) in traces:
                 with _on(stream):
-                    collected.append((rows, traced.collect()))
-            if collected:  # one move of the rows (Arrow's CIGARs have no scatter)
+                    hits, columns = traced.collect_traced()
+                if hits.size:
+                    collected.append((rows[hits], columns))
+            if collected:  # one move of every chunk's rows (Arrow's CIGARs have no scatter)
                 put_rows(alignment, np.concatenate([rows for rows, _ in collected]),
                          stack_rows([columns for _, columns in collected]))
     found = finish(cells, valid, kernel)

@@ -155,10 +155,21 @@ class PendingTraces:
 
     def collect(self) -> dict:
         """The alignment columns, read back (the first read waits for the kernels)."""
-        if not self.groups:
-            return self.out
+        rows, columns = self.collect_traced()
+        if rows.size:
+            put_rows(self.out, rows, columns)
+        return self.out
+
+    def collect_traced(self) -> tuple:
+        """``(rows, columns)``: the traced hits' numbers (in the hits :func:`launch_traces`
+        was given) and their alignment columns, in that order; hits left to the CPU are
+        not among them. Read back, the first read waiting for the kernels; nothing moved
+        into place (the caller moves all of a call's rows at once: Arrow has no scatter)."""
         groups = [(group, _read_group(self.runtime, launched))
                   for group, launched in self.groups]
+        self.groups = []
+        if not groups:
+            return np.zeros(0, dtype=np.int64), {}
         for group, found in groups:
             wrong = np.flatnonzero(found["score"] != self.score[group])
             if wrong.size:  # pragma: no cover - a bug, not bad input
@@ -167,11 +178,9 @@ class PendingTraces:
                     f"internal error: the GPU traceback of a hit scores "
                     f"{int(found['score'][k])} where the alignment scored "
                     f"{int(self.score[group][k])}; please report it with the input")
-        put_rows(self.out, np.concatenate([group for group, _ in groups]),
-                 stack_rows([{name: found[name] for name in ALIGNMENT_COLUMNS}
-                             for _, found in groups]))
-        self.groups = []
-        return self.out
+        return (np.concatenate([group for group, _ in groups]),
+                stack_rows([{name: found[name] for name in ALIGNMENT_COLUMNS}
+                            for _, found in groups]))
 
 
 def _jobs(m: np.ndarray, fill_warps: int) -> np.ndarray:
