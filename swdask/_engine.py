@@ -305,10 +305,10 @@ def with_aligned_strings(queries: EncodedSequences, query_rows, targets: Encoded
     """``found`` (mode ``"alignment"``, every hit traced) with the aligned strings
     (:data:`~swdask._results.ALIGNED_STRINGS`) of row ``k``: ``queries[query_rows[k]]``
     against ``targets[target_rows[k]]``; written on the host from the CIGARs."""
-    from . import _traceback
+    from ._aligned import aligned_strings
 
     host = found.to_host()
-    strings = _traceback.aligned_strings(
+    strings = aligned_strings(
         _on_host(queries), np.asarray(host_array(query_rows)), _on_host(targets),
         np.asarray(host_array(target_rows)), host.columns, scoring)
     return Alignments({**host.columns, **strings}, host.valid, "alignment")

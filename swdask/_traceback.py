@@ -45,7 +45,7 @@ import numba as nb
 import numpy as np
 
 from . import _settings
-from ._results import ALIGNED_STRINGS, arrow_strings, untraced
+from ._results import arrow_strings
 
 #: The letters of the ops 0-3.
 _OPS = np.frombuffer(b"=XID", dtype=np.uint8)
@@ -318,83 +318,4 @@ def trace(queries, query_rows, targets, target_rows, columns: dict, scoring) -> 
     out["mismatches"] = found["mismatches"]
     out["gap_opens"] = found["gap_opens"]
     out["identity"] = found["matches"] / found["columns"]
-    return out
-
-
-@nb.njit(cache=True, nogil=True)
-def _write_aligned(cigar_data, cigar_offsets, traced, query_residues, query_offsets,
-                   query_rows, query_start, target_residues, target_offsets, target_rows,
-                   target_start, letters, text_offsets, query_text, target_text):
-    """Each traced row's CIGAR walked over its segments: a letter per residue, ``-``
-    against a gap, into the two texts at ``text_offsets``."""
-    gap = 45  # ASCII '-'
-    for k in range(traced.size):
-        if not traced[k]:
-            continue
-        i = query_offsets[query_rows[k]] + query_start[k]
-        j = target_offsets[target_rows[k]] + target_start[k]
-        at = text_offsets[k]
-        count = 0
-        for p in range(cigar_offsets[k], cigar_offsets[k + 1]):
-            op = cigar_data[p]
-            if 48 <= op <= 57:  # a digit of the run's length
-                count = count * 10 + op - 48
-                continue
-            for _ in range(count):
-                if op == 73:  # 'I': a query residue against a gap in the target
-                    query_text[at] = letters[query_residues[i]]
-                    target_text[at] = gap
-                    i += 1
-                elif op == 68:  # 'D': a target residue against a gap in the query
-                    query_text[at] = gap
-                    target_text[at] = letters[target_residues[j]]
-                    j += 1
-                else:  # '=' or 'X'
-                    query_text[at] = letters[query_residues[i]]
-                    target_text[at] = letters[target_residues[j]]
-                    i += 1
-                    j += 1
-                at += 1
-            count = 0
-
-
-def aligned_strings(queries, query_rows, targets, target_rows, columns: dict,
-                    scoring) -> dict:
-    """The gapped strings of traced rows (:data:`~swdask._results.ALIGNED_STRINGS`, Arrow
-    ``large_string`` arrays, null where ``cigar`` is): row ``k`` aligned
-    ``queries[query_rows[k]]`` (EncodedSequences on the host) against
-    ``targets[target_rows[k]]``, with the positions and the ``cigar`` and
-    ``alignment_length`` of ``columns``. Both strings are ``alignment_length`` long, the
-    residues written as the letters of the scoring's alphabet they were scored as (upper
-    case; a letter outside it as ``X`` or ``N``), ``-`` against a gap: BLAST's qseq and
-    sseq. Numba, as the traceback: one pass over the CIGARs' text, no Python per row."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    cigar = columns["cigar"].cast(pa.large_string())  # int64 offsets, read below
-    count = len(cigar)
-    traced = ~untraced(cigar)
-    lengths = np.where(traced, np.asarray(columns["alignment_length"], dtype=np.int64), 0)
-    offsets = np.zeros(count + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    texts = [np.empty(int(offsets[-1]), dtype=np.uint8) for _ in range(2)]
-    if traced.any():
-        buffers = cigar.buffers()
-        cigar_offsets = np.frombuffer(buffers[1], dtype=np.int64)[
-            cigar.offset:cigar.offset + count + 1]
-        cigar_data = np.frombuffer(buffers[2], dtype=np.uint8)
-        _write_aligned(cigar_data, cigar_offsets, traced, np.asarray(queries.residues),
-                       np.asarray(queries.offsets, dtype=np.int64),
-                       np.asarray(query_rows, dtype=np.int64),
-                       np.asarray(columns["query_start"], dtype=np.int64),
-                       np.asarray(targets.residues), np.asarray(targets.offsets, dtype=np.int64),
-                       np.asarray(target_rows, dtype=np.int64),
-                       np.asarray(columns["target_start"], dtype=np.int64),
-                       np.frombuffer(scoring.alphabet.encode("ascii"), dtype=np.uint8),
-                       offsets, texts[0], texts[1])
-    out = {}
-    for name, text in zip(ALIGNED_STRINGS, texts):
-        strings = arrow_strings(lengths, text)
-        out[name] = (strings if traced.all() else
-                     pc.if_else(pa.array(traced), strings, pa.scalar(None, strings.type)))
     return out
