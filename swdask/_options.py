@@ -31,7 +31,7 @@ SCORING_DOC = """
         positions: ``True`` for start and end positions, ``"end"`` for ends only, ``False`` for
             the score only, ``"alignment"`` for start and end and the alignment itself
             (``cigar``, ``alignment_length``, ``matches``, ``mismatches``, ``gap_opens``,
-            ``identity``; traced on the CPU).
+            ``identity``; traced with numba on the CPU, on the GPU for GPU work).
         backend: where the kernels run: ``"auto"`` (the GPU when the sequences are on it, as
             in a cuDF column; else the CPU), ``"cpu"`` (numba) or ``"gpu"`` (CUDA via CuPy).
         aligned_strings: with ``positions="alignment"``, also the gapped strings

@@ -24,13 +24,13 @@ index, then the smallest query index; the start is the one nearest that end (lar
 start, then largest query start), found by scoring the reversed prefixes from the end cell.
 
 The ``cigar`` column is an Arrow ``large_string`` array (null: no CIGAR, the mark of a hit
-not traced yet), as are the aligned strings (:data:`TEXT_COLUMNS`), every other column a
-NumPy or CuPy array: the CIGARs come as one text buffer
-and its offsets from both tracebacks, and Arrow keeps them so down to the pandas column
-(pandas' ``string`` dtype is Arrow-backed), with no Python string per row. On an AVX2 2-core
-machine, 100,000 CIGARs went from the Arrow array through Python strings into the column in
-45 ms, as Arrow in 11 ms (``take`` and the column; benchmarks/NOTES-gpu.md).
-:func:`put_rows` and :meth:`Alignments.take` move rows of both kinds of column.
+not traced yet), as are the aligned strings (:data:`TEXT_COLUMNS`); every other column is a
+NumPy or CuPy array. Both tracebacks give their CIGARs as one text buffer and its offsets,
+and Arrow keeps them so down to the pandas column (pandas' ``string`` dtype is
+Arrow-backed), with no Python string per row: on the AVX2 2-core machine, 100,000 CIGARs
+into the pandas column took 345-450 ms through Python strings, 15-18 ms this way
+(benchmarks/NOTES-cpu.md). :func:`put_rows`, :func:`stack_rows` and
+:meth:`Alignments.take` move rows of both kinds of column.
 
 This module imports nothing of swdask above it (NumPy, pyarrow and, lazily, pandas or cuDF).
 """
@@ -50,7 +50,7 @@ COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
 ALIGNMENT_COLUMNS = ("cigar", "alignment_length", "matches", "mismatches", "gap_opens",
                      "identity")
 #: What ``aligned_strings=True`` adds to mode ``"alignment"``: the gapped strings of the
-#: aligned segments (:func:`swdask._traceback.aligned_strings`).
+#: aligned segments (:func:`swdask._aligned.aligned_strings`).
 ALIGNED_STRINGS = ("query_aligned", "target_aligned")
 #: The columns held as Arrow ``large_string`` arrays (the others are NumPy or CuPy arrays).
 TEXT_COLUMNS = ("cigar",) + ALIGNED_STRINGS

@@ -23,8 +23,8 @@ evalue (for matrices and gap costs NCBI BLAST publishes parameters for), query_s
 query_end, target_start, target_end (0-based, end-exclusive: target[target_start:target_end]
 is the aligned segment), with --alignment cigar, alignment_length, matches, mismatches,
 gap_opens, identity, with --aligned-strings also query_aligned and target_aligned (the
-segments with '-' against gaps, BLAST's qseq and sseq), then target_description. Hits are ranked by score, ties by the target's
-order in the database; targets scoring 0 are not hits.
+segments with '-' against gaps, BLAST's qseq and sseq), then target_description. Hits are
+ranked by score, ties by the target's order in the database; targets scoring 0 are not hits.
 
 --format blast6 (or -o *.m8 / *.blast6) writes BLAST's 12 tabular columns: qseqid sseqid
 pident length mismatch gapopen qstart qend sstart send evalue bitscore, coordinates 1-based
