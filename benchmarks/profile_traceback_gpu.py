@@ -127,7 +127,7 @@ def _host_clocks() -> dict:
     wrap(_pairs, "to_device", "upload")
     wrap(_pairs, "run_pairs", "forward launches")
     wrap(_pairs, "_trace_chunk", "trace launches (after the chunk's cells came back)")
-    wrap(_traceback.PendingTraces, "collect", "trace read-back")
+    wrap(_traceback.PendingTraces, "collect_traced", "trace read-back")
     wrap(_pairs, "finish", "finish")
     return clocks
 

@@ -43,9 +43,9 @@ from typing import Callable, ContextManager, Iterator, Protocol
 
 import numpy as np
 
-from ._results import (ALIGNMENT_COLUMNS, COLUMNS, Alignments, empty_alignment_columns,
-                       empty_cells, finish, host_array, kernel_mode, on_device, put_rows,
-                       untraced)
+from ._results import (ALIGNMENT_COLUMNS, COLUMNS, TEXT_COLUMNS, Alignments,
+                       empty_alignment_columns, empty_cells, finish, host_array, kernel_mode,
+                       on_device, put_rows, untraced)
 from ._scoring import Scoring
 from ._sequences import EncodedSequences, PreparedQuery, encode, query_column
 
@@ -284,9 +284,10 @@ def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSeque
         True if traced_already is None else untraced(traced_already)))
     if traced_already is not None and not hit.size:  # the backend traced every hit
         return host
-    columns = {name: (host.columns[name] if name == "cigar" else
-                      np.asarray(host.columns[name]).copy()) if name in host.columns else
-               values for name, values in empty_alignment_columns(len(host)).items()}
+    columns = empty_alignment_columns(len(host))
+    if traced_already is not None:  # the backend's columns (copied: put_rows writes arrays)
+        columns = {name: host.columns[name] if name in TEXT_COLUMNS else
+                   np.array(host.columns[name]) for name in columns}
     for chosen in ((backend, _CPU) if backend is not _CPU else (_CPU,)):
         if not hit.size:
             break

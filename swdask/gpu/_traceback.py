@@ -86,7 +86,7 @@ def launch_traces(batch, query_rows, target_rows, columns: dict, scoring,
     runtime = runtime or get_runtime()
     xp = runtime.xp
     score = np.asarray(columns["score"], dtype=np.int64)
-    pending = PendingTraces(runtime, score, empty_alignment_columns(score.size), [])
+    pending = PendingTraces(runtime, score, [])
     if not score.size:
         return pending
     q0 = np.asarray(columns["query_start"], dtype=np.int64)
@@ -150,15 +150,16 @@ class PendingTraces:
 
     runtime: object
     score: np.ndarray
-    out: dict
     groups: list
 
     def collect(self) -> dict:
-        """The alignment columns, read back (the first read waits for the kernels)."""
+        """The alignment columns of every hit, read back (the first read waits for the
+        kernels); hits left to the CPU have a null ``cigar``."""
+        out = empty_alignment_columns(self.score.size)
         rows, columns = self.collect_traced()
         if rows.size:
-            put_rows(self.out, rows, columns)
-        return self.out
+            put_rows(out, rows, columns)
+        return out
 
     def collect_traced(self) -> tuple:
         """``(rows, columns)``: the traced hits' numbers (in the hits :func:`launch_traces`
