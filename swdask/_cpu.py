@@ -54,6 +54,7 @@ from numba.extending import overload
 
 from ._results import MODES
 from ._scoring import saturation_bound, substitution_table
+from ._work import TASKS, next_item
 from ._simd import (BYTE_LANES, LANES, add, add_where_positive, adds_bytes, gather, load,
                     load_bytes, load_codes, mask_eq, mask_eq_bytes, mask_gt, mask_gt_bytes,
                     max_bytes, maximum, permute, permute64, permute_bytes, select, shift_up,
@@ -169,12 +170,17 @@ def _scalar_one_to_many(prof, m, residues, offsets, order, gap_open, gap_extend,
     Writes, at each row: score, inclusive end cell and (if ``starts``) inclusive start cell;
     -1 where the score is 0.
     """
-    for k in nb.prange(order.shape[0]):
-        row_index = order[k]
-        t0 = offsets[row_index]
-        n = offsets[row_index + 1] - t0
-        _scalar_row(prof, m, residues, t0, n, gap_open, gap_extend, starts, row_index,
-                    score, query_start, query_end, target_start, target_end)
+    counter = np.zeros(1, dtype=np.int64)
+    for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
+        while True:
+            k = next_item(counter)
+            if k >= order.shape[0]:
+                break
+            row_index = order[k]
+            t0 = offsets[row_index]
+            n = offsets[row_index + 1] - t0
+            _scalar_row(prof, m, residues, t0, n, gap_open, gap_extend, starts, row_index,
+                        score, query_start, query_end, target_start, target_end)
 
 
 @nb.njit(cache=True, parallel=True)
@@ -182,18 +188,23 @@ def _scalar_pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, g
                   gap_extend, starts, score, query_start, query_end, target_start, target_end):
     """Reference row-wise alignment: row ``r`` aligns query ``r`` against target ``r``."""
     alphabet = matrix.shape[0]
-    for k in nb.prange(order.shape[0]):
-        row_index = order[k]
-        q0 = q_offsets[row_index]
-        m = q_offsets[row_index + 1] - q0
-        t0 = t_offsets[row_index]
-        n = t_offsets[row_index + 1] - t0
-        prof = np.empty((alphabet, m), dtype=np.int64)
-        for a in range(alphabet):
-            for i in range(m):
-                prof[a, i] = matrix[a, q_residues[q0 + i]]
-        _scalar_row(prof, m, t_residues, t0, n, gap_open, gap_extend, starts, row_index,
-                    score, query_start, query_end, target_start, target_end)
+    counter = np.zeros(1, dtype=np.int64)
+    for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
+        while True:
+            k = next_item(counter)
+            if k >= order.shape[0]:
+                break
+            row_index = order[k]
+            q0 = q_offsets[row_index]
+            m = q_offsets[row_index + 1] - q0
+            t0 = t_offsets[row_index]
+            n = t_offsets[row_index + 1] - t0
+            prof = np.empty((alphabet, m), dtype=np.int64)
+            for a in range(alphabet):
+                for i in range(m):
+                    prof[a, i] = matrix[a, q_residues[q0 + i]]
+            _scalar_row(prof, m, t_residues, t0, n, gap_open, gap_extend, starts, row_index,
+                        score, query_start, query_end, target_start, target_end)
 
 
 # ============================================================================ query profile
@@ -646,28 +657,33 @@ def _one_to_many_bytes(query, table, residues, offsets, rows, gap_open, gap_exte
     n_rows = rows.shape[0]
     n_batches = (n_rows + BYTE_LANES - 1) // BYTE_LANES
     alphabet = table.shape[0] // BYTE_LANES
-    for batch in nb.prange(n_batches):
-        first = batch * BYTE_LANES
-        count = min(BYTE_LANES, n_rows - first)
-        starts, lengths, n_columns = _batch_rows(rows, offsets, first, count, BYTE_LANES)
-        H = np.empty(m * BYTE_LANES, dtype=np.uint8)
-        E = np.empty(m * BYTE_LANES, dtype=np.uint8)
-        S = np.empty(alphabet * BYTE_LANES, dtype=np.uint8)
-        codes = np.empty(BYTE_LANES, dtype=np.uint8)
-        best = np.empty(BYTE_LANES, dtype=np.uint8)
-        end_i = np.full(BYTE_LANES, -1, dtype=np.int64)
-        end_j = np.full(BYTE_LANES, -1, dtype=np.int64)
-        _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
-                       gap_extend, bias, want_end, H, E, S, codes, best, end_i, end_j)
-        for lane in range(count):
-            row = rows[first + lane]
-            if best[lane] >= bound:
-                saturated[row] = True
-            else:
-                score[row] = best[lane]
-                if best[lane] > 0:
-                    query_end[row] = end_i[lane]
-                    target_end[row] = end_j[lane]
+    counter = np.zeros(1, dtype=np.int64)
+    for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
+        while True:
+            batch = next_item(counter)
+            if batch >= n_batches:
+                break
+            first = batch * BYTE_LANES
+            count = min(BYTE_LANES, n_rows - first)
+            starts, lengths, n_columns = _batch_rows(rows, offsets, first, count, BYTE_LANES)
+            H = np.empty(m * BYTE_LANES, dtype=np.uint8)
+            E = np.empty(m * BYTE_LANES, dtype=np.uint8)
+            S = np.empty(alphabet * BYTE_LANES, dtype=np.uint8)
+            codes = np.empty(BYTE_LANES, dtype=np.uint8)
+            best = np.empty(BYTE_LANES, dtype=np.uint8)
+            end_i = np.full(BYTE_LANES, -1, dtype=np.int64)
+            end_j = np.full(BYTE_LANES, -1, dtype=np.int64)
+            _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
+                           gap_extend, bias, want_end, H, E, S, codes, best, end_i, end_j)
+            for lane in range(count):
+                row = rows[first + lane]
+                if best[lane] >= bound:
+                    saturated[row] = True
+                else:
+                    score[row] = best[lane]
+                    if best[lane] > 0:
+                        query_end[row] = end_i[lane]
+                        target_end[row] = end_j[lane]
 
 
 
@@ -718,28 +734,33 @@ def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_exte
     n_rows = rows.shape[0]
     n_batches = (n_rows + LANES - 1) // LANES
     alphabet = table.shape[0] // LANES
-    for batch in nb.prange(n_batches):
-        first = batch * LANES
-        count = min(LANES, n_rows - first)
-        starts, lengths, n_columns = _batch_rows(rows, offsets, first, count, LANES)
-        H = np.empty(m * LANES, dtype=np.int16)
-        E = np.empty(m * LANES, dtype=np.int16)
-        S = np.empty(alphabet * LANES, dtype=np.int16)
-        codes = np.empty(LANES, dtype=np.uint8)
-        best = np.empty(LANES, dtype=np.int16)
-        end_i = np.full(LANES, -1, dtype=np.int64)
-        end_j = np.full(LANES, -1, dtype=np.int64)
-        _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open,
-                       gap_extend, want_end, H, E, S, codes, best, end_i, end_j)
-        for lane in range(count):
-            row = rows[first + lane]
-            if best[lane] >= saturation:
-                saturated[row] = True
-            else:
-                score[row] = best[lane]
-                if best[lane] > 0:
-                    query_end[row] = end_i[lane]
-                    target_end[row] = end_j[lane]
+    counter = np.zeros(1, dtype=np.int64)
+    for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
+        while True:
+            batch = next_item(counter)
+            if batch >= n_batches:
+                break
+            first = batch * LANES
+            count = min(LANES, n_rows - first)
+            starts, lengths, n_columns = _batch_rows(rows, offsets, first, count, LANES)
+            H = np.empty(m * LANES, dtype=np.int16)
+            E = np.empty(m * LANES, dtype=np.int16)
+            S = np.empty(alphabet * LANES, dtype=np.int16)
+            codes = np.empty(LANES, dtype=np.uint8)
+            best = np.empty(LANES, dtype=np.int16)
+            end_i = np.full(LANES, -1, dtype=np.int64)
+            end_j = np.full(LANES, -1, dtype=np.int64)
+            _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open,
+                           gap_extend, want_end, H, E, S, codes, best, end_i, end_j)
+            for lane in range(count):
+                row = rows[first + lane]
+                if best[lane] >= saturation:
+                    saturated[row] = True
+                else:
+                    score[row] = best[lane]
+                    if best[lane] > 0:
+                        query_end[row] = end_i[lane]
+                        target_end[row] = end_j[lane]
 
 
 # ------------------------------------------------------------- few rows: striped over the query
@@ -880,23 +901,28 @@ def _one_to_many_striped(table, seg, m, residues, offsets, rows, gap_open, gap_e
     """Scores and (if ``want_end``) end cells of ``rows``, one row per task on
     :func:`_striped_row`; rows whose best may have wrapped (``saturation``:
     :func:`striped_saturation`) are flagged in ``saturated`` instead."""
-    for index in nb.prange(rows.shape[0]):
-        row = rows[index]
-        H = _aligned_lanes(seg * LANES)
-        E = _aligned_lanes(seg * LANES)
-        C = _aligned_lanes(seg * LANES)
-        D = _aligned_lanes(seg * LANES)
-        column = np.empty(LANES, dtype=np.int16)
-        best, end_i, end_j = _striped_row(table, seg, m, residues, offsets[row],
-                                          offsets[row + 1] - offsets[row], gap_open,
-                                          gap_extend, H, E, column, C, D)
-        if best >= saturation:
-            saturated[row] = True
-        else:
-            score[row] = best
-            if best > 0 and want_end:
-                query_end[row] = end_i
-                target_end[row] = end_j
+    counter = np.zeros(1, dtype=np.int64)
+    for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
+        while True:
+            index = next_item(counter)
+            if index >= rows.shape[0]:
+                break
+            row = rows[index]
+            H = _aligned_lanes(seg * LANES)
+            E = _aligned_lanes(seg * LANES)
+            C = _aligned_lanes(seg * LANES)
+            D = _aligned_lanes(seg * LANES)
+            column = np.empty(LANES, dtype=np.int16)
+            best, end_i, end_j = _striped_row(table, seg, m, residues, offsets[row],
+                                              offsets[row + 1] - offsets[row], gap_open,
+                                              gap_extend, H, E, column, C, D)
+            if best >= saturation:
+                saturated[row] = True
+            else:
+                score[row] = best
+                if best > 0 and want_end:
+                    query_end[row] = end_i
+                    target_end[row] = end_j
 
 
 @nb.njit(cache=True, parallel=True)
@@ -907,34 +933,39 @@ def _one_to_many_starts(query, table, residues, offsets, rows, gap_open, gap_ext
     n_rows = rows.shape[0]
     n_batches = (n_rows + LANES - 1) // LANES
     alphabet = table.shape[0] // LANES
-    for batch in nb.prange(n_batches):
-        first = batch * LANES
-        count = min(LANES, n_rows - first)
-        end_i = np.zeros(LANES, dtype=np.int64)
-        end_j = np.zeros(LANES, dtype=np.int64)
-        t_end = np.zeros(LANES, dtype=np.int64)
-        best = np.zeros(LANES, dtype=np.int16)
-        top = np.int64(0)
-        for lane in range(count):
-            row = rows[first + lane]
-            end_i[lane] = query_end[row]
-            end_j[lane] = target_end[row]
-            t_end[lane] = offsets[row] + target_end[row]
-            best[lane] = score[row]
-            top = max(top, end_i[lane])
-        H = np.empty((top + 2) * LANES, dtype=np.int16)
-        E = np.empty((top + 2) * LANES, dtype=np.int16)
-        S = np.empty(alphabet * LANES, dtype=np.int16)
-        codes = np.empty(LANES, dtype=np.uint8)
-        start_i = np.full(LANES, -1, dtype=np.int64)
-        start_j = np.full(LANES, -1, dtype=np.int64)
-        _shared_query_starts(query, table, residues, t_end, end_i, end_j, best,
-                             (1 << count) - 1, gap_open, gap_extend, H, E, S, codes, start_i,
-                             start_j)
-        for lane in range(count):
-            row = rows[first + lane]
-            query_start[row] = start_i[lane]
-            target_start[row] = start_j[lane]
+    counter = np.zeros(1, dtype=np.int64)
+    for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
+        while True:
+            batch = next_item(counter)
+            if batch >= n_batches:
+                break
+            first = batch * LANES
+            count = min(LANES, n_rows - first)
+            end_i = np.zeros(LANES, dtype=np.int64)
+            end_j = np.zeros(LANES, dtype=np.int64)
+            t_end = np.zeros(LANES, dtype=np.int64)
+            best = np.zeros(LANES, dtype=np.int16)
+            top = np.int64(0)
+            for lane in range(count):
+                row = rows[first + lane]
+                end_i[lane] = query_end[row]
+                end_j[lane] = target_end[row]
+                t_end[lane] = offsets[row] + target_end[row]
+                best[lane] = score[row]
+                top = max(top, end_i[lane])
+            H = np.empty((top + 2) * LANES, dtype=np.int16)
+            E = np.empty((top + 2) * LANES, dtype=np.int16)
+            S = np.empty(alphabet * LANES, dtype=np.int16)
+            codes = np.empty(LANES, dtype=np.uint8)
+            start_i = np.full(LANES, -1, dtype=np.int64)
+            start_j = np.full(LANES, -1, dtype=np.int64)
+            _shared_query_starts(query, table, residues, t_end, end_i, end_j, best,
+                                 (1 << count) - 1, gap_open, gap_extend, H, E, S, codes, start_i,
+                                 start_j)
+            for lane in range(count):
+                row = rows[first + lane]
+                query_start[row] = start_i[lane]
+                target_start[row] = start_j[lane]
 
 
 def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, positions,
@@ -974,34 +1005,33 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
         return
     saturated = np.zeros(score.shape[0], dtype=np.bool_)
     lane_rows = rows  # the rows the int16 lanes score
-    with nb.parallel_chunksize(1):  # batches differ in cost: hand them out one at a time
-        if rows.size < _STRIPED_MAX_ROWS and m >= LANES:  # few rows: striped over the query
-            striped, seg = striped_profile(scores)
-            _one_to_many_striped(striped, seg, m, residues, offsets, rows, gap_open,
-                                 gap_extend, mode != MODE_NONE,
-                                 striped_saturation(scores, seg, gap_extend), score,
-                                 query_end, target_end, saturated)
-            lane_rows = rows[:0]
-        elif (profile.byte_table is not None and gap_open <= 255 and gap_extend <= 255):
-            # a byte-lane pass first (twice the lanes); the rows it cannot tell (best near
-            # 255: the related ones) go on to the int16 lanes
-            unsure = np.zeros(score.shape[0], dtype=np.bool_)
-            _one_to_many_bytes(profile.codes, profile.byte_table, residues, offsets, rows,
-                               gap_open, gap_extend, profile.byte_bias, mode != MODE_NONE,
-                               _byte_bound(scores, profile.byte_bias), score, query_end,
-                               target_end, unsure)
-            lane_rows = rows[unsure[rows]]
-        _one_to_many_lanes(profile.codes, table, residues, offsets, lane_rows, gap_open,
-                           gap_extend, mode != MODE_NONE,
-                           saturation_bound(_LANE_MAX, scores.max()), score, query_end,
-                           target_end, saturated)
-        if mode == MODE_FULL:
-            hits = rows[~saturated[rows] & (score[rows] > 0)]
-            hits = hits[np.argsort(query_end[hits], kind="stable")]
-            _one_to_many_starts(profile.codes, table, residues, offsets, hits, gap_open,
-                                gap_extend, score, query_end, target_end, query_start,
-                                target_start)
-            _check_starts(hits, query_start, target_start)
+    if rows.size < _STRIPED_MAX_ROWS and m >= LANES:  # few rows: striped over the query
+        striped, seg = striped_profile(scores)
+        _one_to_many_striped(striped, seg, m, residues, offsets, rows, gap_open,
+                             gap_extend, mode != MODE_NONE,
+                             striped_saturation(scores, seg, gap_extend), score,
+                             query_end, target_end, saturated)
+        lane_rows = rows[:0]
+    elif (profile.byte_table is not None and gap_open <= 255 and gap_extend <= 255):
+        # a byte-lane pass first (twice the lanes); the rows it cannot tell (best near
+        # 255: the related ones) go on to the int16 lanes
+        unsure = np.zeros(score.shape[0], dtype=np.bool_)
+        _one_to_many_bytes(profile.codes, profile.byte_table, residues, offsets, rows,
+                           gap_open, gap_extend, profile.byte_bias, mode != MODE_NONE,
+                           _byte_bound(scores, profile.byte_bias), score, query_end,
+                           target_end, unsure)
+        lane_rows = rows[unsure[rows]]
+    _one_to_many_lanes(profile.codes, table, residues, offsets, lane_rows, gap_open,
+                       gap_extend, mode != MODE_NONE,
+                       saturation_bound(_LANE_MAX, scores.max()), score, query_end,
+                       target_end, saturated)
+    if mode == MODE_FULL:
+        hits = rows[~saturated[rows] & (score[rows] > 0)]
+        hits = hits[np.argsort(query_end[hits], kind="stable")]
+        _one_to_many_starts(profile.codes, table, residues, offsets, hits, gap_open,
+                            gap_extend, score, query_end, target_end, query_start,
+                            target_start)
+        _check_starts(hits, query_start, target_start)
     again = np.flatnonzero(saturated)
     if again.size:
         _scalar_one_to_many(scores, m, residues, offsets, again, gap_open, gap_extend,
@@ -1062,62 +1092,67 @@ def _pairs_lanes(table, stride, q_residues, q_offsets, t_residues, t_offsets, ro
     n_rows = rows.shape[0]
     n_batches = (n_rows + LANES - 1) // LANES
     pad_code = stride - 1
-    for batch in nb.prange(n_batches):
-        first = batch * LANES
-        count = min(LANES, n_rows - first)
-        q_first = np.zeros(LANES, dtype=np.int64)
-        q_lengths = np.zeros(LANES, dtype=np.int64)
-        t_first = np.zeros(LANES, dtype=np.int64)
-        t_lengths = np.zeros(LANES, dtype=np.int64)
-        n_query_rows = np.int64(0)
-        n_columns = np.int64(0)
-        for lane in range(count):
-            row = rows[first + lane]
-            q_first[lane] = q_offsets[row]
-            q_lengths[lane] = q_offsets[row + 1] - q_offsets[row]
-            t_first[lane] = t_offsets[row]
-            t_lengths[lane] = t_offsets[row + 1] - t_offsets[row]
-            n_query_rows = max(n_query_rows, q_lengths[lane])
-            n_columns = max(n_columns, t_lengths[lane])
-        query_rows = np.empty(n_query_rows * LANES, dtype=np.int16)
-        for i in range(n_query_rows):
-            for lane in range(LANES):
-                code = pad_code
-                if i < q_lengths[lane]:
-                    code = q_residues[q_first[lane] + i]
-                query_rows[i * LANES + lane] = code * stride
-        H = np.empty(n_query_rows * LANES, dtype=np.int16)
-        E = np.empty(n_query_rows * LANES, dtype=np.int16)
-        codes = np.empty(LANES, dtype=np.uint8)
-        best = np.empty(LANES, dtype=np.int16)
-        end_i = np.full(LANES, -1, dtype=np.int64)
-        end_j = np.full(LANES, -1, dtype=np.int64)
-        _pairs_forward(query_rows, n_query_rows, table, t_residues, t_first, t_lengths,
-                       n_columns, pad_code, gap_open, gap_extend, mode != MODE_NONE, H, E,
-                       codes, best, end_i, end_j)
-        active = 0
-        for lane in range(count):
-            row = rows[first + lane]
-            if best[lane] >= saturation:
-                saturated[row] = True
-                continue
-            score[row] = best[lane]
-            if best[lane] > 0:
-                query_end[row] = end_i[lane]
-                target_end[row] = end_j[lane]
-                if mode == MODE_FULL:
-                    active |= 1 << lane
-        if active != 0:
-            start_i = np.full(LANES, -1, dtype=np.int64)
-            start_j = np.full(LANES, -1, dtype=np.int64)
-            _pair_starts(table, stride, q_residues, q_first + end_i, t_residues,
-                         t_first + end_j, end_i, end_j, best, active, gap_open, gap_extend,
-                         query_rows, H, E, codes, start_i, start_j)
+    counter = np.zeros(1, dtype=np.int64)
+    for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
+        while True:
+            batch = next_item(counter)
+            if batch >= n_batches:
+                break
+            first = batch * LANES
+            count = min(LANES, n_rows - first)
+            q_first = np.zeros(LANES, dtype=np.int64)
+            q_lengths = np.zeros(LANES, dtype=np.int64)
+            t_first = np.zeros(LANES, dtype=np.int64)
+            t_lengths = np.zeros(LANES, dtype=np.int64)
+            n_query_rows = np.int64(0)
+            n_columns = np.int64(0)
             for lane in range(count):
-                if (active >> lane) & 1:
-                    row = rows[first + lane]
-                    query_start[row] = start_i[lane]
-                    target_start[row] = start_j[lane]
+                row = rows[first + lane]
+                q_first[lane] = q_offsets[row]
+                q_lengths[lane] = q_offsets[row + 1] - q_offsets[row]
+                t_first[lane] = t_offsets[row]
+                t_lengths[lane] = t_offsets[row + 1] - t_offsets[row]
+                n_query_rows = max(n_query_rows, q_lengths[lane])
+                n_columns = max(n_columns, t_lengths[lane])
+            query_rows = np.empty(n_query_rows * LANES, dtype=np.int16)
+            for i in range(n_query_rows):
+                for lane in range(LANES):
+                    code = pad_code
+                    if i < q_lengths[lane]:
+                        code = q_residues[q_first[lane] + i]
+                    query_rows[i * LANES + lane] = code * stride
+            H = np.empty(n_query_rows * LANES, dtype=np.int16)
+            E = np.empty(n_query_rows * LANES, dtype=np.int16)
+            codes = np.empty(LANES, dtype=np.uint8)
+            best = np.empty(LANES, dtype=np.int16)
+            end_i = np.full(LANES, -1, dtype=np.int64)
+            end_j = np.full(LANES, -1, dtype=np.int64)
+            _pairs_forward(query_rows, n_query_rows, table, t_residues, t_first, t_lengths,
+                           n_columns, pad_code, gap_open, gap_extend, mode != MODE_NONE, H, E,
+                           codes, best, end_i, end_j)
+            active = 0
+            for lane in range(count):
+                row = rows[first + lane]
+                if best[lane] >= saturation:
+                    saturated[row] = True
+                    continue
+                score[row] = best[lane]
+                if best[lane] > 0:
+                    query_end[row] = end_i[lane]
+                    target_end[row] = end_j[lane]
+                    if mode == MODE_FULL:
+                        active |= 1 << lane
+            if active != 0:
+                start_i = np.full(LANES, -1, dtype=np.int64)
+                start_j = np.full(LANES, -1, dtype=np.int64)
+                _pair_starts(table, stride, q_residues, q_first + end_i, t_residues,
+                             t_first + end_j, end_i, end_j, best, active, gap_open, gap_extend,
+                             query_rows, H, E, codes, start_i, start_j)
+                for lane in range(count):
+                    if (active >> lane) & 1:
+                        row = rows[first + lane]
+                        query_start[row] = start_i[lane]
+                        target_start[row] = start_j[lane]
 
 
 def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open, gap_extend,
@@ -1159,10 +1194,9 @@ def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open,
             return
     table, stride = pair_table(matrix)
     saturated = np.zeros(score.shape[0], dtype=np.bool_)
-    with nb.parallel_chunksize(1):
-        _pairs_lanes(table, stride, q_residues, q_offsets, t_residues, t_offsets, rows,
-                     gap_open, gap_extend, mode, saturation_bound(_LANE_MAX, matrix.max()), score,
-                     query_start, query_end, target_start, target_end, saturated)
+    _pairs_lanes(table, stride, q_residues, q_offsets, t_residues, t_offsets, rows, gap_open,
+                 gap_extend, mode, saturation_bound(_LANE_MAX, matrix.max()), score,
+                 query_start, query_end, target_start, target_end, saturated)
     if mode == MODE_FULL:
         _check_starts(rows[~saturated[rows] & (score[rows] > 0)], query_start, target_start)
     again = np.flatnonzero(saturated)

@@ -29,7 +29,8 @@ every backend): before a substitution, the path comes from a substitution, then 
 ``D``, then from an ``I``.
 
 Memory: a segment pair of ``m x n`` residues takes ``(m + 1)(n + 1)`` bytes of traceback while
-it is traced; pairs are traced in parallel (numba ``prange``), one table per thread at a time.
+it is traced; pairs are traced in parallel (numba ``prange``, each thread taking the next
+pair as it finishes one: :mod:`swdask._work`), one table per thread at a time.
 Above the setting ``swdask.traceback.max-cells`` (bytes, default 256 MiB) a pair is traced in
 blocks of rows that fit it, from checkpoint rows kept by a first pass (24 bytes per residue of
 the target segment per block): one more pass over its matrix, memory bounded by the setting,
@@ -46,6 +47,7 @@ import numpy as np
 
 from . import _settings
 from ._results import arrow_strings
+from ._work import TASKS, next_item
 
 #: The letters of the ops 0-3.
 _OPS = np.frombuffer(b"=XID", dtype=np.uint8)
@@ -232,15 +234,20 @@ def _trace_rows(query_residues, query_offsets, query_rows, target_residues, targ
                 target_rows, query_start, query_end, target_start, target_end, matrix,
                 gap_open, gap_extend, max_cells, run_offsets, ops, lengths, runs, score,
                 matches, mismatches, gap_opens, columns):
-    for k in nb.prange(query_rows.size):
-        q0 = query_offsets[query_rows[k]]
-        t0 = target_offsets[target_rows[k]]
-        a = query_residues[q0 + query_start[k]:q0 + query_end[k]]
-        b = target_residues[t0 + target_start[k]:t0 + target_end[k]]
-        first = run_offsets[k]
-        found = _trace_one(a, b, matrix, gap_open, gap_extend, max_cells,
-                           ops[first:run_offsets[k + 1]], lengths[first:run_offsets[k + 1]])
-        runs[k], score[k], matches[k], mismatches[k], gap_opens[k], columns[k] = found
+    counter = np.zeros(1, dtype=np.int64)
+    for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
+        while True:
+            k = next_item(counter)
+            if k >= query_rows.size:
+                break
+            q0 = query_offsets[query_rows[k]]
+            t0 = target_offsets[target_rows[k]]
+            a = query_residues[q0 + query_start[k]:q0 + query_end[k]]
+            b = target_residues[t0 + target_start[k]:t0 + target_end[k]]
+            first = run_offsets[k]
+            found = _trace_one(a, b, matrix, gap_open, gap_extend, max_cells,
+                               ops[first:run_offsets[k + 1]], lengths[first:run_offsets[k + 1]])
+            runs[k], score[k], matches[k], mismatches[k], gap_opens[k], columns[k] = found
 
 
 @nb.njit(cache=True, nogil=True)

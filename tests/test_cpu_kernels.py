@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from swdask import _cpu, _simd
+from swdask import _cpu, _simd, _work
 from swdask._scoring import make_scoring
 from swdask._sequences import encode, encode_text
 
@@ -600,3 +600,28 @@ def test_striped_rows_near_the_int16_limit_are_recomputed(monkeypatch):
     monkeypatch.setattr(_cpu, "_one_to_many_striped", spy)
     assert_same_as_reference(one_to_many(query, [target], scheme, "full"), reference, "full")
     assert flagged == [True]
+
+
+@nb.njit(parallel=True, cache=False)
+def _take_items(n_items, taken_by):
+    counter = np.zeros(1, dtype=np.int64)
+    for _ in nb.prange(_work.TASKS):
+        while True:
+            item = _work.next_item(counter)
+            if item >= n_items:
+                break
+            taken_by[item] += 1
+
+
+@pytest.mark.parametrize("n_items", [0, 1, 5, _work.TASKS + 3, 50_000])
+def test_work_counter_hands_out_every_item_once(n_items):
+    """The kernels' loop shape (swdask._work): every item taken exactly once, whatever the
+    number of items against the tasks and threads."""
+    for threads in sorted({1, nb.config.NUMBA_NUM_THREADS}):
+        nb.set_num_threads(threads)
+        try:
+            taken_by = np.zeros(n_items, dtype=np.int64)
+            _take_items(n_items, taken_by)
+        finally:
+            nb.set_num_threads(nb.config.NUMBA_NUM_THREADS)
+        assert (taken_by == 1).all()
