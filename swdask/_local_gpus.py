@@ -179,61 +179,14 @@ def search_share(share: Share) -> ShareResult:
     return ShareResult(hits, records, residues, device, stages)
 
 
-def _ready_worker(settings: dict) -> None:
-    """A worker process's start (the pool's initializer), before any share reaches it: the
-    job's settings, and the modules and GPU backend every share needs (CuPy imported, the
-    driver started). A failure here is left to the share, whose own search makes the same
-    calls and reports it."""
-    import dask.config
-
-    dask.config.set({"swdask": settings})
-    try:
-        from . import _engine, _many_queries  # noqa: F401
-        from .gpu import _encode  # noqa: F401
-
-        _engine.get_backend("gpu")
-    except Exception:  # noqa: BLE001 - reported by search_share
-        pass
-
-
-def _nothing() -> None:
-    """The task that makes the pool start a process now (processes start with tasks)."""
-
-
-def start_workers(gpus: int):
-    """One process per GPU, started now and readying itself (:func:`_ready_worker`) while
-    this process reads the queries and plans the shares: the pool for
-    :func:`search_on_gpus`. A process took 1.2-1.4 s from its start to its share on the
-    H100 machine (``task_start``, benchmarks/NOTES-gpu.md), the queries' read and the plan
-    0.4-0.5 s of it; started after them, the job waited for both in turn."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    import dask.config
-
-    pool = ProcessPoolExecutor(gpus, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_ready_worker,
-                               initargs=(dask.config.get("swdask"),))
-    for _ in range(gpus):  # each task still waiting starts one more process
-        pool.submit(_nothing)
-    return pool
-
-
 def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps, gpus,
-                   phases, report=None, workers=None):
+                   phases, report=None):
     """The hits of ``queries`` (a frame: ``id``, ``sequence``) in the database on ``gpus``
-    GPUs of this machine, one process each (see the module docstring), in ``workers``
-    (:func:`start_workers`'s pool, shut down here; None: started here); ``phases`` (the
+    GPUs of this machine, one process each (see the module docstring); ``phases`` (the
     job's :class:`~swdask._search.Phases`) gets ``plan``, ``read`` (where this process
     reads), ``search`` and the workers' stages, summed over them, in ``in_tasks``."""
-    workers = workers if workers is not None else start_workers(gpus)
-    with workers:  # stopped when done, or when anything fails
-        return _search_in(workers, database_path, queries, top, options, statistics,
-                          strip_gaps, gpus, phases, report)
-
-
-def _search_in(pool, database_path, queries, top, options, statistics, strip_gaps, gpus,
-               phases, report):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     import dask.config
@@ -266,7 +219,9 @@ def _search_in(pool, database_path, queries, top, options, statistics, strip_gap
                   for k, group in enumerate(groups)]
     with phases("search"):
         try:
-            results = list(pool.map(search_share, shares))
+            with ProcessPoolExecutor(len(shares),
+                                     mp_context=multiprocessing.get_context("spawn")) as pool:
+                results = list(pool.map(search_share, shares))
         except BrokenProcessPool as exc:
             raise GpuUnavailableError(
                 f"a GPU worker process of the search ended abruptly ({exc}); run the job on "

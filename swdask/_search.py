@@ -474,27 +474,21 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
                          "with it")
     gpu_engine = backend in ("gpu", "cudf")
     # the GPU engine: CuPy imported, the driver started and the GPUs counted on a thread,
-    # beside the queries' read (0.3-0.5 s of a W1 job on the H100 machine); on several
-    # local GPUs with no cluster asked for, their processes started there too
-    several = backend == "gpu" and scheduler is None and n_workers is None
-    gpu_stack = _start(lambda: _gpu_stack(several)) if gpu_engine else None
-    try:
-        if isinstance(queries_path, pd.DataFrame):  # read already (read_queries)
-            queries = queries_path
-        else:
-            with phases("queries"):
-                queries = read_queries(queries_path, options.scoring, strip_gaps)
-        check_database(database_path)  # missing or empty files fail here, before any cluster
-        if blocksize != "auto":
-            parse_blocksize(blocksize)
-        with phases("startup"):  # no GPU (or no CuPy): said now, not from a task
-            gpus_here, workers = gpu_stack.result() if gpu_engine else (0, None)
-    except BaseException:
-        _stop_workers(gpu_stack)
-        raise
+    # beside the queries' read (0.3-0.5 s of a W1 job on the H100 machine)
+    gpu_stack = _start(_gpu_stack) if gpu_engine else None
+    if isinstance(queries_path, pd.DataFrame):  # read already (read_queries)
+        queries = queries_path
+    else:
+        with phases("queries"):
+            queries = read_queries(queries_path, options.scoring, strip_gaps)
+    check_database(database_path)  # missing or empty files fail here, before any cluster
+    if blocksize != "auto":
+        parse_blocksize(blocksize)
     report = report or _report_to_stderr
-    local_gpus = (max(1, gpus_here) if gpu_engine and scheduler is None
-                  and n_workers is None else 0)
+    with phases("startup"):  # no GPU (or no CuPy): said now, not from a task
+        gpus_here = gpu_stack.result() if gpu_engine else 0
+        local_gpus = (max(1, gpus_here) if gpu_engine and scheduler is None
+                      and n_workers is None else 0)
     # the GPU engine and no cluster asked for: in this process, on every local GPU (cudf
     # as gpu on one; cudf on several takes a LocalCUDACluster, one worker per GPU, below)
     if local_gpus == 1:
@@ -510,7 +504,7 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         report(f"running on {local_gpus} GPUs, one process each; no dashboard: pass "
                "--scheduler to run on a cluster and watch it")
         hits = search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
-                              local_gpus, phases, report, workers)
+                              local_gpus, phases, report)
         return hits_table(_below(hits, evalue))
     if not gpu_engine and scheduler is None and n_workers is None:
         # The CPU engine on this machine and no cluster asked for: in this process too. The
@@ -558,34 +552,14 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     return hits_table(_below(hits, evalue))
 
 
-def _gpu_stack(several: bool):
+def _gpu_stack() -> int:
     """The GPU backend made (CuPy imported, the driver started; GpuUnavailableError, saying
-    what to do, where there is none): ``(the GPUs this process sees, their worker
-    processes)``, the processes started (:func:`swdask._local_gpus.start_workers`) where
-    ``several`` allows and there is more than one GPU, else None."""
+    what to do, where there is none): the GPUs this process sees."""
     from . import _engine
     from ._cluster import local_gpu_count
 
     _engine.get_backend("gpu")
-    count = local_gpu_count()
-    if several and count > 1:
-        from ._local_gpus import start_workers
-
-        return count, start_workers(count)
-    return count, None
-
-
-def _stop_workers(gpu_stack) -> None:
-    """The worker processes of :func:`_gpu_stack`, if it started any, stopped (a job that
-    failed before it used them: each ends once started, with no output)."""
-    if gpu_stack is None:
-        return
-    try:
-        _, workers = gpu_stack.result()
-    except Exception:  # noqa: BLE001 - no GPU stack, no processes; the job's error stands
-        return
-    if workers is not None:
-        workers.shutdown(wait=True, cancel_futures=True)
+    return local_gpu_count()
 
 
 def _start(function):

@@ -467,40 +467,6 @@ def test_several_local_gpus_one_process_each(tmp_path, capsys, monkeypatch, sett
 
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
                     reason="the host emulation needs g++")
-def test_several_local_gpus_bad_query_stops_the_started_processes(tmp_path, capsys,
-                                                                   monkeypatch, setting):
-    """The GPUs' processes start beside the queries' read (swdask._local_gpus.start_workers);
-    a bad query still ends the job with its one line (exit status 1, no traceback, no
-    output), and the processes started for it are stopped, not left behind."""
-    import multiprocessing
-
-    import swdask._cluster as cluster_module
-    import swdask._local_gpus as local_gpus
-
-    setting("gpu.runtime", "emulation")
-    setting("emulation.devices", 2)
-    monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: 2)
-    pools = []
-    real = local_gpus.start_workers
-    monkeypatch.setattr(local_gpus, "start_workers",
-                        lambda gpus: pools.append(real(gpus)) or pools[-1])
-    _, db, _, queries = _files_in_form(tmp_path, 6, "plain", bad=0)
-    queries.write_text(">good\nMKTAYIAKQRQISFVKSHFSRQ\n>broken\nMKTA1YIAK\n")
-    out = tmp_path / "hits.tsv"
-    before = set(multiprocessing.active_children())
-    code = main(["search", str(queries), str(db), "-o", str(out), "--backend", "gpu",
-                 "--no-progress"])
-    err = capsys.readouterr().err
-    assert code == 1 and "'broken'" in err and "Traceback" not in err, err
-    assert not out.exists()
-    assert len(pools) == 1  # started beside the read
-    with pytest.raises(RuntimeError):  # and shut down
-        pools[0].submit(int)
-    assert not set(multiprocessing.active_children()) - before  # none left running
-
-
-@pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
-                    reason="the host emulation needs g++")
 @pytest.mark.parametrize("form,backend", [("crlf", "gpu"), ("gzip", "gpu"), ("gap", "gpu"),
                                           ("gzip", "cudf")])
 def test_one_gpu_job_leaves_other_files_to_the_reader(tmp_path, capsys, monkeypatch, setting,
