@@ -55,8 +55,9 @@ from numba.extending import overload
 from ._results import MODES
 from ._scoring import saturation_bound, substitution_table
 from ._work import TASKS, next_item
-from ._simd import (BYTE_LANES, LANES, add, add_where_positive, adds_bytes, gather, load,
-                    load_bytes, load_codes, mask_eq, mask_eq_bytes, mask_gt, mask_gt_bytes,
+from ._simd import (BYTE_LANES, HAVE_VPERMW, LANES, add, add_where_positive, adds_bytes,
+                    gather, load, load_bytes, load_codes, mask_eq, mask_eq_bytes, mask_gt,
+                    mask_gt_bytes,
                     max_bytes, maximum, permute, permute64, permute_bytes, select, shift_up,
                     splat, splat_bytes, store, store_bytes, sub, sub_floor0, subs_bytes)
 
@@ -306,17 +307,25 @@ def _forget_ends(mode, rows, query_end, target_end):
 # ============================================================================ lane cells
 
 
+#: Where a cell's vertical gap state ``F'`` below is opened from: ``H'``, the cell before the
+#: vertical gap (diagonal or horizontal gap), or ``H`` itself. Both give the same cells:
+#: where the gap made ``H``, reopening from it costs ``gap_open >= gap_extend`` more than
+#: going on, so it never wins (in the lanes' saturating arithmetic too: the floor at 0
+#: distributes over ``max``). With AVX-512 a vector of lanes is one register and a column's
+#: pace is its chain from one row to the next: from ``H'``, two vector operations are on it
+#: instead of three, for one more per cell (benchmarks/NOTES-cpu.md, "The lanes' F chain").
+#: Where a vector is two 256-bit halves (AVX2), the halves' chains overlap, the number of
+#: operations sets the pace, and from ``H`` the opening is one subtraction shared with
+#: ``E'``: the byte lanes ran 10% faster so (NOTES-cpu.md, "The F chain on AVX2").
+F_FROM_H_BEFORE = HAVE_VPERMW
+
+
 @nb.njit(cache=True, nogil=True, inline="always")
 def _cell(diag, substitution, e, f, open_cost, extend_cost):
     """One cell in 32 lanes. Takes ``H`` of the diagonal neighbour, the substitution score and
     the clamped gap states ``E'``/``F'`` of this cell; returns ``H`` and the gap states its
-    neighbours need: ``E'`` of the cell to the right, ``F'`` of the cell below.
-
-    ``F'`` below comes from ``H'``, the cell before the vertical gap (diagonal or horizontal
-    gap), not from ``H``: where the gap itself made ``H``, reopening from it costs
-    ``gap_open >= gap_extend`` more than going on, so it never wins. That leaves two vector
-    operations, not three, on the chain from one row to the next, which sets the pace of a
-    column (benchmarks/NOTES-cpu.md, "The lanes' F chain")."""
+    neighbours need: ``E'`` of the cell to the right, ``F'`` of the cell below (opened as
+    :data:`F_FROM_H_BEFORE` says)."""
     return _next_cell(maximum(add(diag, substitution), e), e, f, open_cost, extend_cost)
 
 
@@ -333,8 +342,20 @@ def _next_cell(h_before, e, f, open_cost, extend_cost):
     """``(H, E' right, F' below)`` of a cell from ``H'`` (its best without the vertical gap)
     and its gap states (:func:`_cell`)."""
     h = maximum(h_before, f)
-    return (h, maximum(sub_floor0(e, extend_cost), sub_floor0(h, open_cost)),
-            maximum(sub_floor0(f, extend_cost), sub_floor0(h_before, open_cost)))
+    h_open = sub_floor0(h, open_cost)
+    f_open = sub_floor0(h_before, open_cost) if F_FROM_H_BEFORE else h_open
+    return (h, maximum(sub_floor0(e, extend_cost), h_open),
+            maximum(sub_floor0(f, extend_cost), f_open))
+
+
+@nb.njit(cache=True, nogil=True, inline="always")
+def _next_cell_bytes(h_before, e, f, open_cost, extend_cost):
+    """:func:`_next_cell` in byte lanes (saturating at 0 and 255)."""
+    h = max_bytes(h_before, f)
+    h_open = subs_bytes(h, open_cost)
+    f_open = subs_bytes(h_before, open_cost) if F_FROM_H_BEFORE else h_open
+    return (h, max_bytes(subs_bytes(e, extend_cost), h_open),
+            max_bytes(subs_bytes(f, extend_cost), f_open))
 
 
 @nb.njit(cache=True, nogil=True)
@@ -631,11 +652,9 @@ def _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
             e = load_bytes(E, i * BYTE_LANES)
             substituted = subs_bytes(adds_bytes(diag, load_bytes(S, query[i] * BYTE_LANES)),
                                      bias_cost)
-            h_before = max_bytes(substituted, e)  # F' below from H', as in _cell
-            h = max_bytes(h_before, f)
-            store_bytes(E, i * BYTE_LANES, max_bytes(subs_bytes(e, extend_cost),
-                                                     subs_bytes(h, open_cost)))
-            f = max_bytes(subs_bytes(f, extend_cost), subs_bytes(h_before, open_cost))
+            h, e, f = _next_cell_bytes(max_bytes(substituted, e), e, f, open_cost,
+                                       extend_cost)
+            store_bytes(E, i * BYTE_LANES, e)
             store_bytes(H, i * BYTE_LANES, h)
             diag = h_left
             column_best = max_bytes(column_best, h)

@@ -625,3 +625,46 @@ def test_work_counter_hands_out_every_item_once(n_items):
         finally:
             nb.set_num_threads(nb.config.NUMBA_NUM_THREADS)
         assert (taken_by == 1).all()
+
+
+@pytest.mark.parametrize("lanes", ["int16", "bytes"])
+def test_both_forms_of_the_vertical_gap_give_the_same_cells(lanes, monkeypatch):
+    """F' below opened from H' (the form AVX-512 hosts compile) or from H (AVX2 hosts; see
+    ``_cpu.F_FROM_H_BEFORE``): the same H, E' and F' for every cell with gap_open >=
+    gap_extend, in the lanes' saturating arithmetic. The kernels on one host use one form;
+    this runs both, on values around the costs and the lanes' limits."""
+    rng = np.random.default_rng(5)
+    if lanes == "int16":
+        count, top, dtype = _simd.LANES, 2000, np.int16
+        load, store, splat, cell = _simd.load, _simd.store, _simd.splat, _cpu._next_cell
+    else:
+        count, top, dtype = _simd.BYTE_LANES, 255, np.uint8
+        load, store = _simd.load_bytes, _simd.store_bytes
+        splat, cell = _simd.splat_bytes, _cpu._next_cell_bytes
+    inputs = []
+    for open_cost, extend_cost in [(11, 1), (5, 5), (0, 0), (40, 3), (200, 100)]:
+        values = [rng.integers(0, top + 1, 64 * count).astype(dtype) for _ in range(3)]
+        values[2][::3] = np.minimum(values[0][::3] + rng.integers(0, 30, values[0][::3].size),
+                                    top).astype(dtype)  # F raising H, often
+        inputs.append((values, open_cost, extend_cost))
+    found = {}
+    for form in (True, False):
+        monkeypatch.setattr(_cpu, "F_FROM_H_BEFORE", form)
+        fresh = nb.njit(cell.py_func)  # compiled with the form as set
+
+        @nb.njit
+        def cells(h_before, e, f, open_cost, extend_cost, out):
+            for k in range(0, h_before.size, count):
+                h, e_right, f_below = fresh(load(h_before, k), load(e, k), load(f, k),
+                                            splat(open_cost), splat(extend_cost))
+                store(out, 3 * k, h)
+                store(out, 3 * k + count, e_right)
+                store(out, 3 * k + 2 * count, f_below)
+
+        outputs = []
+        for values, open_cost, extend_cost in inputs:
+            out = np.empty(3 * values[0].size, dtype=dtype)
+            cells(*values, open_cost, extend_cost, out)
+            outputs.append(out)
+        found[form] = np.concatenate(outputs)
+    assert np.array_equal(found[True], found[False])
