@@ -1,39 +1,64 @@
-"""The search job on several GPUs of this machine with no cluster: one process per GPU.
+"""The search job on this machine's GPUs with no cluster: on one GPU in this process, on
+several with one more process for each further GPU.
 
-``swdask search --backend gpu`` on a machine with N GPUs and no ``--scheduler`` or
-``--workers`` runs here (one GPU: in the job's own process, :mod:`swdask._search`). The
-database is cut into N shares of consecutive records and about equal bytes (so about equal
-residues), each searched by a process of its own on its own GPU, every query against its
-share (:func:`~swdask._many_queries.search_part`); the shares' hits come back to this
-process, which ranks them together (:func:`~swdask._many_queries.rank_hits`: score, then
-record order across the shares, the tie rule of every search).
+``swdask search --backend gpu`` (or ``cudf`` on one GPU) with no ``--scheduler`` or
+``--workers`` runs here.
 
-Why one process per GPU, not one thread each: on two H200s of one host, the scan of 300
-queries took 9.04-9.09 s on one GPU, 5.86-6.03 s on two driven by two threads of one process
-(1.51 x) and 4.78-4.87 s on two driven by one process each (1.86 x): the per-query Python of
-two threads queues on one GIL (benchmarks/NOTES-gpu.md, "several GPUs";
-``profile-several-gpus-nvidia-h200-x2-*.log``). The thread version was deleted.
+One GPU (:func:`search_on_one_gpu`). With one plain (uncompressed, local) database file,
+the file's bytes are read and uploaded as they are, then cut into records and encoded on
+the GPU (:func:`~swdask.gpu._encode.encode_fasta_text`; the hits' ids come from their
+header lines alone) while another thread readies the GPU (its context, the kernels these
+queries launch); neither numba nor a frame of the database is needed. Otherwise (or where
+that parse leaves the file to the reader: see :func:`~swdask._fasta.fasta_layout`) the
+database is read into one frame in this process (:func:`~swdask._fasta.read_fasta_frame`,
+``threads`` threads) beside that warm-up, then searched as one column
+(:func:`load_database`).
+
+``backend="cudf"`` on one GPU runs this same job: its database is in GPU memory either way
+(the file's bytes parsed there, or the frame's strings uploaded once and encoded there), and
+a job that writes a file hands no frame back, so a cuDF frame would only add cuDF's import
+(about 2.1 s on an H100 machine, more than three times the file's read and parse;
+benchmarks/results/ab-gpu-cudf-w1-job-nvidia-h100-9e08a06-2026-11-24.log) and a copy. cuDF
+frames carry the partitions where the job runs on a cluster.
+
+Neither Dask's graph nor its dataframe module is needed: on an H100, importing
+dask.dataframe (which imports dask.array, CuPy's SciPy modules and SciPy) and reading through
+Dask's threaded scheduler took 3.8 s of an 8.7 s W1 job, and the partitions read in parallel
+are joined into one column anyway (one launch on the GPU's whole share).
+
+Several GPUs (:func:`search_on_gpus`). This process searches on GPU 0 as the one-GPU job
+does, and starts one process for each further GPU. Every process reads and parses the whole
+database on its own GPU (:func:`load_database`), then takes the queries in batches from a
+counter they share (:class:`QueryBatches`): each batch about 1 / (2 x GPUs) of the query
+residues not yet taken, so the first batches are long stacks and the last ones short, and a
+process that starts later simply takes fewer. Each query is searched whole in one process,
+so its hits need no merging across processes: this process only puts the batches' hits in
+the queries' order (:func:`~swdask._many_queries.rank_hits`).
+
+Why the queries are shared out, not the database: until 2026-11-25 each process searched
+every query against its own byte range of the file. On two H100s the 1,000-query job took
+17.8-17.9 s against 29.9 s on one GPU (1.68 x): the job waited for both new processes to
+start (about 1.0 s each from spawn to their share: the interpreter, swdask and CuPy) before
+any GPU scanned, and a 20-query job (W1) was slower on two GPUs than on one (4.73 s against
+4.27 s). Now GPU 0 starts scanning as soon as the one-GPU job would, and the others add what
+they can once started (benchmarks/NOTES-gpu.md). The cost: every GPU holds the whole
+database and parses it (0.4 s for sp500k's 231 MB on an H100).
+
+Why one process per further GPU, not one thread each: on two H200s of one host, the scan of
+300 queries took 9.04-9.09 s on one GPU, 5.86-6.03 s on two driven by two threads of one
+process (1.51 x) and 4.78-4.87 s on two driven by one process each (1.86 x): the per-query
+Python of two threads queues on one GIL (``profile-several-gpus-nvidia-h200-x2-*.log``).
 
 Why Python's own process pool (:class:`concurrent.futures.ProcessPoolExecutor`), not a Dask
 cluster: the work is one task per GPU, with nothing to schedule, balance, retry or spill; a
 local cluster's start and stop cost 1.9 s of a 6.5 s job on the 2-core machine
 (:mod:`swdask._search`), and the graph path imports dask.dataframe. (``--scheduler`` and
 ``--backend cudf`` on several GPUs still run on a Dask cluster, with its dashboard.) The
-processes are started with ``spawn``: CUDA does not survive ``fork``, and this process
-creates no CUDA context to hand on (it counts the GPUs and no more).
-
-Shares. The database is planned as :func:`swdask.read_fasta` plans it (one scan: byte ranges
-that start at a record, with their first line and record numbers) in blocks of 1/N of its
-bytes. Each process reads its own byte range; a plain range (see
-:func:`~swdask._fasta.fasta_layout`) is parsed and encoded on its GPU, as the one-GPU job
-parses its file, while another thread readies the GPU; any other range is read by the
-reader (``_read_part``), which names any problem with the file's own line and record
-numbers. Where the plan has fewer ranges than GPUs (one compressed file), this process reads
-the database into one frame and sends each process a slice of equal residues.
+processes are started with ``spawn``: CUDA does not survive ``fork``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -41,201 +66,256 @@ import pandas as pd
 from . import _timing
 from ._options import Options
 
+#: The fewest query residues a batch takes (the last batches; fewer are left only at the
+#: end): about 0.3 s of scan against sp500k on an H100, so the processes end within that of
+#: each other, and stacks stay a few dozen proteins long.
+MIN_BATCH_RESIDUES = 4096
+
+
+def load_database(database_path, lengths, options, blocksize, threads, strip_gaps, phases,
+                  gpu):
+    """The database on the current GPU as one part ``(column, kept)`` for
+    :func:`~swdask._many_queries.search_part`, read beside the GPU's warm-up for queries of
+    ``lengths`` (see the module docstring); ``phases(name)`` times ``read``, ``ready`` and
+    ``parse``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ._fasta import read_fasta_frame, whole_plain_text
+    from .gpu._encode import encode_fasta_text
+
+    device = gpu.runtime.current_device()
+    database = None
+    with ThreadPoolExecutor(1) as pool:
+        def warm():  # beside the read: the GPU's context and kernels
+            with gpu.device(device):
+                gpu.warm_up(lengths, options.scoring)
+
+        ready = pool.submit(warm)
+        # one plain file: its bytes go up as they are and are parsed and encoded there
+        with phases("read"):
+            text = whole_plain_text(database_path)
+        if text is not None:
+            with phases("ready"):
+                ready.result()
+            with phases("parse"):
+                database = encode_fasta_text(text[1], text[0], options.scoring, gpu.runtime)
+        if database is None:  # anything else (or a file to name a problem in): the reader
+            with phases("read"):
+                database = read_fasta_frame(database_path, blocksize, threads=threads,
+                                            strip_gaps=strip_gaps)
+        with phases("ready"):
+            ready.result()
+    if isinstance(database, tuple):  # (codes on the GPU, the records' headers)
+        return database
+    if database.empty:
+        names = database_path if isinstance(database_path, str) else ", ".join(
+            map(str, database_path))
+        raise ValueError(f"the database ({names}) holds no FASTA record (no line starts "
+                         "with '>')")
+    return database["sequence"], database[["id", "description"]]
+
+
+def search_on_one_gpu(database_path, queries, top, options, blocksize, threads, statistics,
+                      strip_gaps, phases):
+    """The hits of ``queries`` (a frame: ``id``, ``sequence``) on this process's GPU (see
+    the module docstring); ``phases`` (the job's :class:`~swdask._search.Phases`) gets
+    ``read``, ``ready``, ``parse``, ``search`` and, in ``in_tasks``, the search's stages."""
+    from ._engine import get_backend
+    from ._many_queries import search_columns
+
+    gpu = get_backend("gpu")
+    lengths = [len(sequence) for sequence in queries["sequence"]]
+    part = load_database(database_path, lengths, options, blocksize, threads, strip_gaps,
+                         phases, gpu)
+    with phases("search"):
+        _timing.take()  # from zero: only this job's stages
+        hits = search_columns([part], queries, top, options, statistics=statistics)
+    phases.in_tasks = _timing.take()
+    return hits
+
+
+class QueryBatches:
+    """The queries handed out in batches of consecutive queries from a counter the
+    processes share (a ``multiprocessing`` value): each batch about ``1 / (2 x processes)``
+    of the query residues not yet taken, at least :data:`MIN_BATCH_RESIDUES`."""
+
+    def __init__(self, lengths, processes: int, counter):
+        self.ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
+        self.processes = processes
+        self.counter = counter
+
+    def take(self):
+        """``(first, stop)`` of the next batch (queries ``first`` to ``stop - 1``), or None
+        when every query is taken."""
+        count = self.ends.size
+        with self.counter.get_lock():
+            first = self.counter.value
+            if first >= count:
+                return None
+            done = int(self.ends[first - 1]) if first else 0
+            wanted = max((int(self.ends[-1]) - done) / (2 * self.processes),
+                         MIN_BATCH_RESIDUES)
+            stop = min(count, int(np.searchsorted(self.ends, done + wanted)) + 1)
+            self.counter.value = stop
+        return first, stop
+
+    def stop_all(self) -> None:
+        """No more batches for anyone (a process failed: the others stop after theirs)."""
+        with self.counter.get_lock():
+            self.counter.value = self.ends.size
+
+
+def search_batches(part, prepared, ids, options, top, stats, batches):
+    """The hits of the batches this process takes from ``batches`` (a
+    :class:`QueryBatches`) against ``part``: :func:`~swdask._many_queries.search_part`'s
+    frames, queries numbered as in the whole list, the database's totals carried once (by
+    the batch that starts the list), and the number of queries searched."""
+    from ._many_queries import search_part
+
+    found, searched = [], 0
+    try:
+        while (batch := batches.take()) is not None:
+            first, stop = batch
+            hits = search_part(0, part, prepared[first:stop], ids[first:stop], options, top,
+                               stats, totals=first == 0)
+            numbered = hits["_query"].to_numpy() >= 0  # not the totals row
+            hits.loc[numbered, "_query"] += first
+            found.append(hits)
+            searched += stop - first
+    except BaseException:
+        batches.stop_all()
+        raise
+    return found, searched
+
 
 @dataclass
 class Share:
-    """One GPU's work: its device, its records (``parts`` of the plan, read by the worker,
-    or ``frame``, read here) and the search's arguments."""
+    """One further GPU's work: its device, the queries, the search's arguments."""
 
-    number: int
     device: int
+    database_path: object
     queries: pd.DataFrame
     top: int
     options: Options
     statistics: object
+    strip_gaps: bool
+    blocksize: object
+    threads: int
     settings: dict
-    parts: list = field(default_factory=list)
-    fs: object = None
-    frame: pd.DataFrame | None = None
 
 
 @dataclass
 class ShareResult:
-    """What a worker sends back: its share's hits (:func:`~swdask._many_queries.search_part`'s
-    frame), how many records and residues it searched, on which device, and its seconds by
-    stage (``_timing``'s, with ``start``: the worker's age when its share began)."""
+    """What a process sends back: its batches' hits, how many queries it searched, on
+    which device, and its seconds by stage (``_timing``'s, with ``start``: the process's
+    age when its work began)."""
 
-    hits: pd.DataFrame
-    records: int
-    residues: int
+    hits: list
+    queries: int
     device: int
     stages: dict
 
 
-def split_by_residues(frame, count: int) -> list:
-    """``frame`` (with a ``sequence`` column) cut into at most ``count`` slices of
-    consecutive rows holding about as many residues each (a search's cost follows the
-    residues, not the rows), by the cuts of :func:`swdask._balance.balance_by_residues`."""
-    if count <= 1:
-        return [frame]
-    from ._balance import _boundaries
-
-    lengths = frame["sequence"].str.len().fillna(0).to_numpy(dtype="int64")
-    cuts = [0] + _boundaries(np.arange(len(frame)), lengths, count) + [len(frame)]
-    return [frame.iloc[begin:end] for begin, end in zip(cuts[:-1], cuts[1:])]
+_BATCHES: QueryBatches | None = None  # a further GPU's process: the shared counter
 
 
-def group_parts(parts: list, count: int) -> list[list]:
-    """The plan's ``parts`` (in record order) in at most ``count`` groups of consecutive
-    parts holding about equal bytes; no empty group."""
-    sizes = np.array([(p.stop if p.stop is not None else p.file_size) - p.start
-                      if p.compression is None else p.file_size for p in parts], dtype=float)
-    ends = np.cumsum(sizes)
-    total = ends[-1] if len(ends) else 0.0
-    groups, current = [], []
-    for part, end in zip(parts, ends):
-        current.append(part)
-        if end >= total * (len(groups) + 1) / count and len(groups) < count - 1:
-            groups.append(current)
-            current = []
-    if current:
-        groups.append(current)
-    return groups
-
-
-def _plain_range(parts: list):
-    """``(path, first byte, bytes)`` where ``parts`` are one contiguous range of one
-    uncompressed file (what a GPU may parse), else None."""
-    first = parts[0]
-    if any(p.compression is not None or p.path != first.path for p in parts):
-        return None
-    stop = parts[-1].stop if parts[-1].stop is not None else parts[-1].file_size
-    return first.path, first.start, stop - first.start
-
-
-def _load(share: Share, gpu, ready):
-    """The share's records on this process's GPU: ``(column, kept, first record)``, the
-    column an EncodedSequences parsed on the GPU (kept: its headers) or a pandas column."""
-    from ._fasta import _read_part
-    from .gpu._encode import encode_fasta_text
-
-    if share.frame is not None:
-        frame = share.frame
-    else:
-        plain = _plain_range(share.parts)
-        if plain is not None:
-            path, start, size = plain
-            with _timing.stage("read"):
-                text = np.fromfile(path, dtype=np.uint8, count=size, offset=start)
-            with _timing.stage("ready"):
-                ready.result()
-            with _timing.stage("parse"):
-                parsed = encode_fasta_text(text, path, share.options.scoring, gpu.runtime)
-            if parsed is not None:
-                return parsed[0], parsed[1], share.parts[0].first_record
-        frame = pd.concat([_read_part(part, share.fs) for part in share.parts])
-    return frame["sequence"], frame[["id", "description"]], None
+def _start_process(lengths, processes: int, counter) -> None:
+    """A further GPU's process, at its start (the pool's initializer): the shared counter."""
+    global _BATCHES
+    _BATCHES = QueryBatches(lengths, processes, counter)
 
 
 def search_share(share: Share) -> ShareResult:
-    """A worker process's task: its share searched on its GPU (see the module docstring)."""
+    """A further GPU's process: the database read on its GPU, then batches of queries
+    searched until none is left (see the module docstring)."""
     age = _timing.process_age()
-    from concurrent.futures import ThreadPoolExecutor
-
     import dask.config
 
     from . import _engine
-    from ._many_queries import hit_statistics, prepare_queries, search_part
-    from ._metrics import column_total
+    from ._many_queries import hit_statistics, prepare_queries
 
     dask.config.set({"swdask": share.settings})  # the job's settings, as the parent has them
     _timing.take()
     gpu = _engine.get_backend("gpu")
     ids, prepared = prepare_queries(share.queries, share.options.scoring)
     stats = hit_statistics(share.statistics, share.options.scoring, prepared)
-    lengths = [len(query) for query in prepared]
-    with gpu.device(share.device), ThreadPoolExecutor(1) as pool:
-        def warm():  # beside the read: the GPU's context and kernels
-            with gpu.device(share.device):
-                gpu.warm_up(lengths, share.options.scoring)
-
-        ready = pool.submit(warm)
-        column, kept, first_record = _load(share, gpu, ready)
-        with _timing.stage("ready"):
-            ready.result()
+    with gpu.device(share.device):
+        try:
+            part = load_database(share.database_path, [len(q) for q in prepared],
+                                 share.options, share.blocksize, share.threads,
+                                 share.strip_gaps, _timing.stage, gpu)
+        except BaseException:
+            _BATCHES.stop_all()
+            raise
         with _timing.stage("search"):
-            hits = search_part(share.number, (column, kept), prepared, ids, share.options,
-                               share.top, stats)
+            hits, searched = search_batches(part, prepared, ids, share.options, share.top,
+                                            stats, _BATCHES)
         device = gpu.runtime.current_device()
-    if first_record:  # rows of a share parsed on the GPU are numbered from its first
-        is_hit = hits["_row"].to_numpy() >= 0
-        hits.loc[is_hit, "target_index"] = hits.loc[is_hit, "target_index"] + first_record
-    records = len(column)
-    residues = (int(column.offsets[-1]) if hasattr(column, "offsets")
-                else column_total(column.str.len()))
     stages = _timing.take()
     if age is not None:
         stages["start"] = age
-    return ShareResult(hits, records, residues, device, stages)
+    return ShareResult(hits, searched, device, stages)
 
 
 def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps, gpus,
-                   phases, report=None):
-    """The hits of ``queries`` (a frame: ``id``, ``sequence``) in the database on ``gpus``
-    GPUs of this machine, one process each (see the module docstring); ``phases`` (the
-    job's :class:`~swdask._search.Phases`) gets ``plan``, ``read`` (where this process
-    reads), ``search`` and the workers' stages, summed over them, in ``in_tasks``."""
+                   phases, report=None, blocksize=None, threads=8):
+    """The hits of ``queries`` (a frame: ``id``, ``sequence``) on ``gpus`` GPUs of this
+    machine (see the module docstring): GPU 0 in this process, one process for each other.
+    ``phases`` (the job's :class:`~swdask._search.Phases`) gets this process's ``read``,
+    ``ready``, ``parse`` and ``search``, and in ``in_tasks`` the stages of every GPU,
+    summed."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     import dask.config
 
-    from ._fasta import _plan, _planning_threads, expand_paths, read_fasta_frame
+    from ._engine import get_backend
     from ._many_queries import hit_statistics, prepare_queries, rank_hits
     from .gpu import GpuUnavailableError
 
-    settings = dask.config.get("swdask")
-    with phases("plan"):
-        fs, found = expand_paths(database_path)
-        total = sum(int(fs.size(p)) for p in found)
-        fs, parts = _plan(database_path, max(1, -(-total // gpus)), "infer", None, strip_gaps,
-                          _planning_threads())
-    if not parts or not sum(p.n_records for p in parts):
-        names = database_path if isinstance(database_path, str) else ", ".join(
-            map(str, database_path))
-        raise ValueError(f"the database ({names}) holds no FASTA record (no line starts "
-                         "with '>')")
-    arguments = dict(queries=queries[["id", "sequence"]], top=top, options=options,
-                     statistics=statistics, settings=settings)
-    groups = group_parts(parts, gpus)
-    if len(groups) < gpus and any(p.compression is not None for p in parts):
-        with phases("read"):  # a compressed file is one range: read here, cut by residues
-            frames = split_by_residues(read_fasta_frame(database_path, threads=None,
-                                                        strip_gaps=strip_gaps), gpus)
-        shares = [Share(k, k, frame=frame, **arguments) for k, frame in enumerate(frames)]
-    else:
-        shares = [Share(k, k, parts=group, fs=fs, **arguments)
-                  for k, group in enumerate(groups)]
-    with phases("search"):
-        try:
-            with ProcessPoolExecutor(len(shares),
-                                     mp_context=multiprocessing.get_context("spawn")) as pool:
-                results = list(pool.map(search_share, shares))
-        except BrokenProcessPool as exc:
-            raise GpuUnavailableError(
-                f"a GPU worker process of the search ended abruptly ({exc}); run the job on "
-                "one GPU (CUDA_VISIBLE_DEVICES=0) to see its error") from None
+    ids, prepared = prepare_queries(queries, options.scoring)
+    stats = hit_statistics(statistics, options.scoring, prepared)
+    lengths = [len(query) for query in prepared]
+    spawn = multiprocessing.get_context("spawn")
+    counter = spawn.Value("q", 0)
+    batches = QueryBatches(lengths, gpus, counter)
+    arguments = dict(database_path=database_path, queries=queries[["id", "sequence"]],
+                     top=top, options=options, statistics=statistics, strip_gaps=strip_gaps,
+                     blocksize=blocksize, threads=threads, settings=dask.config.get("swdask"))
+    gpu = get_backend("gpu")
+    results = []
+    try:
+        with ProcessPoolExecutor(gpus - 1, mp_context=spawn, initializer=_start_process,
+                                 initargs=(lengths, gpus, counter)) as pool:
+            futures = [pool.submit(search_share, Share(device, **arguments))
+                       for device in range(1, gpus)]
+            try:
+                with gpu.device(0):
+                    _timing.take()  # from zero: only this job's stages
+                    part = load_database(database_path, lengths, options, blocksize, threads,
+                                         strip_gaps, phases, gpu)
+                    with phases("search"):
+                        with _timing.stage("search"):
+                            hits, searched = search_batches(part, prepared, ids, options,
+                                                            top, stats, batches)
+                        results.append(ShareResult(hits, searched, 0, _timing.take()))
+                        results += [future.result() for future in futures]
+            except BaseException:
+                batches.stop_all()  # the other processes stop after their batch
+                raise
+    except BrokenProcessPool as exc:
+        raise GpuUnavailableError(
+            f"a GPU worker process of the search ended abruptly ({exc}); run the job on one "
+            "GPU (CUDA_VISIBLE_DEVICES=0) to see its error") from None
     for result in results:
         for name, seconds in result.stages.items():
             phases.in_tasks[name] = phases.in_tasks.get(name, 0.0) + seconds
     if report is not None:
         for result in results:
-            report(f"GPU {result.device}: {result.records} records, {result.residues} "
-                   f"residues, searched in {result.stages.get('search', 0.0):.2f} s")
-    ids, prepared = prepare_queries(queries, options.scoring)
-    stats = hit_statistics(statistics, options.scoring, prepared)
-    return rank_hits([result.hits for result in results], top, stats)
+            report(f"GPU {result.device}: {result.queries} queries, searched in "
+                   f"{result.stages.get('search', 0.0):.2f} s")
+    return rank_hits([hits for result in results for hits in result.hits], top, stats)
 
 
-__all__ = ["search_on_gpus", "split_by_residues"]
+__all__ = ["load_database", "search_on_gpus", "search_on_one_gpu"]

@@ -269,15 +269,18 @@ def record_error(error: SequenceError, frame) -> SequenceError | None:
     return SequenceError(f"record {record!r} (number {error.label} of the database): {error}")
 
 
-def search_part(number, part, prepared, ids, options, top: int, stats=None) -> pd.DataFrame:
+def search_part(number, part, prepared, ids, options, top: int, stats=None,
+                totals: bool = True) -> pd.DataFrame:
     """The hits of one part of a database (``part``: a ``(column, kept)`` pair, see
     :func:`search_columns`), ``number`` its place in record order: :func:`search_column`'s
-    frame, with the summaries and totals that ``stats`` (:func:`hit_statistics`) needs, and
-    a bad row's error naming its record."""
+    frame, with the summaries and (unless ``totals`` is False: a part searched by several
+    batches of queries carries them once) the totals that ``stats``
+    (:func:`hit_statistics`) needs, and a bad row's error naming its record."""
     column, kept = part
     try:
         return search_column(prepared, ids, column, options, top, partition=number, kept=kept,
-                             summaries=bool(stats and stats.fitted), totals=stats is not None)
+                             summaries=bool(stats and stats.fitted),
+                             totals=totals and stats is not None)
     except SequenceError as exc:
         named = record_error(exc, kept)
         if named is None:

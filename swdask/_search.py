@@ -7,10 +7,10 @@ encoded and (on the GPU) laid out once for all the queries.
 Where it runs: with no cluster asked for (no ``--scheduler``, no ``--workers``), in this
 process with no Dask graph at all: on the CPU the partitions stream through, each read on a
 thread while the one before is searched (:func:`_search_cpu_in_process`; the numba kernels
-use every core); with the GPU engine on the local GPUs (on one GPU, ``gpu`` and ``cudf`` alike,
-:func:`_search_in_process`: the file's bytes parsed on the GPU, or read into one frame while
-a thread readies the GPU; on several GPUs with ``gpu``, :mod:`swdask._local_gpus`: one
-process per GPU, each reading and searching its share of the database).
+use every core); with the GPU engine on the local GPUs (:mod:`swdask._local_gpus`; on one GPU, ``gpu`` and
+``cudf`` alike: the file's bytes parsed on the GPU, or read into one frame while a thread
+readies the GPU; on several GPUs with ``gpu``: GPU 0 in this process and one more process
+for each other, every one reading the whole database and taking batches of the queries).
 Otherwise on a cluster, where the job is one ``.sw.search`` over a Dask frame from
 :func:`swdask.read_fasta` (one ``sw-search`` task per partition, one task ranking them):
 ``--workers N`` starts a local one of N worker processes, ``--scheduler`` uses a running
@@ -351,72 +351,6 @@ def read_queries(path, scoring, strip_gaps: bool = False):
     return queries
 
 
-def _search_in_process(database_path, queries, top, options, blocksize, threads,
-                       statistics, strip_gaps, phases):
-    """The search on the one local GPU with no cluster, in this process. With one plain
-    (uncompressed, local) database file, the file's bytes are read and uploaded as they
-    are, then cut into records and encoded on the GPU
-    (:func:`~swdask.gpu._encode.encode_fasta_text`; the hits' ids come from their header
-    lines alone) while another thread readies the GPU (its context, the kernels these
-    queries launch); neither numba nor a frame of the database is needed. Otherwise (or
-    where that parse leaves the file to the reader: see :func:`~swdask._fasta.fasta_layout`)
-    the database is read into one frame in this process
-    (:func:`~swdask._fasta.read_fasta_frame`, ``threads`` threads) beside that warm-up, then
-    searched as one column. (Several GPUs: :mod:`swdask._local_gpus`, one process each.)
-
-    ``backend="cudf"`` on one GPU runs this same job: its database is in GPU memory either
-    way (the file's bytes parsed there, or the frame's strings uploaded once and encoded
-    there), and a job that writes a file hands no frame back, so a cuDF frame would only
-    add cuDF's import (about 2.1 s on an H100 machine, more than three times the file's read
-    and parse; benchmarks/results/ab-gpu-cudf-w1-job-nvidia-h100-9e08a06-2026-11-24.log) and
-    a copy. cuDF frames carry the partitions where the job runs on a cluster.
-
-    Neither Dask's graph nor its dataframe module is needed: on an H100, importing
-    dask.dataframe (which imports dask.array, CuPy's SciPy modules and SciPy) and reading
-    through Dask's threaded scheduler took 3.8 s of an 8.7 s W1 job, and the partitions
-    read in parallel are joined into one column anyway (one launch on the GPU's whole
-    share, see :func:`_lazy_search`)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    from ._engine import get_backend
-    from ._fasta import read_fasta_frame, whole_plain_text
-    from ._many_queries import search_columns
-    from .gpu._encode import encode_fasta_text
-
-    gpu = get_backend("gpu")
-    lengths = [len(sequence) for sequence in queries["sequence"]]
-    database = None
-    with ThreadPoolExecutor(1) as pool:
-        # beside the read: the GPU's context and kernels
-        ready = pool.submit(gpu.warm_up, lengths, options.scoring)
-        # one plain file: its bytes go up as they are and are parsed and encoded there
-        with phases("read"):
-            text = whole_plain_text(database_path)
-        if text is not None:
-            with phases("ready"):
-                ready.result()
-            with phases("parse"):
-                database = encode_fasta_text(text[1], text[0], options.scoring, gpu.runtime)
-        if database is None:  # anything else (or a file to name a problem in): the reader
-            with phases("read"):
-                database = read_fasta_frame(database_path, blocksize, threads=threads,
-                                            strip_gaps=strip_gaps)
-        with phases("ready"):
-            ready.result()
-    if isinstance(database, tuple):  # (codes on the GPU, the records' headers)
-        part = database
-    else:
-        if database.empty:
-            raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record "
-                             "(no line starts with '>')")
-        part = (database["sequence"], database[["id", "description"]])
-    with phases("search"):
-        _timing.take()  # from zero: only this job's stages
-        hits = search_columns([part], queries, top, options, statistics=statistics)
-    phases.in_tasks = _timing.take()
-    return hits
-
-
 def _search_cpu_in_process(database_path, queries, top, options, blocksize, statistics,
                            strip_gaps, progress):
     """The search with the CPU engine in this process: the database's partitions streamed
@@ -492,19 +426,22 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     # the GPU engine and no cluster asked for: in this process, on every local GPU (cudf
     # as gpu on one; cudf on several takes a LocalCUDACluster, one worker per GPU, below)
     if local_gpus == 1:
+        from ._local_gpus import search_on_one_gpu
+
         threads = min(available_cores(), 8)
         report(f"running in this process on one GPU ({threads} threads read the database); "
                "no dashboard: pass --scheduler to run on a cluster and watch it")
-        hits = _search_in_process(database_path, queries, top, options, blocksize,
-                                  threads, statistics, strip_gaps, phases)
+        hits = search_on_one_gpu(database_path, queries, top, options, blocksize, threads,
+                                 statistics, strip_gaps, phases)
         return hits_table(_below(hits, evalue))
     if local_gpus > 1 and backend == "gpu":
         from ._local_gpus import search_on_gpus
 
-        report(f"running on {local_gpus} GPUs, one process each; no dashboard: pass "
-               "--scheduler to run on a cluster and watch it")
+        threads = max(1, min(available_cores() // local_gpus, 8))
+        report(f"running on {local_gpus} GPUs: GPU 0 in this process, one more process for "
+               "each other; no dashboard: pass --scheduler to run on a cluster and watch it")
         hits = search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
-                              local_gpus, phases, report)
+                              local_gpus, phases, report, blocksize, threads)
         return hits_table(_below(hits, evalue))
     if not gpu_engine and scheduler is None and n_workers is None:
         # The CPU engine on this machine and no cluster asked for: in this process too. The

@@ -118,10 +118,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "partitions in GPU memory (needs cuDF and dask-cudf). Without "
                           "--scheduler or --workers, both run the same job in this process "
                           "on one local GPU (the database file parsed on the GPU; no cuDF "
-                          "needed); gpu on several starts one process per GPU, each "
-                          "reading and searching its share of the database; cudf on several "
-                          "starts a "
-                          "LocalCUDACluster (needs dask-cuda), one worker per GPU")
+                          "needed); gpu on several runs GPU 0 in this process and starts "
+                          "one more process for each other GPU, each reading the whole "
+                          "database and taking batches of the queries; cudf on several "
+                          "starts a LocalCUDACluster (needs dask-cuda), one worker per GPU")
     run.add_argument("--no-progress", action="store_true",
                      help="no progress bar on standard error")
     run.add_argument("-v", "--verbose", action="store_true",

@@ -429,22 +429,27 @@ def test_one_local_gpu_runs_in_this_process(tmp_path, capsys, monkeypatch, setti
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
                     reason="the host emulation needs g++")
 @pytest.mark.parametrize("form", ["plain", "gzip", "gap", "crlf"])
-def test_several_local_gpus_one_process_each(tmp_path, capsys, monkeypatch, setting, form):
-    """--backend gpu on a machine with 3 GPUs and no cluster asked for: one spawned process
-    per GPU (the host emulation pretends to have 3; the settings reach the processes), each
-    searching its share of the records on its own device (the job lists them), the hits
-    ranked together equal to the expected ones. A plain file is read by the processes, each
-    its own byte range; a compressed one by this process and sent in slices; a range
-    outside the plain form (\r\n) by the reader in its process; a record with a byte that
-    is no residue ('-', in the last share) is named in one line, exit status 1."""
+def test_several_local_gpus_share_the_queries(tmp_path, capsys, monkeypatch, setting, form):
+    """--backend gpu on a machine with 3 GPUs and no cluster asked for: GPU 0 in this
+    process, a spawned process for each other (the host emulation pretends to have 3; the
+    settings reach the processes), each reading the whole database on its own device and
+    taking batches of the queries (the job lists them: every query searched once); the hits
+    equal the expected ones. A plain file is parsed on the GPUs; a compressed one, or one
+    outside the plain form (\r\n), by the reader; a record with a byte that is no residue
+    ('-') is named in one line, exit status 1."""
     import swdask._cluster as cluster_module
+    import swdask._local_gpus as local_gpus
 
     setting("gpu.runtime", "emulation")
     setting("emulation.devices", 3)
     monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: 3)
+    monkeypatch.setattr(local_gpus, "MIN_BATCH_RESIDUES", 1)  # batches of one query or two
     started = []
     monkeypatch.setattr(cluster_module, "cluster", lambda *a, **k: started.append(a))
-    chosen, db, plain, queries = _files_in_form(tmp_path, 12, form, bad=10)
+    chosen, db, plain, _ = _files_in_form(tmp_path, 12, form, bad=10)
+    queries = tmp_path / "q6.fasta"  # six queries: several batches
+    queries.write_text("".join(f">q{k}\n{sequence[:60]}\n"
+                               for k, (_, _, sequence) in enumerate(records(DB)[20:26])))
     out = tmp_path / "hits.tsv"
     framed = _recording_frame_reads(monkeypatch)
     code = main(["search", str(queries), str(db), "--top", "4", "-o", str(out),
@@ -456,13 +461,46 @@ def test_several_local_gpus_one_process_each(tmp_path, capsys, monkeypatch, sett
         assert "Traceback" not in err and not out.exists()
         return
     assert code == 0, err
-    assert "on 3 GPUs, one process each" in err
-    shares = re.findall(r"GPU (\d+): (\d+) records", err)
+    assert "on 3 GPUs" in err
+    shares = re.findall(r"GPU (\d+): (\d+) queries", err)
     assert sorted(int(device) for device, _ in shares) == [0, 1, 2], err
-    assert sum(int(count) for _, count in shares) == 12
-    assert (str(db) in framed) == (form == "gzip")  # only a compressed file read here
-    assert all(f"{phase} " in err for phase in ("queries", "plan", "search", "write"))
+    assert sum(int(count) for _, count in shares) == 6
+    assert (str(db) in framed) == (form in ("gzip", "crlf"))  # the reader, in this process
+    assert all(f"{phase} " in err for phase in ("queries", "parse" if form == "plain" else
+                                                 "read", "search", "write"))
     check_hits(read_tsv(out), expected_hits(queries, plain, 4))
+
+
+def test_query_batches_take_every_query_once_largest_first(monkeypatch):
+    """The batches of the several-GPU job: consecutive queries, each taken once, about
+    1 / (2 x processes) of the residues left each time (so they shrink), at least
+    MIN_BATCH_RESIDUES where that many are left; none once all are taken, or after
+    stop_all (a process failed)."""
+    import multiprocessing
+
+    import numpy as np
+
+    from swdask._local_gpus import MIN_BATCH_RESIDUES, QueryBatches
+
+    lengths = np.random.default_rng(3).integers(50, 3000, 400)
+    batches = QueryBatches(lengths, 2, multiprocessing.Value("q", 0))
+    taken = []
+    while (batch := batches.take()) is not None:
+        taken.append(batch)
+    assert [first for first, _ in taken] == [0] + [stop for _, stop in taken[:-1]]
+    assert taken[-1][1] == len(lengths)
+    sizes = [int(lengths[first:stop].sum()) for first, stop in taken]
+    left = int(lengths.sum())
+    for (first, stop), size in zip(taken, sizes):
+        wanted = max(left / 4, MIN_BATCH_RESIDUES)
+        assert size >= min(wanted, left)  # at least the share, or what was left
+        assert size - int(lengths[stop - 1]) < wanted  # one query fewer would fall short
+        left -= size
+    assert sizes[0] > 4 * sizes[-2]  # large first, small last
+    again = QueryBatches(lengths, 2, multiprocessing.Value("q", 0))
+    again.take()
+    again.stop_all()
+    assert again.take() is None
 
 
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
@@ -491,31 +529,6 @@ def test_one_gpu_job_leaves_other_files_to_the_reader(tmp_path, capsys, monkeypa
         return
     assert code == 0, err
     check_hits(read_tsv(out), expected_hits(queries, plain, 3))
-
-
-def test_split_by_residues_keeps_every_row_in_order():
-    """The slices of the several-GPU job: consecutive rows, every row once and in order,
-    about equal residues each (within one row's length of the ideal), nulls counted as 0;
-    more slices asked for than rows gives one per row at most."""
-    import numpy as np
-    import pandas as pd
-
-    from swdask._local_gpus import split_by_residues
-
-    rng = np.random.default_rng(5)
-    lengths = rng.integers(1, 400, size=301)
-    frame = pd.DataFrame({"sequence": pd.array(["A" * n for n in lengths], dtype="string"),
-                          "id": np.arange(301)}, index=pd.RangeIndex(7, 308))
-    frame.loc[frame.index[10], "sequence"] = pd.NA
-    for count in (1, 2, 3, 8):
-        parts = split_by_residues(frame, count)
-        assert len(parts) == count
-        pd.testing.assert_frame_equal(pd.concat(parts), frame)
-        residues = [int(p["sequence"].str.len().fillna(0).sum()) for p in parts]
-        ideal = sum(residues) / count
-        assert max(abs(r - ideal) for r in residues) <= 2 * lengths.max()  # two cuts
-    tiny = frame.iloc[:2]
-    assert [len(p) for p in split_by_residues(tiny, 5)] == [1, 1]
 
 
 @pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,

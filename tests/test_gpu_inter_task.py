@@ -324,10 +324,10 @@ def test_top_candidates_on_the_gpu_equal_the_host(top):
 
 @pytest.mark.skipif(cupy.cuda.runtime.getDeviceCount() < 2, reason="needs two GPUs")
 def test_several_gpus_search_equals_one_gpu_and_cpu(tmp_path):
-    """The search on every local GPU, one process each (what ``swdask search --backend gpu``
-    runs on several GPUs: each process reads its byte range of the file and parses it on
-    its GPU), gives the hits of one GPU and of the CPU engine, every column, and each share
-    ran on its own device."""
+    """The search on every local GPU (what ``swdask search --backend gpu`` runs on several
+    GPUs: GPU 0 in this process, one more process for each other, each parsing the whole
+    file on its GPU and taking batches of the queries) gives the hits of one GPU and of the
+    CPU engine, every column, every query searched once, each process on its own device."""
     import pandas as pd
 
     from swdask import _many_queries
@@ -351,6 +351,7 @@ def test_several_gpus_search_equals_one_gpu_and_cpu(tmp_path):
     several = search_on_gpus(str(path), queries, 7, options, "auto", False, count, Phases(),
                              said.append)
     assert sorted(int(line.split()[1].rstrip(":")) for line in said) == list(range(count))
+    assert sum(int(line.split()[2]) for line in said) == len(queries)
     part = [(frame["sequence"], frame[["id", "description"]])]
     one = _many_queries.search_columns(part, queries, 7, options)
     cpu = _many_queries.search_columns(part, queries, 7,

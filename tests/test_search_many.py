@@ -258,3 +258,30 @@ def test_stacks_keep_order_and_limits(monkeypatch):
     monkeypatch.setattr(inter_task, "STACK_BYTES", 3 * inter_task.STACK_BYTES_PER_TARGET * 100)
     assert max(len(g) for g in inter_task.stacks([1] * 10, targets=100)) == 3
     assert max(len(g) for g in inter_task.stacks([1] * 10, targets=10**9)) == 1
+
+
+@pytest.mark.parametrize("statistics", [None, "auto", "search"])
+def test_batches_of_queries_rank_as_one_search(database, queries, statistics, monkeypatch):
+    """The several-GPU job's batches (swdask._local_gpus): the queries searched a few at a
+    time against one part, each batch's hits numbered as in the whole list and the part's
+    totals carried once, rank to the same table as one search of every query (E-values
+    included: totals carried by every batch would multiply the search space)."""
+    import multiprocessing
+
+    from swdask import _local_gpus, _many_queries
+    from swdask._options import Options
+
+    monkeypatch.setattr(_local_gpus, "MIN_BATCH_RESIDUES", 1)
+    many = queries * 3  # twelve queries, several batches
+    options = Options.parse(matrix="BLOSUM62", backend="cpu")
+    ids, prepared = _many_queries.prepare_queries(many, options.scoring)
+    stats = _many_queries.hit_statistics(statistics, options.scoring, prepared)
+    part = (database["sequence"], database[["id"]])
+    batches = _local_gpus.QueryBatches([len(q) for q in prepared], 2,
+                                       multiprocessing.Value("q", 0))
+    found, searched = _local_gpus.search_batches(part, prepared, ids, options, 5, stats,
+                                                 batches)
+    assert searched == len(many) and len(found) > 2
+    got = _many_queries.rank_hits(found, 5, stats)
+    want = _many_queries.search_columns([part], many, 5, options, statistics=statistics)
+    pd.testing.assert_frame_equal(got, want)
