@@ -49,12 +49,14 @@ Why one process per further GPU, not one thread each: on two H200s of one host, 
 process (1.51 x) and 4.78-4.87 s on two driven by one process each (1.86 x): the per-query
 Python of two threads queues on one GIL (``profile-several-gpus-nvidia-h200-x2-*.log``).
 
-Why Python's own process pool (:class:`concurrent.futures.ProcessPoolExecutor`), not a Dask
-cluster: the work is one task per GPU, with nothing to schedule, balance, retry or spill; a
-local cluster's start and stop cost 1.9 s of a 6.5 s job on the 2-core machine
+Why Python's own processes (:mod:`multiprocessing`), not a Dask cluster: the work is one
+task per further GPU, balanced by the shared counter, with nothing to schedule, retry or
+spill; a local cluster's start and stop cost 1.9 s of a 6.5 s job on the 2-core machine
 (:mod:`swdask._search`), and the graph path imports dask.dataframe. (``--scheduler`` and
 ``--backend cudf`` on several GPUs still run on a Dask cluster, with its dashboard.) The
-processes are started with ``spawn``: CUDA does not survive ``fork``.
+processes are started with ``spawn`` (CUDA does not survive ``fork``); each hands its hits
+back on a queue and ends by itself, and the job does not wait for their exit (a process
+pool's shutdown waited for each CUDA context's teardown).
 """
 from __future__ import annotations
 
@@ -67,9 +69,9 @@ from . import _timing
 from ._options import Options
 
 #: The fewest query residues a batch takes (the last batches; fewer are left only at the
-#: end): about 0.3 s of scan against sp500k on an H100, so the processes end within that of
-#: each other, and stacks stay a few dozen proteins long.
-MIN_BATCH_RESIDUES = 4096
+#: end): about 0.13 s of scan against sp500k on an H100, so the processes end within about
+#: that of each other, and stacks stay a few proteins long.
+MIN_BATCH_RESIDUES = 2048
 
 
 def load_database(database_path, lengths, options, blocksize, threads, strip_gaps, phases,
@@ -216,16 +218,7 @@ class ShareResult:
     stages: dict
 
 
-_BATCHES: QueryBatches | None = None  # a further GPU's process: the shared counter
-
-
-def _start_process(lengths, processes: int, counter) -> None:
-    """A further GPU's process, at its start (the pool's initializer): the shared counter."""
-    global _BATCHES
-    _BATCHES = QueryBatches(lengths, processes, counter)
-
-
-def search_share(share: Share) -> ShareResult:
+def search_share(share: Share, batches: QueryBatches) -> ShareResult:
     """A further GPU's process: the database read on its GPU, then batches of queries
     searched until none is left (see the module docstring)."""
     age = _timing.process_age()
@@ -245,16 +238,58 @@ def search_share(share: Share) -> ShareResult:
                                  share.options, share.blocksize, share.threads,
                                  share.strip_gaps, _timing.stage, gpu)
         except BaseException:
-            _BATCHES.stop_all()
+            batches.stop_all()
             raise
         with _timing.stage("search"):
             hits, searched = search_batches(part, prepared, ids, share.options, share.top,
-                                            stats, _BATCHES)
+                                            stats, batches)
         device = gpu.runtime.current_device()
     stages = _timing.take()
     if age is not None:
         stages["start"] = age
     return ShareResult(hits, searched, device, stages)
+
+
+def _process_main(share: Share, lengths, processes: int, counter, results) -> None:
+    """A further GPU's process from its start: its share's result, or the error that ended
+    it, put on ``results`` (then the process ends; nothing waits for its exit)."""
+    try:
+        found = search_share(share, QueryBatches(lengths, processes, counter))
+        results.put((share.device, found, None))
+    except BaseException as exc:  # noqa: BLE001 - handed to the job's process to report
+        import pickle
+
+        try:
+            pickle.dumps(exc)  # the queue pickles on a thread, where a failure is lost
+        except Exception:  # noqa: BLE001 - an error that cannot be pickled: its text
+            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+        results.put((share.device, None, exc))
+
+
+def _collect(processes: list, results) -> list[ShareResult]:
+    """The further GPUs' results as they arrive; an error raised again here, and a process
+    that ended with no result (killed, out of memory) as GpuUnavailableError."""
+    import queue
+
+    from .gpu import GpuUnavailableError
+
+    found, waiting = {}, {process.name: process for process in processes}
+    while waiting:
+        try:
+            device, result, error = results.get(timeout=1.0)
+        except queue.Empty:
+            for name, process in waiting.items():
+                if not process.is_alive() and process.exitcode is not None:
+                    raise GpuUnavailableError(
+                        f"the search's process for GPU {name} ended abruptly (exit code "
+                        f"{process.exitcode}); run the job on one GPU "
+                        "(CUDA_VISIBLE_DEVICES=0) to see its error") from None
+            continue
+        if error is not None:
+            raise error
+        found[device] = result
+        waiting.pop(str(device))
+    return [found[device] for device in sorted(found)]
 
 
 def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps, gpus,
@@ -263,16 +298,17 @@ def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
     machine (see the module docstring): GPU 0 in this process, one process for each other.
     ``phases`` (the job's :class:`~swdask._search.Phases`) gets this process's ``read``,
     ``ready``, ``parse`` and ``search``, and in ``in_tasks`` the stages of every GPU,
-    summed."""
+    summed.
+
+    The further GPUs' processes hand their hits back on a queue and end by themselves; the
+    job does not wait for them to exit (a CUDA context's teardown), and they are daemonic:
+    a job that ends early (an error) stops them when it exits."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from concurrent.futures.process import BrokenProcessPool
 
     import dask.config
 
     from ._engine import get_backend
     from ._many_queries import hit_statistics, prepare_queries, rank_hits
-    from .gpu import GpuUnavailableError
 
     ids, prepared = prepare_queries(queries, options.scoring)
     stats = hit_statistics(statistics, options.scoring, prepared)
@@ -283,39 +319,36 @@ def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
     arguments = dict(database_path=database_path, queries=queries[["id", "sequence"]],
                      top=top, options=options, statistics=statistics, strip_gaps=strip_gaps,
                      blocksize=blocksize, threads=threads, settings=dask.config.get("swdask"))
+    results = spawn.Queue()
+    processes = [spawn.Process(target=_process_main, name=str(device), daemon=True,
+                               args=(Share(device, **arguments), lengths, gpus, counter,
+                                     results))
+                 for device in range(1, gpus)]
+    for process in processes:
+        process.start()
     gpu = get_backend("gpu")
-    results = []
     try:
-        with ProcessPoolExecutor(gpus - 1, mp_context=spawn, initializer=_start_process,
-                                 initargs=(lengths, gpus, counter)) as pool:
-            futures = [pool.submit(search_share, Share(device, **arguments))
-                       for device in range(1, gpus)]
-            try:
-                with gpu.device(0):
-                    _timing.take()  # from zero: only this job's stages
-                    part = load_database(database_path, lengths, options, blocksize, threads,
-                                         strip_gaps, phases, gpu)
-                    with phases("search"):
-                        with _timing.stage("search"):
-                            hits, searched = search_batches(part, prepared, ids, options,
-                                                            top, stats, batches)
-                        results.append(ShareResult(hits, searched, 0, _timing.take()))
-                        results += [future.result() for future in futures]
-            except BaseException:
-                batches.stop_all()  # the other processes stop after their batch
-                raise
-    except BrokenProcessPool as exc:
-        raise GpuUnavailableError(
-            f"a GPU worker process of the search ended abruptly ({exc}); run the job on one "
-            "GPU (CUDA_VISIBLE_DEVICES=0) to see its error") from None
-    for result in results:
+        with gpu.device(0):
+            _timing.take()  # from zero: only this job's stages
+            part = load_database(database_path, lengths, options, blocksize, threads,
+                                 strip_gaps, phases, gpu)
+            with phases("search"):
+                with _timing.stage("search"):
+                    hits, searched = search_batches(part, prepared, ids, options, top,
+                                                    stats, batches)
+                found = [ShareResult(hits, searched, 0, _timing.take())]
+                found += _collect(processes, results)
+    except BaseException:
+        batches.stop_all()  # the other processes stop after their batch
+        raise
+    for result in found:
         for name, seconds in result.stages.items():
             phases.in_tasks[name] = phases.in_tasks.get(name, 0.0) + seconds
     if report is not None:
-        for result in results:
+        for result in found:
             report(f"GPU {result.device}: {result.queries} queries, searched in "
                    f"{result.stages.get('search', 0.0):.2f} s")
-    return rank_hits([hits for result in results for hits in result.hits], top, stats)
+    return rank_hits([hits for result in found for hits in result.hits], top, stats)
 
 
 __all__ = ["load_database", "search_on_gpus", "search_on_one_gpu"]

@@ -471,6 +471,26 @@ def test_several_local_gpus_share_the_queries(tmp_path, capsys, monkeypatch, set
     check_hits(read_tsv(out), expected_hits(queries, plain, 4))
 
 
+def test_a_further_gpus_process_that_dies_is_an_error_not_a_hang():
+    """The several-GPU job waits for its further GPUs' hits on a queue: a process that ends
+    with none (killed, out of memory) is a GpuUnavailableError naming the GPU and its exit
+    code, and an error a process sends back is raised as it is."""
+    import queue
+    from types import SimpleNamespace
+
+    from swdask._local_gpus import _collect
+    from swdask.gpu import GpuUnavailableError
+
+    dead = SimpleNamespace(name="1", is_alive=lambda: False, exitcode=-9)
+    with pytest.raises(GpuUnavailableError, match=r"GPU 1 ended abruptly \(exit code -9\)"):
+        _collect([dead], queue.Queue())
+    sent = queue.Queue()
+    sent.put((1, None, ValueError("record 'x': bad")))
+    alive = SimpleNamespace(name="1", is_alive=lambda: True, exitcode=None)
+    with pytest.raises(ValueError, match="record 'x'"):
+        _collect([alive], sent)
+
+
 def test_query_batches_take_every_query_once_largest_first(monkeypatch):
     """The batches of the several-GPU job: consecutive queries, each taken once, about
     1 / (2 x processes) of the residues left each time (so they shrink), at least
