@@ -60,6 +60,7 @@ pool's shutdown waited for each CUDA context's teardown).
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -252,7 +253,11 @@ def search_share(share: Share, batches: QueryBatches) -> ShareResult:
 
 def _process_main(share: Share, lengths, processes: int, counter, results) -> None:
     """A further GPU's process from its start: its share's result, or the error that ended
-    it, put on ``results`` (then the process ends; nothing waits for its exit)."""
+    it, put on ``results``; then the process ends at once, as the ``swdask`` command does
+    (:func:`swdask.cli.run`): the interpreter's teardown (every module, CuPy's memory freed
+    one allocation at a time) is skipped, and the job's own exit waits for this one's."""
+    import os
+
     try:
         found = search_share(share, QueryBatches(lengths, processes, counter))
         results.put((share.device, found, None))
@@ -264,6 +269,11 @@ def _process_main(share: Share, lengths, processes: int, counter, results) -> No
         except Exception:  # noqa: BLE001 - an error that cannot be pickled: its text
             exc = RuntimeError(f"{type(exc).__name__}: {exc}")
         results.put((share.device, None, exc))
+    results.close()
+    results.join_thread()  # the result is written to the pipe
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)
 
 
 def _collect(processes: list, results) -> list[ShareResult]:
