@@ -54,12 +54,12 @@ from numba.extending import overload
 
 from ._results import MODES
 from ._scoring import saturation_bound, substitution_table
-from ._work import TASKS, next_item
 from ._simd import (BYTE_LANES, HAVE_VPERMW, LANES, add, add_where_positive, adds_bytes,
                     gather, load, load_bytes, load_codes, mask_eq, mask_eq_bytes, mask_gt,
-                    mask_gt_bytes,
-                    max_bytes, maximum, permute, permute64, permute_bytes, select, shift_up,
-                    splat, splat_bytes, store, store_bytes, sub, sub_floor0, subs_bytes)
+                    mask_gt_bytes, max_bytes, maximum, permute, permute64, permute_bytes,
+                    select, shift_up, splat, splat_bytes, store, store_bytes, sub, sub_floor0,
+                    subs_bytes)
+from ._work import TASKS, next_item
 
 # Minus infinity for E/F: far below any reachable score, far from int64 overflow.
 _NEG = -(1 << 60)
@@ -316,7 +316,7 @@ def _forget_ends(mode, rows, query_end, target_end):
 #: instead of three, for one more per cell (benchmarks/NOTES-cpu.md, "The lanes' F chain").
 #: Where a vector is two 256-bit halves (AVX2), the halves' chains overlap, the number of
 #: operations sets the pace, and from ``H`` the opening is one subtraction shared with
-#: ``E'``: the byte lanes ran 10% faster so (NOTES-cpu.md, "The F chain on AVX2").
+#: ``E'``: the byte lanes ran 10% faster so (NOTES-cpu.md, "F' below from H on AVX2").
 F_FROM_H_BEFORE = HAVE_VPERMW
 
 

@@ -55,8 +55,7 @@ spill; a local cluster's start and stop cost 1.9 s of a 6.5 s job on the 2-core 
 (:mod:`swdask._search`), and the graph path imports dask.dataframe. (``--scheduler`` and
 ``--backend cudf`` on several GPUs still run on a Dask cluster, with its dashboard.) The
 processes are started with ``spawn`` (CUDA does not survive ``fork``); each hands its hits
-back on a queue and ends by itself, and the job does not wait for their exit (a process
-pool's shutdown waited for each CUDA context's teardown).
+back on a queue and ends at once, without the interpreter's teardown.
 """
 from __future__ import annotations
 
@@ -310,9 +309,9 @@ def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
     ``ready``, ``parse`` and ``search``, and in ``in_tasks`` the stages of every GPU,
     summed.
 
-    The further GPUs' processes hand their hits back on a queue and end by themselves; the
-    job does not wait for them to exit (a CUDA context's teardown), and they are daemonic:
-    a job that ends early (an error) stops them when it exits."""
+    The further GPUs' processes hand their hits back on a queue and end at once
+    (:func:`_process_main`); they are daemonic: a job that ends early (an error) stops them
+    when it exits."""
     import multiprocessing
 
     import dask.config

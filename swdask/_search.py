@@ -7,10 +7,11 @@ encoded and (on the GPU) laid out once for all the queries.
 Where it runs: with no cluster asked for (no ``--scheduler``, no ``--workers``), in this
 process with no Dask graph at all: on the CPU the partitions stream through, each read on a
 thread while the one before is searched (:func:`_search_cpu_in_process`; the numba kernels
-use every core); with the GPU engine on the local GPUs (:mod:`swdask._local_gpus`; on one GPU, ``gpu`` and
-``cudf`` alike: the file's bytes parsed on the GPU, or read into one frame while a thread
-readies the GPU; on several GPUs with ``gpu``: GPU 0 in this process and one more process
-for each other, every one reading the whole database and taking batches of the queries).
+use every core); with the GPU engine on the local GPUs (:mod:`swdask._local_gpus`; on one
+GPU, ``gpu`` and ``cudf`` alike: the file's bytes parsed on the GPU, or read into one frame
+while a thread readies the GPU; on several GPUs with ``gpu``: GPU 0 in this process and one
+more process for each other, every one reading the whole database and taking batches of
+the queries).
 Otherwise on a cluster, where the job is one ``.sw.search`` over a Dask frame from
 :func:`swdask.read_fasta` (one ``sw-search`` task per partition, one task ranking them):
 ``--workers N`` starts a local one of N worker processes, ``--scheduler`` uses a running

@@ -7,7 +7,7 @@ contiguous block of the range, whatever ``numba.parallel_chunksize`` says: that 
 takes effect only with TBB. The first thread then took the longest half: on the 2-core
 development machine (AMD EPYC, AVX2) 10 queries against DB.fasta ran the byte lanes at
 20-23 GCUPS on two threads against 16-17 on one, while two one-thread processes ran at
-17.7 each (benchmarks/NOTES-cpu.md).
+17.7 each; with the counter, 30-40 GCUPS on two (benchmarks/NOTES-cpu.md).
 
 So the loops take their items from a shared counter instead, one at a time, as each
 thread finishes the last (the GPU's warps do the same with their job counter)::
@@ -23,10 +23,10 @@ thread finishes the last (the GPU's warps do the same with their job counter)::
 numba has no atomic operation on the CPU, so the one needed here (fetch-and-add) is
 written as LLVM's ``atomicrmw``; TBB as a dependency would be the alternative, for this
 one loop shape. ``TASKS`` is a constant, not the thread count: a kernel that calls
-``numba.get_num_threads()`` cannot be cached. The ``prange`` splits the tasks into one block
-per thread; each thread's first task takes items until none is left, and its other tasks
-find none (an atomic add each). (A numba generator over the items would read better, but a cached
-kernel that calls one fails to load in the next process: numba 0.68.)
+``numba.get_num_threads()`` cannot be cached. The ``prange`` splits the tasks into one
+block per thread; each thread's first task takes items until none is left, and its other
+tasks find none (an atomic add each). (A numba generator over the items would read better,
+but a cached kernel that calls one fails to load in the next process: numba 0.68.)
 """
 from __future__ import annotations
 
