@@ -29,8 +29,9 @@ Two implementations of these conventions live here:
   second round whose batches group rows by query end so that their bands overlap.
 
 One query against many targets starts with a byte-lane pass (64 unsigned byte lanes,
-:func:`_one_to_many_bytes`: substitution scores plus a bias, every step saturating, scores
-and end cells exact while a lane's best stays below :func:`_byte_bound`, 240 for BLOSUM62);
+:func:`_one_to_many_lanes` on bytes: substitution scores plus a bias, every step saturating,
+scores and end cells exact while a lane's best stays below :func:`_byte_bound`, 240 for
+BLOSUM62);
 only the rows that reach the bound (the related ones, in a search) go on to the int16 lanes.
 
 Lane kernels keep ``E' = max(E, 0)`` and ``F' = max(F, 0)`` instead of ``E``/``F``: since
@@ -666,46 +667,6 @@ def _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
     store_bytes(best, 0, best_so_far)
 
 
-@nb.njit(cache=True, parallel=True)
-def _one_to_many_bytes(query, table, residues, offsets, rows, gap_open, gap_extend, bias,
-                       want_end, bound, score, query_end, target_end, saturated):
-    """:func:`_one_to_many_lanes` in batches of 64 byte lanes (``rows`` longest first, one
-    batch per task): scores and, if ``want_end``, end cells; rows whose best reached
-    ``bound`` are flagged in ``saturated`` instead (for the int16 lanes)."""
-    m = query.shape[0]
-    n_rows = rows.shape[0]
-    n_batches = (n_rows + BYTE_LANES - 1) // BYTE_LANES
-    alphabet = table.shape[0] // BYTE_LANES
-    counter = np.zeros(1, dtype=np.int64)
-    for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
-        while True:
-            batch = next_item(counter)
-            if batch >= n_batches:
-                break
-            first = batch * BYTE_LANES
-            count = min(BYTE_LANES, n_rows - first)
-            starts, lengths, n_columns = _batch_rows(rows, offsets, first, count, BYTE_LANES)
-            H = np.empty(m * BYTE_LANES, dtype=np.uint8)
-            E = np.empty(m * BYTE_LANES, dtype=np.uint8)
-            S = np.empty(alphabet * BYTE_LANES, dtype=np.uint8)
-            codes = np.empty(BYTE_LANES, dtype=np.uint8)
-            best = np.empty(BYTE_LANES, dtype=np.uint8)
-            end_i = np.full(BYTE_LANES, -1, dtype=np.int64)
-            end_j = np.full(BYTE_LANES, -1, dtype=np.int64)
-            _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
-                           gap_extend, bias, want_end, H, E, S, codes, best, end_i, end_j)
-            for lane in range(count):
-                row = rows[first + lane]
-                if best[lane] >= bound:
-                    saturated[row] = True
-                else:
-                    score[row] = best[lane]
-                    if best[lane] > 0:
-                        query_end[row] = end_i[lane]
-                        target_end[row] = end_j[lane]
-
-
-
 @nb.njit(cache=True, nogil=True)
 def _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open, gap_extend,
                    want_end, H, E, S, codes, best, end_i, end_j):
@@ -743,37 +704,77 @@ def _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open,
     store(best, 0, best_so_far)
 
 
+def _forward_batch(query, table, residues, starts, lengths, n_columns, gap_open, gap_extend,
+                   bias, want_end, H, E, S, codes, best, end_i, end_j):
+    """One batch's forward pass in lanes of the work arrays' type: :func:`_forward_bytes`
+    (``bias`` added to the scores) for bytes, :func:`_forward_lanes` for int16."""
+
+
+@overload(_forward_batch, inline="always")
+def _forward_batch_impl(query, table, residues, starts, lengths, n_columns, gap_open,
+                        gap_extend, bias, want_end, H, E, S, codes, best, end_i, end_j):
+    if H.dtype == types.uint8:
+        def forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
+                          gap_extend, bias, want_end, H, E, S, codes, best, end_i, end_j):
+            _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
+                           gap_extend, bias, want_end, H, E, S, codes, best, end_i, end_j)
+        return forward_bytes
+    if H.dtype == types.int16:
+        def forward_int16(query, table, residues, starts, lengths, n_columns, gap_open,
+                          gap_extend, bias, want_end, H, E, S, codes, best, end_i, end_j):
+            _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open,
+                           gap_extend, want_end, H, E, S, codes, best, end_i, end_j)
+        return forward_int16
+    return None
+
+
+def _lanes_of(zero):
+    """Lanes per vector for lane values of ``zero``'s type."""
+
+
+@overload(_lanes_of, inline="always")
+def _lanes_of_impl(zero):
+    lanes = {types.uint8: BYTE_LANES, types.int16: LANES}.get(zero)
+    if lanes is None:
+        return None
+    return lambda zero: lanes
+
+
 @nb.njit(cache=True, parallel=True)
-def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_extend, want_end,
-                       saturation, score, query_end, target_end, saturated):
-    """Scores and end cells: batches of 32 of ``rows`` (sorted by length, longest first),
-    one batch per task. Rows whose 16-bit score may have wrapped are flagged in
-    ``saturated`` (for the exact scalar kernel) instead."""
+def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_extend, bias,
+                       want_end, bound, score, query_end, target_end, saturated, zero):
+    """Scores and (if ``want_end``) end cells of ``rows`` (sorted by length, longest first)
+    in batches of lanes, each batch taken by the next free thread: 64 byte lanes where
+    ``zero`` is ``np.uint8(0)`` (the byte-lane pass: ``table`` the byte table, ``bias``
+    added to its scores), 32 int16 lanes where it is ``np.int16(0)``. Rows whose best
+    reached ``bound`` (the byte lanes' :func:`_byte_bound`, or where an int16 score may have
+    wrapped) are flagged in ``saturated`` instead, for the next wider kernel."""
+    lanes = _lanes_of(zero)
     m = query.shape[0]
     n_rows = rows.shape[0]
-    n_batches = (n_rows + LANES - 1) // LANES
-    alphabet = table.shape[0] // LANES
+    n_batches = (n_rows + lanes - 1) // lanes
+    alphabet = table.shape[0] // lanes
     counter = np.zeros(1, dtype=np.int64)
     for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
         while True:
             batch = next_item(counter)
             if batch >= n_batches:
                 break
-            first = batch * LANES
-            count = min(LANES, n_rows - first)
-            starts, lengths, n_columns = _batch_rows(rows, offsets, first, count, LANES)
-            H = np.empty(m * LANES, dtype=np.int16)
-            E = np.empty(m * LANES, dtype=np.int16)
-            S = np.empty(alphabet * LANES, dtype=np.int16)
-            codes = np.empty(LANES, dtype=np.uint8)
-            best = np.empty(LANES, dtype=np.int16)
-            end_i = np.full(LANES, -1, dtype=np.int64)
-            end_j = np.full(LANES, -1, dtype=np.int64)
-            _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open,
-                           gap_extend, want_end, H, E, S, codes, best, end_i, end_j)
+            first = batch * lanes
+            count = min(lanes, n_rows - first)
+            starts, lengths, n_columns = _batch_rows(rows, offsets, first, count, lanes)
+            H = np.full(m * lanes, zero)
+            E = np.full(m * lanes, zero)
+            S = np.full(alphabet * lanes, zero)
+            codes = np.empty(lanes, dtype=np.uint8)
+            best = np.full(lanes, zero)
+            end_i = np.full(lanes, -1, dtype=np.int64)
+            end_j = np.full(lanes, -1, dtype=np.int64)
+            _forward_batch(query, table, residues, starts, lengths, n_columns, gap_open,
+                           gap_extend, bias, want_end, H, E, S, codes, best, end_i, end_j)
             for lane in range(count):
                 row = rows[first + lane]
-                if best[lane] >= saturation:
+                if best[lane] >= bound:
                     saturated[row] = True
                 else:
                     score[row] = best[lane]
@@ -1035,15 +1036,15 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
         # a byte-lane pass first (twice the lanes); the rows it cannot tell (best near
         # 255: the related ones) go on to the int16 lanes
         unsure = np.zeros(score.shape[0], dtype=np.bool_)
-        _one_to_many_bytes(profile.codes, profile.byte_table, residues, offsets, rows,
+        _one_to_many_lanes(profile.codes, profile.byte_table, residues, offsets, rows,
                            gap_open, gap_extend, profile.byte_bias, mode != MODE_NONE,
                            _byte_bound(scores, profile.byte_bias), score, query_end,
-                           target_end, unsure)
+                           target_end, unsure, np.uint8(0))
         lane_rows = rows[unsure[rows]]
     _one_to_many_lanes(profile.codes, table, residues, offsets, lane_rows, gap_open,
-                       gap_extend, mode != MODE_NONE,
+                       gap_extend, 0, mode != MODE_NONE,
                        saturation_bound(_LANE_MAX, scores.max()), score, query_end,
-                       target_end, saturated)
+                       target_end, saturated, np.int16(0))
     if mode == MODE_FULL:
         hits = rows[~saturated[rows] & (score[rows] > 0)]
         hits = hits[np.argsort(query_end[hits], kind="stable")]
