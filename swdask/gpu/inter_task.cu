@@ -257,26 +257,31 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       if (writes_boundary && t == G - 1 && j >= 0 && j < my_len)
         *reinterpret_cast<uint2*>(boundary + 2 * (my_start + j)) = make_uint2(out_HG, F);
 
-      const reg_t column_best = TreeMax<V, 0, R>::run(HG);
-      u32 improved;
-      best = V::max_improved(best, column_best, improved);
+      // the best so far and this column's rows in one tree of three-input maxima
+      reg_t column[R + 1];
+#pragma unroll
+      for (int r = 0; r < R; ++r) column[r] = HG[r];
+      column[R] = best;
+      const reg_t new_best = TreeMax<V, 0, R + 1>::run(column);
       // A cheaper scan here (both lanes at once: one add-max and one select per row, 77
       // instructions instead of ~240) ran W1 2.5 x slower on an H100: with 127 registers and
       // no spills, ptxas moved the next columns' loads down to just before their use
       // (benchmarks/NOTES-gpu.md, "The improvement branch"). Keep this scan's register use.
-      if (improved) {  // rare: a lane's best just went up; find its first row holding it
+      if (new_best != best) {  // rare: a lane's best just went up; find its first row holding it
+        const u32 improved = V::improved_lanes(best, new_best);
 #pragma unroll
         for (int l = 0; l < L; ++l) {
           if (improved >> l & 1u) {
             int first = 0;
 #pragma unroll
             for (int r = R - 1; r >= 0; --r)
-              if (V::lane_equal(HG[r], column_best, l)) first = r;
+              if (V::lane_equal(HG[r], new_best, l)) first = r;
             best_j[l] = j;
             best_r[l] = first;
           }
         }
       }
+      best = new_best;
     };
     int s = 0;
     for (; s + 1 < steps; s += 2) {

@@ -61,16 +61,14 @@ struct Lanes16 {
   static __device__ __forceinline__ int lane(reg_t x, int k) {
     return (int)(short)(u16)(k ? (x >> 16) : (x & 0xffffu));
   }
-  // max(best, cand) per lane; bit k of `improved` says lane k of cand was strictly larger.
-  // (Not __vibmax_s16x2: its inline PTX in CUDA 13.0's headers writes the result before it
-  // reads its first operand again, without an early-clobber constraint, so when the
-  // compiler gives both one register, as for best = max(best, ...), the predicates come out
-  // always true. Seen on an H200: end cells that missed an improvement.)
-  static __device__ __forceinline__ reg_t max_improved(reg_t best, reg_t cand, u32& improved) {
-    const reg_t r = __vmaxs2(best, cand);
-    const u32 changed = r ^ best;
-    improved = ((changed & 0xffffu) ? 1u : 0u) | ((changed >> 16) ? 2u : 0u);
-    return r;
+  // Bit k set where lane k of `after` differs from `before` (after = max(before, ...): where
+  // it went up). (Not __vibmax_s16x2: its inline PTX in CUDA 13.0's headers writes the
+  // result before it reads its first operand again, without an early-clobber constraint, so
+  // when the compiler gives both one register, as for best = max(best, ...), the predicates
+  // come out always true. Seen on an H200: end cells that missed an improvement.)
+  static __device__ __forceinline__ u32 improved_lanes(reg_t before, reg_t after) {
+    const u32 changed = after ^ before;
+    return ((changed & 0xffffu) ? 1u : 0u) | ((changed >> 16) ? 2u : 0u);
   }
   static __device__ __forceinline__ bool lane_equal(reg_t a, reg_t b, int k) {
     return ((a ^ b) & (k ? 0xffff0000u : 0x0000ffffu)) == 0;
@@ -131,9 +129,8 @@ struct Lanes32 {
     return (u32)max((int)a, (int)b);
   }
   static __device__ __forceinline__ int lane(reg_t x, int) { return (int)x; }
-  static __device__ __forceinline__ reg_t max_improved(reg_t best, reg_t cand, u32& improved) {
-    improved = (int)cand > (int)best ? 1u : 0u;
-    return max2(best, cand);
+  static __device__ __forceinline__ u32 improved_lanes(reg_t before, reg_t after) {
+    return after != before ? 1u : 0u;
   }
   static __device__ __forceinline__ bool lane_equal(reg_t a, reg_t b, int) { return a == b; }
   template <int N>
@@ -151,8 +148,14 @@ struct Lanes32 {
   }
 };
 
-// Maximum of x[LO .. LO+N) with three-input max instructions, as a balanced tree (short
-// dependency chains).
+// Maximum of x[LO .. LO+N) with three-input max instructions, N / 2 of them (rounded down,
+// the fewest possible; one two-input max where N is even): split into parts of A, A and
+// N - 2A values, A odd (an odd part reduces by max3 alone), in a balanced tree.
+template <int N>
+__host__ __device__ constexpr int odd_third() {
+  return (N / 3) % 2 ? N / 3 : (N / 3 > 1 ? N / 3 - 1 : 1);
+}
+
 template <class V, int LO, int N>
 struct TreeMax {
   static __device__ __forceinline__ typename V::reg_t run(const typename V::reg_t* x) {
@@ -163,11 +166,9 @@ struct TreeMax {
     } else if constexpr (N == 3) {
       return V::max3(x[LO], x[LO + 1], x[LO + 2]);
     } else {
-      constexpr int A = N / 3;
-      constexpr int B = (N - A) / 2;
-      constexpr int C = N - A - B;
-      return V::max3(TreeMax<V, LO, A>::run(x), TreeMax<V, LO + A, B>::run(x),
-                     TreeMax<V, LO + A + B, C>::run(x));
+      constexpr int A = odd_third<N>();
+      return V::max3(TreeMax<V, LO, A>::run(x), TreeMax<V, LO + A, A>::run(x),
+                     TreeMax<V, LO + 2 * A, N - 2 * A>::run(x));
     }
   }
 };
