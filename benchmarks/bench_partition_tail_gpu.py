@@ -8,7 +8,9 @@ This measures, for sp500k's first 100%, 50% and 25% of rows (a partition of a 1-
 for several length-bucket configurations (the setting ``swdask.gpu.buckets``: "4" is one
 launch of G = 4; "4:2000,8" runs pairs of 2,000+ letters with G = 8 on a second stream, side
 by side; G is 4 or 8). Every configuration's scores and end cells must equal those of "4" on
-every row.
+every row. ``--stacked 1,4,8`` times the many-queries search's scan instead: the 20 queries
+in stacks against the database cut into 1, 4 and 8 partitions (issue 13's "8 partitions at
+0.9 x of one").
 
 Writes ``W1-partition-tail-<device>-<date>.json`` into --out.
 """

@@ -257,7 +257,10 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       if (writes_boundary && t == G - 1 && j >= 0 && j < my_len)
         *reinterpret_cast<uint2*>(boundary + 2 * (my_start + j)) = make_uint2(out_HG, F);
 
-      // the best so far and this column's rows in one tree of three-input maxima
+      // The best so far and this column's rows in one tree of three-input maxima, one compare
+      // for "some lane improved". The kernel is bound by the ALU pipe, where the DPX and the
+      // maxima run: fewer ALU instructions per step took W1 from 3.86 to 3.95 TCUPS on an H200
+      // (benchmarks/NOTES-gpu.md, "The ALU pipe").
       reg_t column[R + 1];
 #pragma unroll
       for (int r = 0; r < R; ++r) column[r] = HG[r];
