@@ -10,7 +10,8 @@
 #   mkdir -p .devcarry/ab/new && git archive HEAD swdask | tar -x -C .devcarry/ab/new
 #   (device call, carry [".whl", ".devcarry"], after ci/gpu_run.sh's setup step)
 #   bash benchmarks/ab_search_gpu.sh $PWD/.devcarry/ab/new $PWD/.devcarry/ab/old
-REPO=$PWD; DB=/tmp/swdask-bench/sp500k.fa; Q=$REPO/.devcarry/cudasw_queries.fasta
+# (Q=<fasta> searches other queries, ROUNDS=<n> sets the rounds after round 0)
+REPO=$PWD; DB=/tmp/swdask-bench/sp500k.fa; Q=${Q:-$REPO/.devcarry/cudasw_queries.fasta}
 export NUMBA_CACHE_DIR=/tmp/numba-cache
 cd /tmp
 for round in $(seq 0 ${ROUNDS:-5}); do

@@ -27,6 +27,9 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=10)
     parser.add_argument("--limits", default="8192x64,16384x128,4096x32,1x1",
                         help="ROWSxQUERIES stack limits to run, in order")
+    parser.add_argument("--stack-bytes", type=float, default=None,
+                        help="GiB the results of one stack may take (inter_task.STACK_BYTES; "
+                             "default: the library's)")
     args = parser.parse_args()
 
     import cupy
@@ -80,6 +83,9 @@ def main() -> int:
     _many_queries.search_encoded(queries[:3], encoded, 10, "none", backend="gpu", owner=owner,
                                  fingerprint=("profile",))
     cupy.cuda.Device().synchronize()
+    if args.stack_bytes:
+        inter_task.STACK_BYTES = int(args.stack_bytes * (1 << 30))
+    print(f"results of one stack at most {inter_task.STACK_BYTES / (1 << 30):.2f} GiB")
     for limit in args.limits.split(","):
         rows, count = (int(v) for v in limit.split("x"))
         inter_task.STACK_ROWS, inter_task.STACK_QUERIES = rows, count

@@ -372,17 +372,21 @@ def add_statistics(hits: pd.DataFrame, statistics: HitStatistics, residues: int,
     if len(hits):
         numbers = hits["_query"].to_numpy()
         scores = hits["score"].to_numpy(dtype=np.float64, na_value=0)
-        for number in np.unique(numbers):
-            parameters = ((fitted or {}).get(int(number)) if statistics.fitted
+        # each query's hits as one run of positions (grouped by a stable sort, a no-op on
+        # the ranking's order): slices, not a mask over every hit per query (1,000 queries'
+        # 10,000 hits: 1,000 masks of 10,000)
+        order = np.argsort(numbers, kind="stable")
+        bounds = np.flatnonzero(np.diff(numbers[order])) + 1
+        for run in np.split(order, bounds):
+            number = int(numbers[run[0]])
+            parameters = ((fitted or {}).get(number) if statistics.fitted
                           else statistics.parameters)
             if parameters is None:
                 continue
-            chosen = numbers == number
-            bits[chosen] = parameters.bit_score(scores[chosen])
-            evalue[chosen] = parameters.evalue(scores[chosen],
-                                               statistics.query_lengths[number], residues,
-                                               sequences)
-            missing[chosen] = False
+            bits[run] = parameters.bit_score(scores[run])
+            evalue[run] = parameters.evalue(scores[run], statistics.query_lengths[number],
+                                            residues, sequences)
+            missing[run] = False
     return hits.assign(bitscore=pd.arrays.FloatingArray(bits, missing.copy()),
                        evalue=pd.arrays.FloatingArray(evalue, missing.copy()))
 

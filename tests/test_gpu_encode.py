@@ -237,3 +237,21 @@ def test_fasta_text_parsed_on_the_gpu_equals_the_reader(name, tmp_path):
                                        + lines[3:]))
         assert encode_fasta_text(whole_plain_text(str(changed))[1], str(changed),
                                  scoring) is None
+
+
+@pytest.mark.parametrize("size", [0, 1000, (32 << 20) + 12_345, (48 << 20)])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int64])
+def test_upload_equals_the_host_array(size, dtype):
+    """``CudaRuntime.upload`` (large arrays through pinned chunks, the last one partial or
+    whole) gives back the host array, whatever its dtype, and no chunk is left in flight:
+    the host array may change at once."""
+    from swdask.gpu._runtime import get_runtime
+
+    runtime = get_runtime()
+    count = size // np.dtype(dtype).itemsize
+    host = np.random.default_rng(size).integers(0, 120, count).astype(dtype)
+    device = runtime.upload(host)
+    expected = host.copy()
+    host[:] = 0
+    assert device.dtype == expected.dtype and device.shape == expected.shape
+    assert np.array_equal(cupy.asnumpy(device), expected)

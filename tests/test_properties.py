@@ -239,3 +239,21 @@ def test_many_targets_span_several_batches(scheme, data):
     queries = data.draw(st.lists(sequences(letters, 0, 40), min_size=len(targets),
                                  max_size=len(targets)))
     check_exact(swdask.align_pairs(queries, targets, **scheme.options), queries, targets, scheme)
+
+
+@FAST
+@given(st.lists(st.integers(0, 12), max_size=40), st.data())
+def test_gather_spans_joins_the_spans_in_order(lengths, data):
+    """``gather_spans`` (the hits' sequences taken for their pairs) equals the spans cut one
+    by one and joined, empty spans, repeated and overlapping spans included."""
+    import numpy as np
+
+    from swdask._sequences import gather_spans
+
+    text = np.frombuffer(data.draw(st.binary(min_size=12, max_size=80)), dtype=np.uint8)
+    starts = [data.draw(st.integers(0, text.size - length)) for length in lengths]
+    joined, offsets = gather_spans(text, np.asarray(starts, dtype=np.int64),
+                                   np.asarray(lengths, dtype=np.int64))
+    expected = [text[start:start + length] for start, length in zip(starts, lengths)]
+    assert joined.tobytes() == b"".join(span.tobytes() for span in expected)
+    assert offsets.tolist() == [0, *np.cumsum(lengths, dtype=np.int64).tolist()]

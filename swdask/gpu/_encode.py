@@ -146,7 +146,7 @@ def encode_fasta_text(text: np.ndarray, path: str, scoring: Scoring, runtime=Non
     if runtime.name == "cuda" and text.nbytes * _LAYOUT_BYTES > runtime.free_bytes():
         return None
     xp = runtime.xp
-    layout = fasta_layout(xp.asarray(text), xp)
+    layout = fasta_layout(runtime.upload(text), xp)
     if layout is None:
         return None
     residues, offsets, starts, ends, lines = layout

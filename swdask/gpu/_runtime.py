@@ -203,6 +203,42 @@ class CudaRuntime:
     def to_host(self, array) -> np.ndarray:
         return self.xp.asnumpy(array)
 
+    def upload(self, array: np.ndarray):
+        """A host array on the current device (synchronised: ``array`` may change once this
+        returns). From :data:`STAGED_UPLOAD_BYTES` on, the bytes go up in chunks through two
+        pinned buffers in turn (the next chunk is copied in while the last one goes up).
+        CuPy's copy from pageable memory stages through the driver's own buffers: as a
+        process's first large copy, sp500k's 231 MB took 0.12-0.14 s on an H200, against
+        0.03 s this way (benchmarks/NOTES-gpu.md); a whole pinned copy of the file costs
+        0.09-0.14 s to allocate."""
+        cupy = self.xp
+        host = np.ascontiguousarray(array)
+        if host.nbytes < STAGED_UPLOAD_BYTES:
+            return cupy.asarray(host)
+        flat = host.reshape(-1).view(np.uint8)
+        device = cupy.empty(host.shape, dtype=host.dtype)
+        target = device.reshape(-1).view(cupy.uint8)
+        stream = cupy.cuda.get_current_stream()
+        stages = [np.frombuffer(cupy.cuda.alloc_pinned_memory(_STAGE_BYTES), np.uint8,
+                                _STAGE_BYTES) for _ in range(2)]
+        copied = [None, None]
+        for k, start in enumerate(range(0, flat.size, _STAGE_BYTES)):
+            stop, slot = min(start + _STAGE_BYTES, flat.size), k % 2
+            if copied[slot] is not None:  # its last chunk has gone up
+                copied[slot].synchronize()
+            stages[slot][:stop - start] = flat[start:stop]
+            target[start:stop].set(stages[slot][:stop - start], stream=stream)
+            copied[slot] = stream.record()
+        for event in copied:  # the pinned buffers go back to CuPy's pool with nothing queued
+            if event is not None:
+                event.synchronize()
+        return device
+
+
+#: Host arrays from this many bytes go up through pinned chunks (:meth:`CudaRuntime.upload`).
+STAGED_UPLOAD_BYTES = 32 << 20
+_STAGE_BYTES = 16 << 20
+
 
 def _env_memory_cap() -> int | None:
     """``swdask.gpu.memory-bytes``: the most device memory swdask plans to use (e.g. to leave
@@ -373,6 +409,9 @@ class EmulationRuntime:
         pass
 
     def to_host(self, array) -> np.ndarray:
+        return np.asarray(array)
+
+    def upload(self, array: np.ndarray) -> np.ndarray:
         return np.asarray(array)
 
 
