@@ -44,6 +44,18 @@ def read_sequences(path) -> tuple[list[str], list[str]]:
     return frame["id"].tolist(), frame["sequence"].tolist()
 
 
+def sample_proteins(path, count: int, seed: int):
+    """``count`` records of a FASTA file drawn without replacement (NumPy's
+    ``default_rng(seed)``), in file order, as :func:`read_fasta` gives them: the search
+    benchmarks' ``search-1000`` queries (1,000 of mmseqs2's DB.fasta.gz, seed 10)."""
+    import numpy as np
+
+    pool = read_fasta(path)
+    rng = np.random.default_rng(seed)
+    chosen = np.sort(rng.choice(len(pool), size=min(count, len(pool)), replace=False))
+    return pool.iloc[chosen].reset_index(drop=True)
+
+
 def short_name(header: str) -> str:
     """A CUDASW++ query's accession (``gi|1|sp|P02232.2|LGB1_VICFA`` -> ``P02232``)."""
     parts = header.split("|")

@@ -51,7 +51,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import add_commit_argument, read_fasta, run_process, stamp, write_result
+from _common import (add_commit_argument, read_fasta, run_process, sample_proteins, stamp,
+                     write_result)
 
 
 def _engine_seconds(queries, database, repeats: int, backend: str = "cpu") -> float:
@@ -174,8 +175,6 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
     import gzip as gz
     import json
 
-    import numpy as np
-
     runs = []
     kernel_tcups = None
     if args.w1_json and Path(args.w1_json).exists():
@@ -206,10 +205,8 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
             source_text = handle.read()
         source = work / "sample-source.fasta"
         source.write_text(source_text)
-        pool = read_fasta(source)
-        rng = np.random.default_rng(args.seed)
-        chosen = np.sort(rng.choice(len(pool), size=min(args.sample, len(pool)), replace=False))
-        sets.append((f"search-{args.sample}", pool.iloc[chosen].reset_index(drop=True), source))
+        sets.append((f"search-{args.sample}", sample_proteins(source, args.sample, args.seed),
+                     source))
     for workload, queries, source in sets:
         query_file = work / f"{workload}.fasta"
         _write_fasta(query_file, queries)

@@ -29,6 +29,11 @@
 #   daskcudf  ci/steps/daskcudf.sh (needs cuDF staged): W1 through ddf.sw.align on dask_cudf
 #           against kernel-only, on 1, 2, 4... GPUs, and a run with device memory capped
 #           -> W1-dask-cudf-*.json, daskcudf.log
+#   scaling  benchmarks/bench_scaling_gpu.py (needs cuDF staged; issue 14): on 1, 2, 4...
+#           GPUs (SCALING_GPUS, default every power of two up to the machine's), one
+#           LocalCUDACluster each, W1 through ddf.sw.align and the 1,000-query ddf.sw.search
+#           on sp500k and on sp500k x4, hits compared with one GPU's -> scaling-*.json,
+#           performance-*.html (the largest N's searches), scaling.log
 #   notebook  examples/etl.ipynb executed with cuDF (ci/run_notebook.py) -> etl.ipynb
 #   venvcudf  ci/steps/venv_cudf.sh (needs cuDF staged with ci/cudf-extra-wheels.txt): a
 #           fresh virtual environment installs .[cudf] from the staged and carried wheels
@@ -90,7 +95,7 @@ else
   export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-STEPS=(setup tests w1 search abkernels w1long w2 profile daskcudf notebook venvcudf)
+STEPS=(setup tests w1 search abkernels w1long w2 profile daskcudf scaling notebook venvcudf)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -208,6 +213,19 @@ step_daskcudf() {  # issue 4: W1 through dask_cudf vs kernel-only, 1..N GPUs, ca
   [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
   OUT="$OUT" COMMIT="$COMMIT" BENCH_DIR="$BENCH_DIR" CARRY="$CARRY" \
     timeout "${DASKCUDF_TIMEOUT:-420}" bash ci/steps/daskcudf.sh 2>&1 | tee "$OUT/daskcudf.log"
+}
+
+step_scaling() {  # issue 14: W1 and the 1,000-query search on 1, 2, 4... GPUs of this machine
+  [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
+  local gpus=${SCALING_GPUS:-} n
+  if [ -z "$gpus" ]; then
+    gpus=1; n=2
+    while [ "$n" -le "$(nvidia-smi -L | wc -l)" ]; do gpus="$gpus,$n"; n=$((n * 2)); done
+  fi
+  timeout "${SCALING_TIMEOUT:-570}" python3 benchmarks/bench_scaling_gpu.py \
+    --db "$BENCH_DIR/sp500k.fa" --w1-queries "$CARRY/cudasw_queries.fasta" \
+    --sample-from "$CARRY/DB.fasta.gz" --gpus "$gpus" --out "$OUT" --commit "$COMMIT" \
+    --report ${SCALING_ARGS:-} 2>&1 | tee "$OUT/scaling.log"
 }
 
 step_notebook() {
