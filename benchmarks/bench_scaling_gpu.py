@@ -2,10 +2,14 @@
 """Scaling over the GPUs of one machine (issue 14), in one run: the same workloads on 1, 2,
 4 (and 8) GPUs, each GPU count its own cluster, one worker per GPU.
 
+First the W1 kernel alone on GPU 0 (``kernel_only`` of bench_dask_cudf_gpu.py: sp500k laid
+out once, each query's ``search`` timed), the figure the Dask runs are compared with.
+
 For each GPU count N in ``--gpus`` a ``LocalCUDACluster`` of N workers (``swdask.cluster``),
 and on it, for each database, the frame read by ``swdask.read_fasta(backend="cudf")`` in
-partitions of ``--blocksize`` (the same frame at every N, so ties fall the same way) and
-persisted by ``swdask.persist_balanced`` (equal residues per worker); then:
+partitions of ``--blocksize`` (default: each file in as many equal parts as the largest N
+has GPUs, so every N holds whole, equal shares; the same frame at every N) and persisted by
+``swdask.persist_balanced`` (equal residues per worker); then:
 
 * ``W1-dask`` (sp500k only): the 20 W1 queries as ``ddf.sw.align(query, positions="end")``,
   all submitted together and persisted on the workers (as bench_dask_cudf_gpu.py: an
@@ -22,7 +26,8 @@ Throughput: GCUPS = cells / seconds (cells: query residues x database residues).
 record of ``runs`` holds ``workload``, ``gpus``, ``seconds``, ``gcups``, ``x_linear`` (GCUPS
 on N GPUs over N x the one-GPU GCUPS of this run), ``hits_equal_to_one_gpu``, and what the
 task stream showed (per worker: seconds computing, first start, last stop; the gaps are
-the scheduling and the client). With ``--report``, the timed runs on the largest N are also
+the scheduling and the client) and the seconds of swdask's stages inside the tasks
+(encode, scan, positions: ``swdask._timing``, read from each worker). With ``--report``, the timed runs on the largest N are also
 saved as ``distributed.performance_report`` HTML (needs bokeh).
 
 ``--backend pandas`` runs the same on a CPU ``LocalCluster`` (one single-threaded worker per
@@ -41,9 +46,9 @@ from pathlib import Path
 
 import numpy as np
 
-from _common import (add_commit_argument, gpu_properties, read_sequences, sample_proteins,
-                     stamp, write_result)
-from bench_dask_cudf_gpu import END_COLUMNS, frame_results, partition_residues
+from _common import (add_commit_argument, gpu_properties, read_fasta, read_sequences,
+                     sample_proteins, stamp, write_result)
+from bench_dask_cudf_gpu import END_COLUMNS, frame_results, kernel_only, partition_residues
 
 #: the hits' columns compared between GPU counts (all of them but the bit score, which the
 #: E-value follows)
@@ -85,6 +90,14 @@ def task_summary(stream, name: str) -> dict:
             entry["last_stop"] = max(entry["last_stop"], stop)
     span = max(p["stop"] for t in tasks for p in t["startstops"]) - origin
     return {"span_seconds": span, "other_compute_seconds": other, "workers": workers}
+
+
+def worker_stages(client) -> dict:
+    """Each worker's seconds by swdask stage since the last call (and zero them again)."""
+    from swdask import _timing
+
+    return {worker: {name: round(seconds, 4) for name, seconds in stages.items()}
+            for worker, stages in client.run(_timing.take).items()}
 
 
 def align_batch(ddf, queries, prefix, wait, persist):
@@ -134,6 +147,7 @@ def search_run(client, ddf, queries, warmup, report_path: Path | None):
     from distributed import get_task_stream, performance_report
 
     ddf.sw.search(warmup, top=10).compute()
+    worker_stages(client)
     with get_task_stream(client) as stream:
         if report_path is None:
             start = time.perf_counter()
@@ -147,7 +161,7 @@ def search_run(client, ddf, queries, warmup, report_path: Path | None):
     if hasattr(hits, "to_pandas"):
         hits = hits.to_pandas()
     return {"seconds": seconds, "tasks": task_summary(stream, "sw-search"),
-            "hits": len(hits)}, hits
+            "stages": worker_stages(client), "hits": len(hits)}, hits
 
 
 def hits_differ(hits, reference) -> dict:
@@ -198,13 +212,16 @@ def main():
     parser.add_argument("--repeat", type=int, default=4,
                         help="the database file this many times for the larger search "
                              "(0 skips it)")
-    parser.add_argument("--blocksize", default="64MB",
-                        help="bytes per partition of the database (read_fasta's default)")
+    parser.add_argument("--blocksize", default="auto",
+                        help="bytes per partition of the database (auto: the file in as many "
+                             "equal parts as the largest N has GPUs)")
     parser.add_argument("--reps", type=int, default=2, help="timed W1 batches")
     parser.add_argument("--warmup", type=int, default=100,
                         help="queries of the untimed search before the first timed one "
                              "(every k-th by length, so every kernel variant loads)")
     parser.add_argument("--backend", choices=("cudf", "pandas"), default="cudf")
+    parser.add_argument("--skip-kernel", action="store_true",
+                        help="no kernel-only W1 figure (it needs a GPU)")
     parser.add_argument("--report", action="store_true",
                         help="performance_report HTML of the largest N's timed runs")
     args = parser.parse_args()
@@ -212,6 +229,7 @@ def main():
 
     import swdask
     from dask.utils import parse_bytes
+    from swdask.lowlevel import encode
 
     gpu = args.backend == "cudf"
     if gpu:
@@ -229,6 +247,8 @@ def main():
                                         kind="stable")]
     step = max(1, len(queries) // max(args.warmup, 1))
     warmup = by_length.iloc[::step].reset_index(drop=True)
+    if args.blocksize == "auto":
+        args.blocksize = -(-os.path.getsize(args.db) // max(gpu_counts))
     databases = [("search-1000", args.db)]
     if args.repeat > 1:
         databases.append((f"search-1000-x{args.repeat}", [args.db] * args.repeat))
@@ -241,7 +261,9 @@ def main():
                            "count": len(queries), "seed": args.seed,
                            "residues": int(queries["sequence"].str.len().sum()),
                            "warmup_queries": len(warmup)},
-        "database": os.path.basename(args.db), "blocksize_bytes": parse_bytes(args.blocksize),
+        "database": os.path.basename(args.db),
+        "blocksize_bytes": parse_bytes(args.blocksize) if isinstance(args.blocksize, str)
+        else args.blocksize,
         "top": 10, "scoring": "BLOSUM62, gap 11 + (k-1) x 1", "runs": [],
     }
     for name in ("cupy", "cudf", "dask_cuda", "dask", "distributed"):
@@ -251,6 +273,15 @@ def main():
             pass
     log(f"{device}: {on_machine} {'GPU(s)' if gpu else 'cores'}; {len(w1_queries)} W1 "
         f"queries, {len(queries)} search queries (seed {args.seed}), GPU counts {gpu_counts}")
+    if gpu and not args.skip_kernel:
+        scoring = swdask.make_scoring("BLOSUM62", gap_open=11, gap_extend=1)
+        encoded = encode(read_fasta(args.db)["sequence"], scoring)
+        seconds, _ = kernel_only(encoded, w1_queries, scoring, args.reps)
+        cells = sum(len(q) for q in w1_queries) * int(encoded.offsets[-1])
+        report["w1_kernel_only"] = {"seconds": sum(seconds), "gcups": cells / sum(seconds) / 1e9,
+                                    "device": "GPU 0, this process"}
+        log(f"W1 kernel only: {sum(seconds):.3f} s, {report['w1_kernel_only']['gcups']:.0f} GCUPS")
+        del encoded
     one_gpu = {}  # workload -> the one-GPU run's record and results
     for gpus in gpu_counts:
         devices = ",".join(str(k) for k in range(gpus))
@@ -297,6 +328,9 @@ def main():
                         one_gpu[job] = {"gcups": record["gcups"], "results": arrays}
                     if job in one_gpu:
                         record["x_linear"] = record["gcups"] / (gpus * one_gpu[job]["gcups"])
+                    if "w1_kernel_only" in report:  # per GPU, against the kernel alone
+                        record["x_kernel_per_gpu"] = record["gcups"] / (
+                            gpus * report["w1_kernel_only"]["gcups"])
                     report["runs"].append(record)
                     log(f"{gpus} GPU(s), {job}: {record['seconds']:.3f} s, "
                         f"{record['gcups']:.0f} GCUPS, x linear {record.get('x_linear', 0):.3f}, "

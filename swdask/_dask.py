@@ -90,9 +90,11 @@ def _lazy_search(collection, queries, top, column, keep, options, statistics="au
     top = _many_queries.check_top(top)
     ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
     stats = _many_queries.hit_statistics(statistics, options.scoring, prepared)
-    if options.backend != "gpu":
-        for query in prepared:
-            _engine.CpuBackend.prepare(query)
+    # the queries travel as their codes only: a worker builds the kernels' tables it needs
+    # once (the tasks on a worker share one copy of the list). Built here, the CPU profiles
+    # of 1,000 proteins made an 85 MiB graph; serialising it and sending it to every worker
+    # held each GPU idle 1.0-1.2 s per search (bench_scaling_gpu.py, 4 H200s, NOTES-gpu.md),
+    # against 0.19 s to build them on a worker's core (2-core AMD EPYC)
     shipped = dask.delayed(prepared, pure=True)
     summaries = bool(stats and stats.fitted)
     # the search space's totals come from the search tasks themselves: a separate reduction

@@ -72,6 +72,22 @@ def test_dask_partitions_equal_pandas(database, queries):
         assert as_tuples(series.compute()) == as_tuples(database.sw.search(queries[:1], top=2))
 
 
+def test_dask_search_ships_the_queries_codes_only(database, queries):
+    """The graph carries each query's codes, not a kernel's tables (a worker builds those):
+    CPU profiles of 1,000 proteins made an 85 MiB graph."""
+    from swdask._sequences import PreparedQuery
+
+    lazy = dd.from_pandas(database, npartitions=2).sw.search(queries, top=3)
+    shipped = [getattr(node, "value", node) for node in dict(lazy.__dask_graph__()).values()]
+    shipped = [value for value in shipped if isinstance(value, list) and value
+               and all(isinstance(q, PreparedQuery) for q in value)]
+    assert len(shipped) == 1 and len(shipped[0]) == len(queries)
+    assert all(query.profiles == {} for query in shipped[0])
+    with dask.config.set(scheduler="sync"):
+        got = lazy.compute()
+    pd.testing.assert_frame_equal(got, database.sw.search(queries, top=3))
+
+
 def test_ids_from_series_and_frames(database, queries):
     by_series = database.sw.search(pd.Series(queries[:2], index=["qa", "qb"]), top=1)
     assert by_series["query_id"].tolist() == ["qa", "qb"]
