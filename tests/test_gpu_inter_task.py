@@ -360,33 +360,3 @@ def test_several_gpus_search_equals_one_gpu_and_cpu(tmp_path):
     pd.testing.assert_frame_equal(several, one)
     pd.testing.assert_frame_equal(one, cpu)
     assert len(one) == 7 * len(queries)
-
-
-@pytest.mark.parametrize("streams,drop_at", [(2, None), (4, None), (3, 1)])
-def test_stacks_taking_turns_on_streams_equal_cpu(monkeypatch, setting, streams, drop_at):
-    """Consecutive stacks of queries on ``gpu.scan-streams`` real streams, their launches
-    and each query's top rows running beside the next stack's (many small stacks against a
-    short column: most overlap); one run where a stack finds the layout gone and lays it out
-    again on its stream, the later stacks behind it. Every hit equals the CPU engine's."""
-    import pandas as pd
-
-    from swdask.gpu import _backend, inter_task
-
-    setting("gpu.scan-streams", streams)
-    monkeypatch.setattr(inter_task, "STACK_QUERIES", 3)
-    calls = []
-    search_cached = _backend._search_cached
-
-    def dropping(*args, **kwargs):
-        calls.append(len(calls))
-        return None if len(calls) - 1 == drop_at else search_cached(*args, **kwargs)
-
-    monkeypatch.setattr(_backend, "_search_cached", dropping)
-    db = pd.Series(read_fasta(DATA / "proteins_db.fasta"))
-    queries = read_fasta(DATA / "proteins_query.fasta")
-    queries = queries + [q[::-1] for q in queries] + [q[: len(q) // 3] for q in queries]
-    for positions in ("end", True):
-        got = db.sw.search(queries, top=5, backend="gpu", positions=positions)
-        want = db.sw.search(queries, top=5, backend="cpu", positions=positions)
-        pd.testing.assert_frame_equal(got, want)
-    assert len(calls) >= 4

@@ -260,47 +260,6 @@ def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets, long_row
     assert (max(long_rows) > 0) == (long_row_min < 2000)  # and beside the long rows
 
 
-def _stacks_with_a_dropped_layout(monkeypatch, drop_at):
-    """Count the stacks searched on the cached layout; the ``drop_at``-th finds it gone
-    (as after running out of memory), so its queries go one at a time (laying it out
-    again)."""
-    from swdask.gpu import _backend
-
-    calls = []
-    search_cached = _backend._search_cached
-
-    def dropping(*args, **kwargs):
-        calls.append(len(calls))
-        if len(calls) - 1 == drop_at:
-            return None
-        return search_cached(*args, **kwargs)
-
-    monkeypatch.setattr(_backend, "_search_cached", dropping)
-    return calls
-
-
-@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
-@pytest.mark.parametrize("streams,drop_at", [(1, None), (3, None), (3, 2)])
-def test_stacks_taking_turns_on_streams_equal_cpu(database, queries, setting, monkeypatch,
-                                                  streams, drop_at):
-    """Consecutive stacks of queries take turns on ``gpu.scan-streams`` streams (the host
-    emulation has one stream, so this checks the order of the hits and the fallback: a
-    stack that finds the layout gone runs one query at a time, laying it out again, and
-    every later stack runs behind it on its stream); the hits equal the CPU engine's."""
-    from swdask.gpu import inter_task
-
-    setting("gpu.runtime", "emulation")
-    setting("gpu.scan-streams", streams)
-    monkeypatch.setattr(inter_task, "STACK_QUERIES", 2)
-    calls = _stacks_with_a_dropped_layout(monkeypatch, drop_at)
-    small = database.iloc[:80]
-    many = queries + [q[::-1] for q in queries] + [q[5:40] for q in queries]
-    got = small.sw.search(many, top=4, backend="gpu")
-    want = small.sw.search(many, top=4, backend="cpu")
-    pd.testing.assert_frame_equal(got, want)
-    assert len(calls) >= 4 and (drop_at is None or len(calls) > drop_at + 1)
-
-
 def test_stacks_keep_order_and_limits(monkeypatch):
     """Stacks of queries: consecutive, every query once, at most the rows and queries
     allowed (a query longer than the rows alone, an empty query alone), fewer queries where their results against

@@ -34,7 +34,6 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 from .. import _settings
@@ -169,12 +168,6 @@ def _cache_key(runtime, scoring, fingerprint: tuple) -> tuple:
             inter_task.long_row_threshold(runtime), inter_task.long_rows_cap(runtime))
 
 
-def scan_streams() -> int:
-    """Streams that consecutive stacks of queries take turns on (``swdask.gpu.scan-streams``;
-    1: one after another on the caller's stream)."""
-    return max(1, _settings.get_int("gpu.scan-streams") or 1)
-
-
 def _search_cached(runtime, queries, mode, owner, fingerprint, checks=None):
     """The search of ``queries`` (a stack, see :func:`~swdask.gpu.inter_task.search_stack`)
     on the owner's cached layout: ``(cells of each query, valid)``, or ``None`` when there
@@ -295,33 +288,21 @@ class GpuBackend:
             return
         first, layout = k, laid_out()
         size = len(layout) if layout is not None else 0
-        groups = inter_task.stacks([len(q) for q in queries[first:]], size)
-        # consecutive stacks take turns on a few streams, so that one stack's launches run
-        # beside the next's where a launch alone leaves multiprocessors idle (a short column:
-        # few target pairs); each query's top rows are picked on its stack's stream (the
-        # caller's work between two yields runs there), and the caller's stream waits for
-        # them all when the last query is done
-        turns = None  # after a fallback: the one stream every later stack runs on
-        with self.runtime.concurrent(min(len(groups), scan_streams())) as streams:
-            for number, group in enumerate(groups):
-                stream = streams[number % len(streams)] if turns is None else turns[0]
-                with nullcontext() if stream is None else stream:
-                    chosen = range(first + group.start, first + group.stop)
-                    cached = None
-                    if len(chosen) > 1:
-                        flat = [] if checks[chosen[0]] is not None else None
-                        cached = _search_cached(self.runtime, queries[chosen.start:chosen.stop],
-                                                mode, owner, fingerprint, flat)
-                    if cached is None:  # one query (or the layout was dropped: one at a time,
-                        # and every later stack on this stream, behind the new layout)
-                        turns = turns or [stream]
-                        yield from (alone(i) for i in chosen)
-                        continue
-                    cells, valid = cached
-                    for position, i in enumerate(chosen):
-                        if flat:  # (full mode leaves the checks to the search itself)
-                            checks[i].append(flat[position])
-                        yield finish(cells[position], valid, mode)
+        for group in inter_task.stacks([len(q) for q in queries[first:]], size):
+            chosen = range(first + group.start, first + group.stop)
+            cached = None
+            if len(chosen) > 1:
+                flat = [] if checks[chosen[0]] is not None else None
+                cached = _search_cached(self.runtime, queries[chosen.start:chosen.stop], mode,
+                                        owner, fingerprint, flat)
+            if cached is None:  # one query (or the layout was dropped: one at a time)
+                yield from (alone(i) for i in chosen)
+                continue
+            cells, valid = cached
+            for position, i in enumerate(chosen):
+                if flat:  # (full mode leaves the checks to the search itself)
+                    checks[i].append(flat[position])
+                yield finish(cells[position], valid, mode)
 
     @staticmethod
     def failed_checks(checks) -> list[bool]:

@@ -71,23 +71,21 @@ def _multiprocessor_count(device_id: int) -> int:
 _STREAMS = threading.local()
 
 
-def _side_streams(device_id: int, count: int, prioritize_first: bool = False, base: int = 0):
-    """Non-blocking streams for concurrent launches, kept per thread, device and ``base``
-    (the stream they branch from: launches branching from two streams run beside each
-    other, not queued on shared streams; a Dask worker's threads each get their own); with
-    ``prioritize_first``, the first of them has the device's highest priority
-    (:func:`_priority_stream`)."""
+def _side_streams(device_id: int, count: int, prioritize_first: bool = False):
+    """Non-blocking streams for concurrent launches, kept per thread and device (a Dask
+    worker's threads each get their own); with ``prioritize_first``, the first of them has the
+    device's highest priority (:func:`_priority_stream`)."""
     import cupy
 
     cache = getattr(_STREAMS, "by_device", None)
     if cache is None:
         cache = _STREAMS.by_device = {}
-    streams = cache.setdefault((device_id, base), [])
+    streams = cache.setdefault(device_id, [])
     while len(streams) < count:
         streams.append(cupy.cuda.Stream(non_blocking=True))
     if not prioritize_first:
         return streams[:count]
-    priority = cache.setdefault((device_id, base, "priority"), [_priority_stream(cupy)])
+    priority = cache.setdefault((device_id, "priority"), [_priority_stream(cupy)])
     return priority + streams[:count - 1]
 
 
@@ -170,7 +168,7 @@ class CudaRuntime:
         cupy = self.xp
         current = cupy.cuda.get_current_stream()
         ready = current.record()
-        streams = _side_streams(cupy.cuda.Device().id, count, prioritize_first, current.ptr)
+        streams = _side_streams(cupy.cuda.Device().id, count, prioritize_first)
         for stream in streams:
             stream.wait_event(ready)
         try:
@@ -199,10 +197,7 @@ class CudaRuntime:
         return total
 
     def release_cached_memory(self) -> None:
-        """Give CuPy's pooled free blocks back (after an allocation failed), once the queued
-        work of every stream is done (a launch on another stream may still read a block
-        that was just returned to the pool)."""
-        self.xp.cuda.Device().synchronize()
+        """Give CuPy's pooled free blocks back (after an allocation failed)."""
         self.xp.get_default_memory_pool().free_all_blocks()
 
     def to_host(self, array) -> np.ndarray:
