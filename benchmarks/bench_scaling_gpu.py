@@ -303,13 +303,13 @@ def main():
                     record = {"workload": job, "gpus": gpus, "cluster_seconds": cluster_seconds,
                               **db}
                     if job == "W1-dask":
-                        lengths = sum(len(q) for q in job_queries)
+                        query_residues = sum(len(q) for q in job_queries)
                         run, arrays = w1_run(client, ddf, job_queries, args.reps,
                                              base and base["results"])
                         if base is not None:
                             run["hits_equal_to_one_gpu"] = run["rows_differing_from_one_gpu"] == 0
                     else:
-                        lengths = report["search_queries"]["residues"]
+                        query_residues = report["search_queries"]["residues"]
                         html = (Path(args.out) / f"performance-{job}-{gpus}-gpus.html"
                                 if args.report and gpus == max(gpu_counts) and gpus > 1 else None)
                         # the larger database only needs laying out: this cluster's
@@ -322,7 +322,7 @@ def main():
                         if html is not None:
                             run["performance_report"] = html.name
                     record.update(run)
-                    record["cells"] = lengths * db["residues"]
+                    record["cells"] = query_residues * db["residues"]
                     record["gcups"] = record["cells"] / record["seconds"] / 1e9
                     if base is None and gpus == 1:
                         one_gpu[job] = {"gcups": record["gcups"], "results": arrays}
