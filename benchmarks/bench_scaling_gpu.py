@@ -48,7 +48,8 @@ import numpy as np
 
 from _common import (add_commit_argument, gpu_properties, read_fasta, read_sequences,
                      sample_proteins, stamp, write_result)
-from bench_dask_cudf_gpu import END_COLUMNS, frame_results, kernel_only, partition_residues
+from bench_dask_cudf_gpu import (END_COLUMNS, frame_results, kernel_only, mismatches,
+                                 partition_residues)
 
 #: the hits' columns compared between GPU counts (all of them but the bit score, which the
 #: E-value follows)
@@ -100,11 +101,14 @@ def worker_stages(client) -> dict:
             for worker, stages in client.run(_timing.take).items()}
 
 
-def align_batch(ddf, queries, prefix, wait, persist):
+def align_batch(ddf, queries, prefix):
     """The queries' ``sw.align`` frames submitted together and persisted: (seconds, frames)."""
+    import dask
+    from distributed import wait
+
     start = time.perf_counter()
-    results = persist(*[ddf.sw.align(q, column="sequence", positions="end", prefix=prefix)
-                        for q in queries])
+    results = dask.persist(*[ddf.sw.align(q, column="sequence", positions="end", prefix=prefix)
+                             for q in queries])
     wait(list(results))
     return time.perf_counter() - start, results
 
@@ -112,15 +116,14 @@ def align_batch(ddf, queries, prefix, wait, persist):
 def w1_run(client, ddf, queries, reps: int, reference: list | None):
     """W1 through ``ddf.sw.align``: the best of ``reps`` timed batches; each row of the last
     batch compared with ``reference`` (the one-GPU run's arrays, returned when None)."""
-    import dask
-    from distributed import get_task_stream, wait
+    from distributed import get_task_stream
 
-    cold, results = align_batch(ddf, queries, "cold_", wait, dask.persist)
+    cold, results = align_batch(ddf, queries, "cold_")
     del results
     timings = []
     for rep in range(reps):  # every batch its own prefix, hence its own task keys
         with get_task_stream(client) as stream:
-            seconds, results = align_batch(ddf, queries, f"run{rep}_", wait, dask.persist)
+            seconds, results = align_batch(ddf, queries, f"run{rep}_")
         timings.append(seconds)
         if rep < reps - 1:
             del results
@@ -134,8 +137,7 @@ def w1_run(client, ddf, queries, reps: int, reference: list | None):
            "tasks": task_summary(stream, "sw-align")}
     if reference is None:
         return out, arrays
-    bad = sum(int(np.sum(np.any([got[c] != want[c] for c in END_COLUMNS], axis=0)))
-              for got, want in zip(arrays, reference))
+    bad = sum(mismatches(got, want, END_COLUMNS) for got, want in zip(arrays, reference))
     out["rows_compared"] = sum(len(a["score"]) for a in arrays)
     out["rows_differing_from_one_gpu"] = bad
     return out, None
@@ -144,20 +146,18 @@ def w1_run(client, ddf, queries, reps: int, reference: list | None):
 def search_run(client, ddf, queries, warmup, report_path: Path | None):
     """``ddf.sw.search(queries, top=10)`` to a pandas hits frame, timed, after an untimed
     search of ``warmup``."""
+    from contextlib import nullcontext
+
     from distributed import get_task_stream, performance_report
 
     ddf.sw.search(warmup, top=10).compute()
     worker_stages(client)
-    with get_task_stream(client) as stream:
-        if report_path is None:
-            start = time.perf_counter()
-            hits = ddf.sw.search(queries, top=10).compute()
-            seconds = time.perf_counter() - start
-        else:
-            with performance_report(filename=str(report_path)):
-                start = time.perf_counter()
-                hits = ddf.sw.search(queries, top=10).compute()
-                seconds = time.perf_counter() - start
+    report = (nullcontext() if report_path is None else
+              performance_report(filename=str(report_path)))
+    with get_task_stream(client) as stream, report:
+        start = time.perf_counter()
+        hits = ddf.sw.search(queries, top=10).compute()
+        seconds = time.perf_counter() - start
     if hasattr(hits, "to_pandas"):
         hits = hits.to_pandas()
     return {"seconds": seconds, "tasks": task_summary(stream, "sw-search"),
@@ -180,7 +180,7 @@ def hits_differ(hits, reference) -> dict:
     return out
 
 
-def database_cells(paths, blocksize, backend, client):
+def persisted_database(paths, blocksize, backend, client):
     """The persisted, balanced frame of ``paths`` and its residues, with the load's
     seconds and the residues each worker holds."""
     import swdask
@@ -292,7 +292,7 @@ def main():
             cluster_seconds = time.perf_counter() - start
             log(f"{gpus} GPU(s): cluster up in {cluster_seconds:.1f} s")
             for workload, paths in databases:
-                ddf, db = database_cells(paths, args.blocksize, args.backend, client)
+                ddf, db = persisted_database(paths, args.blocksize, args.backend, client)
                 log(f"{gpus} GPU(s), {workload}: {db['partitions']} partitions, "
                     f"{db['residues']} residues persisted in {db['load_seconds']:.1f} s; "
                     f"per worker {sorted(db['residues_per_worker'].values())}")
