@@ -192,9 +192,9 @@ def search_batches(part, prepared, ids, options, top, stats, batches):
 
 @dataclass
 class Share:
-    """One further GPU's work: its device, the queries, the search's arguments."""
+    """A further GPU's work: the queries and the search's arguments (the same for every
+    further GPU; each process gets its own copy on a queue, see :func:`search_on_gpus`)."""
 
-    device: int
     database_path: object
     queries: pd.DataFrame
     top: int
@@ -218,9 +218,10 @@ class ShareResult:
     stages: dict
 
 
-def search_share(share: Share, batches: QueryBatches) -> ShareResult:
-    """A further GPU's process: the database read on its GPU, then batches of queries
-    searched until none is left (see the module docstring)."""
+def search_share(device: int, share: Share, processes: int, counter) -> ShareResult:
+    """A further GPU's process on GPU ``device``: the database read there, then batches of
+    queries taken from ``counter`` (a :class:`QueryBatches` of ``processes``) and searched
+    until none is left (see the module docstring)."""
     age = _timing.process_age()
     import dask.config
 
@@ -232,9 +233,11 @@ def search_share(share: Share, batches: QueryBatches) -> ShareResult:
     gpu = _engine.get_backend("gpu")
     ids, prepared = prepare_queries(share.queries, share.options.scoring)
     stats = hit_statistics(share.statistics, share.options.scoring, prepared)
-    with gpu.device(share.device):
+    lengths = [len(query) for query in prepared]  # as the job's process counts them
+    batches = QueryBatches(lengths, processes, counter)
+    with gpu.device(device):
         try:
-            part = load_database(share.database_path, [len(q) for q in prepared],
+            part = load_database(share.database_path, lengths,
                                  share.options, share.blocksize, share.threads,
                                  share.strip_gaps, _timing.stage, gpu)
         except BaseException:
@@ -250,16 +253,17 @@ def search_share(share: Share, batches: QueryBatches) -> ShareResult:
     return ShareResult(hits, searched, device, stages)
 
 
-def _process_main(share: Share, lengths, processes: int, counter, results) -> None:
-    """A further GPU's process from its start: its share's result, or the error that ended
-    it, put on ``results``; then the process ends at once, as the ``swdask`` command does
+def _process_main(device: int, shares, processes: int, counter, results) -> None:
+    """A further GPU's process from its start: its :class:`Share` taken from ``shares``, its
+    result (or the error that ended it) put on ``results``; then the process ends at once,
+    as the ``swdask`` command does
     (:func:`swdask.cli.run`): the interpreter's teardown (every module, CuPy's memory freed
     one allocation at a time) is skipped, and the job's own exit waits for this one's."""
     import os
 
     try:
-        found = search_share(share, QueryBatches(lengths, processes, counter))
-        results.put((share.device, found, None))
+        found = search_share(device, shares.get(), processes, counter)
+        results.put((device, found, None))
     except BaseException as exc:  # noqa: BLE001 - handed to the job's process to report
         import pickle
 
@@ -267,7 +271,7 @@ def _process_main(share: Share, lengths, processes: int, counter, results) -> No
             pickle.dumps(exc)  # the queue pickles on a thread, where a failure is lost
         except Exception:  # noqa: BLE001 - an error that cannot be pickled: its text
             exc = RuntimeError(f"{type(exc).__name__}: {exc}")
-        results.put((share.device, None, exc))
+        results.put((device, None, exc))
     results.close()
     results.join_thread()  # the result is written to the pipe
     for stream in (sys.stdout, sys.stderr):
@@ -328,13 +332,23 @@ def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
     arguments = dict(database_path=database_path, queries=queries[["id", "sequence"]],
                      top=top, options=options, statistics=statistics, strip_gaps=strip_gaps,
                      blocksize=blocksize, threads=threads, settings=dask.config.get("swdask"))
-    results = spawn.Queue()
+    # A process's own arguments are written into a pipe by Process.start itself, which
+    # returns once the new interpreter has read them; a frame among them is read only after
+    # that process has imported pandas to unpickle it. With the queries there, the job's own
+    # GPU waited for that: on two H200s the 1,000-query job spent 0.66-0.90 s outside every
+    # phase, against 0.14-0.21 s on one GPU (search-1000-1-and-2-gpus-nvidia-h200-x2-*.json),
+    # and a spawned process with a 1,000-query frame took 0.54 s to start on the 2-core
+    # machine, against 0.004 s with ten. So the processes get small arguments, and the
+    # queries and options (a Share each) go on a queue, written by the queue's own thread.
+    shares, results = spawn.Queue(), spawn.Queue()
     processes = [spawn.Process(target=_process_main, name=str(device), daemon=True,
-                               args=(Share(device, **arguments), lengths, gpus, counter,
-                                     results))
+                               args=(device, shares, gpus, counter, results))
                  for device in range(1, gpus)]
     for process in processes:
         process.start()
+    share = Share(**arguments)
+    for _ in processes:  # written to the processes by the queue's own thread
+        shares.put(share)
     gpu = get_backend("gpu")
     try:
         with gpu.device(0):

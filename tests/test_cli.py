@@ -436,9 +436,22 @@ def test_several_local_gpus_share_the_queries(tmp_path, capsys, monkeypatch, set
     taking batches of the queries (the job lists them: every query searched once); the hits
     equal the expected ones. A plain file is parsed on the GPUs; a compressed one, or one
     outside the plain form (\r\n), by the reader; a record with a byte that is no residue
-    ('-') is named in one line, exit status 1."""
+    ('-') is named in one line, exit status 1. The processes start with small arguments only
+    (numbers and the queues): Process.start waits until the new interpreter has read its
+    arguments, and a frame there waited for that process to import pandas."""
+    import multiprocessing
+
     import swdask._cluster as cluster_module
     import swdask._local_gpus as local_gpus
+
+    process_class = multiprocessing.get_context("spawn").Process
+    start, started_with = process_class.start, []
+
+    def recording_start(process):
+        started_with.append(process._args)
+        return start(process)
+
+    monkeypatch.setattr(process_class, "start", recording_start)
 
     setting("gpu.runtime", "emulation")
     setting("emulation.devices", 3)
@@ -462,6 +475,10 @@ def test_several_local_gpus_share_the_queries(tmp_path, capsys, monkeypatch, set
         return
     assert code == 0, err
     assert "on 3 GPUs" in err
+    assert len(started_with) == 2
+    assert all(isinstance(argument, int)
+               or type(argument).__module__.startswith("multiprocessing.")
+               for arguments in started_with for argument in arguments), started_with
     shares = re.findall(r"GPU (\d+): (\d+) queries", err)
     assert sorted(int(device) for device, _ in shares) == [0, 1, 2], err
     assert sum(int(count) for _, count in shares) == 6
