@@ -148,6 +148,40 @@ def test_gpu_backend_equals_cpu(database, queries, setting):
         pd.testing.assert_frame_equal(got, want)
 
 
+@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
+def test_gpu_warm_up_loads_the_forward_kernels_the_search_launches(database, queries, setting,
+                                                                   monkeypatch):
+    """What a job's warm-up thread loads (beside the database's read) is what its search
+    then launches: the first query alone, the others in stacks; no forward kernel more (each
+    costs the job's wait before its parse) and none missing (each would be loaded in the
+    scan)."""
+    from swdask import _engine
+    from swdask._options import Options
+
+    setting("gpu.runtime", "emulation")
+    setting("gpu.long-row-min", 0)  # the long targets below in the forward kernels' buckets
+    loaded = []
+    function = _runtime.EmulationRuntime.function
+
+    def recording(runtime, source_name, name):
+        loaded.append(name)
+        return function(runtime, source_name, name)
+
+    monkeypatch.setattr(_runtime.EmulationRuntime, "function", recording)
+    many = [q[:length] for length in (30, 200, 90) for q in queries]  # several stacks
+    scoring = Options.parse(matrix="BLOSUM62").scoring
+    _engine.get_backend("gpu").warm_up([len(q) for q in many], scoring)
+    warmed = {name for name in loaded if "inter_forward" in name}
+    loaded.clear()
+    rows = database["sequence"].dropna().tolist()[:100]
+    joined = "".join(rows)
+    # two rows of each length: a pair in every bucket
+    rows += [joined[k:k + length] for length in (1000, 2000, 3500) for k in (0, 7)]
+    pd.Series(rows).sw.search(many, top=3, backend="gpu", positions="end")
+    launched = {name for name in loaded if "inter_forward" in name}
+    assert launched and warmed == launched, (sorted(warmed), sorted(launched))
+
+
 @pytest.mark.parametrize("top", [1, 3, 10, 50])
 def test_top_candidates_order_and_tie_rule(top):
     """The top rows come best first (score descending, then row), rows without a hit (score

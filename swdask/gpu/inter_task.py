@@ -201,23 +201,33 @@ def bucket_shape(m: int, group: int, compute_capability: int = 90,
 
 
 def warm_up(runtime, query_lengths, scoring) -> None:
-    """Create the context and load the layout kernel and the forward kernels that queries of
-    ``query_lengths`` launch under ``scoring`` (:func:`forward_plan`'s shapes, every bucket;
-    the 32-bit shapes when the scoring does not fit 16 bits)."""
+    """Create the context and load the layout kernel and the forward kernels that a search of
+    queries of ``query_lengths`` launches under ``scoring``: the first query alone (it lays
+    the targets out), then the others in :func:`stacks` (a stack of one alone), each with
+    :func:`forward_plan`'s shapes for every bucket; the 32-bit shapes when the scoring does
+    not fit 16 bits. (Loading every length's own shapes instead took 19 kernels for the
+    1,000 queries of bench_search.py's ``search-1000``, whose stacks launch 4 of them.) A
+    search that groups its queries otherwise (batches, a partition's row count) loads the
+    few kernels it lacks when it first launches them."""
     runtime.xp.zeros(1)  # the device's context
     runtime.function("inter_task.cu", _kernels.PAIR_CODES_NAME)
     capability = runtime.compute_capability
+    lengths = [int(length) for length in query_lengths]
     names = set()
-    lengths = [int(length) for length in query_lengths if length]
-    for m in set(lengths):
-        if lanes16_fit(scoring):
-            names.update(_kernels.forward_name(2, *bucket_shape(m, group, capability))
-                         for group, _ in length_buckets())
-        else:
-            names.add(_kernels.forward_name(1, *choose_shape(m, 1, capability)))
-    if len(lengths) > 1 and lanes16_fit(scoring):  # stacks of queries: the largest R
+    if not lanes16_fit(scoring):
+        names.update(_kernels.forward_name(1, *choose_shape(m, 1, capability))
+                     for m in set(lengths) if m)
+    elif lengths:
         stacked = max(_kernels.rows_per_thread(capability))
-        names.update(_kernels.forward_name(2, group, stacked) for group, _ in length_buckets())
+        launches = [(lengths[0], None)]  # (rows, R): the first query alone
+        for group in stacks(lengths[1:]):
+            chosen = lengths[1 + group.start:1 + group.stop]
+            if len(chosen) == 1:
+                launches.append((chosen[0], None))
+            else:
+                launches.append((sum(-(-m // stacked) * stacked for m in chosen), stacked))
+        names.update(_kernels.forward_name(2, *bucket_shape(rows, group, capability, fixed))
+                     for rows, fixed in launches if rows for group, _ in length_buckets())
     for name in sorted(names):
         runtime.function("inter_task.cu", name)
 
