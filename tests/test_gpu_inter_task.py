@@ -222,6 +222,7 @@ def test_long_rows_go_to_the_intra_task_kernel(monkeypatch, setting):
     from swdask import _settings
     from swdask.gpu import _pairs, inter_task
 
+    setting("gpu.long-row-min", "2000")  # a threshold these targets straddle
     threshold = _settings.get_int("gpu.long-row-min")
     rng = np.random.default_rng(23)
     scoring = make_scoring("BLOSUM62")
@@ -299,6 +300,40 @@ def test_length_buckets_run_side_by_side_exactly(monkeypatch, buckets, setting):
     scoring = make_scoring("BLOSUM62")
     for query in (queries[0], queries[-1]):
         compare(query, db, scoring, modes=("end", "full"))
+
+
+@pytest.mark.parametrize("in_parts", [False, True])
+def test_stacked_queries_in_parts_equal_cpu(monkeypatch, in_parts):
+    """Many queries in stacks, each stack's launches run in parts side by side (inter_task.cu,
+    "Parts": every launch of two passes or more, parts of a pass or more, each with its own
+    rows above the passes, blocks of several parts on the GPU at once) or whole: every hit
+    (scores, end and start cells, ranks) equals the CPU engine's."""
+    import pandas as pd
+
+    from swdask.gpu import inter_task
+
+    used = []
+    if in_parts:
+        monkeypatch.setattr(inter_task, "PART_MIN_PASSES", 1)
+        monkeypatch.setattr(inter_task, "PART_WAVES", 1000)
+    part_segments = inter_task._Stack.part_segments
+
+    def recording(stack, rows, wanted):
+        cuts, count = part_segments(stack, rows, wanted)
+        used.append(count)
+        return cuts, count
+
+    monkeypatch.setattr(inter_task._Stack, "part_segments", recording)
+    rng = np.random.default_rng(5)
+    db = read_fasta(DATA / "proteins_db.fasta")
+    db += [_mutate(rng, db[k % len(db)], PROTEIN) for k in range(400)]
+    column = pd.Series(db)
+    queries = read_fasta(DATA / "proteins_query.fasta") + [s[5:300] for s in db[:40]]
+    for positions in ("end", True):
+        got = column.sw.search(queries, top=5, backend="gpu", positions=positions)
+        want = column.sw.search(queries, top=5, backend="cpu", positions=positions)
+        pd.testing.assert_frame_equal(got, want)
+    assert (max(used) > 1) == in_parts
 
 
 @pytest.mark.parametrize("top", [1, 3, 10, 50])

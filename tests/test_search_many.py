@@ -238,20 +238,36 @@ def test_gpu_search_redoes_queries_whose_16_bit_lanes_saturated(setting, monkeyp
 
 
 @pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
-@pytest.mark.parametrize("buckets,long_row_min,shape", [("4:60,8", 2000, None),
-                                                        ("8", 2000, None),
-                                                        ("4:60,8", 140, None),
-                                                        ("4:60,8", 2000, "4,16")])
-def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets, long_row_min, shape):
+@pytest.mark.parametrize("buckets,long_row_min,shape,parts", [("4:60,8", 2000, None, False),
+                                                              ("8", 2000, None, False),
+                                                              ("4:60,8", 140, None, False),
+                                                              ("4:60,8", 2000, "4,16", False),
+                                                              ("4:60,8", 2000, None, True),
+                                                              ("4", 140, None, True)])
+def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets, long_row_min, shape,
+                                         parts):
     """Queries stacked into one forward launch (inter_task.cu, "Stacked queries"): lengths
     around multiples of the rows per thread (R = 32 in a stack), one letter, several passes,
     queries sharing a pass and a pass boundary, stacks cut by row and query limits, both
     thread-group sizes, the longest targets on the intra-task kernel beside the stack
-    (long-row-min 140), and a forced shape (``gpu.shape``, R = 16); every hit (scores, end cells, start cells, ranks, ties) equals the
-    CPU engine's. The host emulation runs the CUDA kernels."""
+    (long-row-min 140), a forced shape (``gpu.shape``, R = 16), and stacks run in parts of a
+    pass or more, side by side (inter_task.cu, "Parts"); every hit (scores, end cells, start
+    cells, ranks, ties) equals the CPU engine's. The host emulation runs the CUDA kernels."""
     from swdask.gpu import inter_task
 
     setting("gpu.runtime", "emulation")
+    cut = []
+    if parts:  # every stack of two passes or more in parts, each a pass or more
+        monkeypatch.setattr(inter_task, "PART_MIN_PASSES", 1)
+        monkeypatch.setattr(inter_task, "PART_WAVES", 1000)
+        part_segments = inter_task._Stack.part_segments
+
+        def recording_parts(stack, rows, wanted):
+            cuts, count = part_segments(stack, rows, wanted)
+            cut.append(count)
+            return cuts, count
+
+        monkeypatch.setattr(inter_task._Stack, "part_segments", recording_parts)
     setting("gpu.buckets", buckets)
     setting("gpu.long-row-min", long_row_min)
     setting("gpu.shape", shape)
@@ -292,6 +308,7 @@ def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets, long_row
         pd.testing.assert_frame_equal(got, want)
     assert max(stacked) > 1  # queries were stacked
     assert (max(long_rows) > 0) == (long_row_min < 2000)  # and beside the long rows
+    assert (max(cut, default=1) > 1) == parts  # in parts
 
 
 def test_stacks_keep_order_and_limits(monkeypatch):

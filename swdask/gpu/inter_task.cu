@@ -29,6 +29,14 @@
 // and the pass count follows the stack's rows, not each query's rounded up to G x R. One
 // query is a stack of one.
 //
+// Parts. The queries of a stack do not depend on one another, so a launch may cut the
+// stack's segments, at query starts, into parts run side by side: block b takes the pairs of
+// block b / parts for part b % parts (part_segments[p] to part_segments[p + 1]), with its
+// own pass boundary (boundary_stride words apart). A launch lasts at least as long as its
+// longest pair takes through all its passes, one after another (a group alone on its SM steps
+// far slower than the kernel's rate), however few rows the partition has; in parts that chain
+// is as many times shorter. One part is the whole stack.
+//
 // End cell. Each thread keeps its best score so far per lane and, when a column strictly
 // improves it, that column and the first of its rows holding the new best (a scan of its R
 // registers; improvements are rare once the first columns are past). At the end of a pass
@@ -99,8 +107,10 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
                  int pad_score, const u16* __restrict__ pair_codes,
                  const i64* __restrict__ pair_start, const int* __restrict__ pair_len,
                  const int* __restrict__ block_len, int num_pairs, u32* __restrict__ boundary,
-                 int gap_open, int gap_extend, const int* __restrict__ seg_query,
-                 int num_segments, const int* __restrict__ query_row0, i64 out_stride,
+                 i64 boundary_base, i64 boundary_stride, int gap_open, int gap_extend,
+                 const int* __restrict__ seg_query, int num_segments,
+                 const int* __restrict__ part_segments, int parts,
+                 const int* __restrict__ query_row0, i64 out_stride,
                  int* __restrict__ out_score, int* __restrict__ out_end_i,
                  int* __restrict__ out_end_j) {
   typedef typename V::reg_t reg_t;
@@ -116,12 +126,19 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
 
   const int t = threadIdx.x % G;
   const int groups = blockDim.x / G;
-  const int pair = blockIdx.x * groups + threadIdx.x / G;
+  const int part = blockIdx.x % parts;
+  const int pair_block = blockIdx.x / parts;
+  const int pair = pair_block * groups + threadIdx.x / G;
   const bool live = pair < num_pairs;
   const int my_len = live ? pair_len[pair] : 0;
-  const i64 my_start = live ? pair_start[pair] : 0;
-  const int steps = block_len[blockIdx.x] + G - 1;
-  const int passes = (m + ROWS - 1) / ROWS;
+  const i64 my_start = live ? pair_start[pair] : pair_start[0];  // a valid place either way
+  const int steps = block_len[pair_block] + G - 1;
+  const int seg_begin = part_segments[part], seg_end = part_segments[part + 1];
+  const int passes = (seg_end - seg_begin + G - 1) / G;
+  const int row_end = min(m, seg_end * R);  // this part's rows end here (PAD beyond)
+  // this part's row above each pass, by column from the launch's boundary_base on
+  u32* const part_boundary = boundary + part * boundary_stride;
+  const i64 my_column0 = my_start - boundary_base;
 
   const reg_t go_neg = V::splat(-gap_open);
   const reg_t ge_neg = V::splat(-gap_extend);
@@ -145,24 +162,24 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   }
 
   for (int pass = 0; pass < passes; ++pass) {
-    const int row0 = pass * ROWS;
+    const int row0 = (seg_begin + pass * G) * R;
     __syncthreads();  // every group is done with the previous pass's profile
     for (int idx = threadIdx.x; idx < alpha1 * ROWS; idx += blockDim.x) {
       const int letter = idx / ROWS;
       const int rr = idx - letter * ROWS;
       const int row = row0 + rr;
       tile[letter * LETTER + (rr / R) * S + (rr % R)] =
-          (prof_t)(row < m ? (int)profile[letter * m + row] : pad_score);
+          (prof_t)(row < row_end ? (int)profile[letter * m + row] : pad_score);
     }
     __syncthreads();
 
     // this thread's segment: its query, whether it starts the query (no row from above)
     // and whether it ends it (the query's results are written after this pass)
-    const int seg = pass * G + t;
-    const int my_query = seg < num_segments ? seg_query[seg] : -1;
+    const int seg = seg_begin + pass * G + t;
+    const int my_query = seg < seg_end ? seg_query[seg] : -1;
     const int above = seg > 0 && seg - 1 < num_segments ? seg_query[seg - 1] : -2;
     const bool fresh = my_query != above;
-    const bool query_ends = seg + 1 >= num_segments || my_query != seg_query[seg + 1];
+    const bool query_ends = seg + 1 >= seg_end || my_query != seg_query[seg + 1];
     const bool carried = my_query >= 0 && my_query == open_query;
 
     reg_t HG[R], E[R];
@@ -185,7 +202,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     // copies, and a copy waits for the load, as seen in the SASS of an earlier version).
     const int last_col = my_len > 0 ? my_len - 1 : 0;
     const u16* codes_at = pair_codes + my_start;
-    const u32* boundary_at = reads_boundary ? boundary + 2 * my_start : boundary;
+    const u32* boundary_at = reads_boundary ? part_boundary + 2 * my_column0 : part_boundary;
     const int boundary_last = reads_boundary ? last_col : 0;
     auto fetch_codes = [&](int col) -> u32 { return codes_at[min(max(col, 0), last_col)]; };
     auto fetch_boundary = [&](int col) -> uint2 {
@@ -255,7 +272,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       out_HG = HG[R - 1];
       out_F = F;  // F of the row below this thread's last row
       if (writes_boundary && t == G - 1 && j >= 0 && j < my_len)
-        *reinterpret_cast<uint2*>(boundary + 2 * (my_start + j)) = make_uint2(out_HG, F);
+        *reinterpret_cast<uint2*>(part_boundary + 2 * (my_column0 + j)) =
+            make_uint2(out_HG, F);
 
       // The best so far and this column's rows in one tree of three-input maxima, one compare
       // for "some lane improved". The kernel is bound by the ALU pipe, where the DPX and the

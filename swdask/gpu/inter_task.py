@@ -44,15 +44,21 @@ BYTES_PER_ROW = 96
 def long_row_threshold(runtime) -> int | None:
     """Target length from which a row leaves the inter-task search for the intra-task kernel.
 
-    The setting ``swdask.gpu.long-row-min`` (2,000 letters) comes from a measurement on an H200,
-    benchmarks/results/W2-oneall-threshold-nvidia-h200-2026-11-22.json (``bench_w2_gpu.py
-    oneall``, table in benchmarks/NOTES-w2.md): a 460-residue query against 18,563 proteins
-    plus 4 long targets of length L, all rows in the inter-task search against the long rows
-    on ``_pairs.align_long_rows`` (one block per row): break-even between L = 1,500 (10.4 vs
-    10.6 ms) and 3,000 (13.6 vs 10.3 ms), 4.6x faster split at 48,000. A long target holds
-    its whole group of the inter-task kernel (and its block) for its full length, while one
-    block per row spreads it over a block of threads. ``0`` keeps every row in the inter-task
-    search.
+    The setting ``swdask.gpu.long-row-min`` (12,000 letters) comes from ``bench_w2_gpu.py
+    oneall`` (table in benchmarks/NOTES-w2.md): a 460-residue query against 18,563 proteins
+    plus N long targets of length L, all rows in the inter-task search against the long rows
+    on ``_pairs.align_long_rows`` (one block per row). On an H100 with today's length buckets
+    (benchmarks/results/W2-oneall-threshold-x{4,64,400}-nvidia-h100-80gb-hbm3-2026-11-26-
+    8b2a76f.json), the split was slower up to L = 6,000 for 4, 64 and 400 long rows (8.35 vs
+    9.97 ms, 9.25 vs 9.53, 10.14 vs 10.68), even at 12,000 (11.01 vs 10.97, 11.47 vs 11.51,
+    16.44 vs 13.70) and 1.7-3.2 x faster at 24,000 and 48,000. (The first measurement, on an
+    H200 before the buckets, when a long pair ran on 4 threads, put the break-even at 1,500 to
+    3,000 letters: 2,000 was the default until 2026-11-26, and it sent the 382-446 rows of
+    2,000+ letters of each 16th of sp500k, all under the cap below, to the intra-task kernel,
+    which ran the 1,000-query search at 0.29 of one part; probe-long-rows-parts-*.log.) A
+    long target holds its group of the inter-task kernel for its full length, through every
+    pass, while one block per row spreads it over a block of threads. ``0`` keeps every row
+    in the inter-task search.
     """
     value = _settings.get_int("gpu.long-row-min")
     return value if value else None
@@ -200,6 +206,35 @@ def bucket_shape(m: int, group: int, compute_capability: int = 90,
     return fewest, rows or rows_for(m, fewest, compute_capability)
 
 
+#: A launch of fewer blocks than this many waves of the GPU (2 blocks per multiprocessor)
+#: runs its stack in parts (see :func:`launch_parts`).
+PART_WAVES = 4
+#: The fewest passes a part takes on average: a part's last pass is partly padding.
+PART_MIN_PASSES = 4
+#: The most device memory the parts' rows above the passes take in one launch.
+PART_BOUNDARY_BYTES = 256 << 20
+
+
+def launch_parts(runtime, blocks: int, passes: int, queries: int, columns: int) -> int:
+    """How many parts (inter_task.cu, "Parts") a forward launch of ``blocks`` blocks runs a
+    stack of ``queries`` queries in, ``passes`` passes long, over pairs of ``columns``
+    columns: enough parts for :data:`PART_WAVES` waves of blocks, each at least
+    :data:`PART_MIN_PASSES` passes on average, their boundaries within
+    :data:`PART_BOUNDARY_BYTES`; 1 for one query.
+
+    Why: a launch lasts at least as long as its longest pair takes through all the stack's
+    passes, one after another, and a group of threads alone on its multiprocessor steps far
+    slower than the kernel's rate. On a small partition that chain, not the work, sets the
+    time: 200 queries against sp500k cut into 16 parts searched at 0.47 of the whole
+    column's rate on an H100, with every row in the inter-task search
+    (benchmarks/results/probe-long-rows-parts-nvidia-h100-8b2a76f-2026-11-26.log)."""
+    if queries < 2 or passes < 2 * PART_MIN_PASSES:
+        return 1
+    wanted = math.ceil(PART_WAVES * 2 * runtime.multiprocessors / max(blocks, 1))
+    by_memory = PART_BOUNDARY_BYTES // max(1, 8 * columns)
+    return max(1, min(wanted, passes // PART_MIN_PASSES, queries, by_memory))
+
+
 def warm_up(runtime, query_lengths, scoring) -> None:
     """Create the context and load the layout kernel and the forward kernels that a search of
     queries of ``query_lengths`` launches under ``scoring``: the first query alone (it lays
@@ -274,6 +309,15 @@ class _PairLayout:
             self._at_least[length] = int((self.pair_len >= length).sum()) if \
                 self.num_pairs else 0
         return self._at_least[length]
+
+    def first_column(self, pair: int) -> int:
+        """The first column of pair ``pair`` in ``pair_codes`` (``columns`` for
+        ``num_pairs``), read back once per pair asked for (launch bounds: a few per layout)."""
+        key = ("column", pair)
+        if key not in self._at_least:
+            self._at_least[key] = (int(self.pair_start[pair]) if pair < self.num_pairs
+                                   else self.columns)
+        return self._at_least[key]
 
 
 @dataclass
@@ -439,6 +483,28 @@ class _Stack:
                                     xp.asarray(row0))
         return self._segments[rows]
 
+    def part_segments(self, rows: int, parts: int):
+        """The segments of the stack for R = ``rows`` cut at query starts into at most
+        ``parts`` parts of about equal segments (see inter_task.cu, "Parts"): the cuts on the
+        device (``parts + 1`` int32: first segment of each part, then the end) and the
+        number of parts."""
+        key = ("parts", rows, parts)
+        if key not in self._segments:
+            total = self.segments(rows)[1]
+            if self.rows is None or parts <= 1:
+                cuts = np.array([0, total], np.int64)
+            else:
+                starts = np.cumsum([0] + [-(-m // rows) for m in self.lengths[:-1]])
+                wanted = np.arange(1, parts) * total / parts
+                nearest = np.searchsorted(starts, wanted)
+                below = starts[np.maximum(nearest - 1, 0)]
+                above = starts[np.minimum(nearest, starts.shape[0] - 1)]
+                chosen = np.where(wanted - below <= above - wanted, below, above)
+                cuts = np.unique(np.concatenate([[0], chosen, [total]]))
+            self._segments[key] = (self.runtime.xp.asarray(cuts.astype(np.int32)),
+                                   int(cuts.shape[0] - 1))
+        return self._segments[key]
+
 
 def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, plan):
     """Forward kernel of the queries of ``stack`` over ``layout``, one launch per (first
@@ -456,7 +522,7 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
     out_end_i = xp.empty((len(stack), stride), dtype=xp.int32)
     out_end_j = xp.empty((len(stack), stride), dtype=xp.int32)
     block = runtime.block_threads
-    launches = []
+    launches, keep = [], []  # keep: the parts' boundaries, alive until the launches end
     for first, end, group, rows in plan:
         # each launch sees its pairs as 0..count-1: the per-pair arrays and the outputs are
         # passed from its first pair on (contiguous views); pair_start stays absolute, so
@@ -470,13 +536,24 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
         block_len = xp.ascontiguousarray(layout.pair_len[first:end:groups_per_block])
         shared = alpha1 * group * tile_stride(lanes, rows) * (2 if lanes == 2 else 4)
         seg_query, num_segments, row0 = stack.segments(rows)
+        launch_boundary, boundary_base, boundary_stride = boundary, 0, 0
+        parts = launch_parts(runtime, grid, math.ceil(num_segments / group), len(stack),
+                             layout.first_column(end) - layout.first_column(first))
+        cuts, parts = stack.part_segments(rows, parts)
+        if parts > 1:  # each part its own row above the passes, from the launch's first pair
+            boundary_base = layout.first_column(first)
+            boundary_stride = 2 * (layout.first_column(end) - boundary_base)
+            launch_boundary = xp.empty(max(parts * boundary_stride, 2), dtype=xp.uint32)
+            keep.append(launch_boundary)
         # the outputs from the launch's first slot on: query q's slot k at q * stride + k
-        launches.append((function, grid, shared,
+        launches.append((function, grid * parts, shared,
                          [stack.profile, np.int32(m), np.int32(alpha1), np.int32(stack.pad),
                           layout.pair_codes, layout.pair_start[first:end],
-                          layout.pair_len[first:end], block_len, np.int32(count), boundary,
+                          layout.pair_len[first:end], block_len, np.int32(count),
+                          launch_boundary, np.int64(boundary_base), np.int64(boundary_stride),
                           np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
-                          seg_query, np.int32(num_segments), row0, np.int64(stride),
+                          seg_query, np.int32(num_segments), cuts, np.int32(parts), row0,
+                          np.int64(stride),
                           out_score.reshape(-1)[first * lanes:],
                           out_end_i.reshape(-1)[first * lanes:],
                           out_end_j.reshape(-1)[first * lanes:]]))
