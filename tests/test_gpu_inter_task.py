@@ -303,7 +303,7 @@ def test_length_buckets_run_side_by_side_exactly(monkeypatch, buckets, setting):
 
 
 @pytest.mark.parametrize("in_parts", [False, True])
-def test_stacked_queries_in_parts_equal_cpu(monkeypatch, in_parts):
+def test_stacked_queries_in_parts_equal_cpu(monkeypatch, setting, in_parts):
     """Many queries in stacks, each stack's launches run in parts side by side (inter_task.cu,
     "Parts": every launch of two passes or more, parts of a pass or more, each with its own
     rows above the passes, blocks of several parts on the GPU at once) or whole: every hit
@@ -315,7 +315,7 @@ def test_stacked_queries_in_parts_equal_cpu(monkeypatch, in_parts):
     used = []
     if in_parts:
         monkeypatch.setattr(inter_task, "PART_MIN_PASSES", 1)
-        monkeypatch.setattr(inter_task, "PART_WAVES", 1000)
+        setting("gpu.part-waves", 1000)
     part_segments = inter_task._Stack.part_segments
 
     def recording(stack, rows, wanted):

@@ -259,7 +259,7 @@ def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets, long_row
     cut = []
     if parts:  # every stack of two passes or more in parts, each a pass or more
         monkeypatch.setattr(inter_task, "PART_MIN_PASSES", 1)
-        monkeypatch.setattr(inter_task, "PART_WAVES", 1000)
+        setting("gpu.part-waves", 1000)
         part_segments = inter_task._Stack.part_segments
 
         def recording_parts(stack, rows, wanted):

@@ -206,9 +206,6 @@ def bucket_shape(m: int, group: int, compute_capability: int = 90,
     return fewest, rows or rows_for(m, fewest, compute_capability)
 
 
-#: A launch of fewer blocks than this many waves of the GPU (2 blocks per multiprocessor)
-#: runs its stack in parts (see :func:`launch_parts`).
-PART_WAVES = 4
 #: The fewest passes a part takes on average: a part's last pass is partly padding.
 PART_MIN_PASSES = 4
 #: The most device memory the parts' rows above the passes take in one launch.
@@ -218,7 +215,8 @@ PART_BOUNDARY_BYTES = 256 << 20
 def launch_parts(runtime, blocks: int, passes: int, queries: int, columns: int) -> int:
     """How many parts (inter_task.cu, "Parts") a forward launch of ``blocks`` blocks runs a
     stack of ``queries`` queries in, ``passes`` passes long, over pairs of ``columns``
-    columns: enough parts for :data:`PART_WAVES` waves of blocks, each at least
+    columns: enough parts for the setting ``swdask.gpu.part-waves`` (4; 0: never in parts)
+    waves of blocks (2 blocks per multiprocessor make a wave), each at least
     :data:`PART_MIN_PASSES` passes on average, their boundaries within
     :data:`PART_BOUNDARY_BYTES`; 1 for one query.
 
@@ -228,9 +226,10 @@ def launch_parts(runtime, blocks: int, passes: int, queries: int, columns: int) 
     time: 200 queries against sp500k cut into 16 parts searched at 0.47 of the whole
     column's rate on an H100, with every row in the inter-task search
     (benchmarks/results/probe-long-rows-parts-nvidia-h100-8b2a76f-2026-11-26.log)."""
-    if queries < 2 or passes < 2 * PART_MIN_PASSES:
+    waves = _settings.get_int("gpu.part-waves") or 0
+    if queries < 2 or passes < 2 * PART_MIN_PASSES or waves <= 0:
         return 1
-    wanted = math.ceil(PART_WAVES * 2 * runtime.multiprocessors / max(blocks, 1))
+    wanted = math.ceil(waves * 2 * runtime.multiprocessors / max(blocks, 1))
     by_memory = PART_BOUNDARY_BYTES // max(1, 8 * columns)
     return max(1, min(wanted, passes // PART_MIN_PASSES, queries, by_memory))
 
