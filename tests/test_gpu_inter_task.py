@@ -313,9 +313,9 @@ def test_stacked_queries_in_parts_equal_cpu(monkeypatch, setting, in_parts):
     from swdask.gpu import inter_task
 
     used = []
+    setting("gpu.part-waves", 1000 if in_parts else 0)
     if in_parts:
         monkeypatch.setattr(inter_task, "PART_MIN_PASSES", 1)
-        setting("gpu.part-waves", 1000)
     part_segments = inter_task._Stack.part_segments
 
     def recording(stack, rows, wanted):

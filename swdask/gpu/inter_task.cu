@@ -133,12 +133,10 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   const int my_len = live ? pair_len[pair] : 0;
   const i64 my_start = live ? pair_start[pair] : pair_start[0];  // a valid place either way
   const int steps = block_len[pair_block] + G - 1;
-  const int seg_begin = part_segments[part], seg_end = part_segments[part + 1];
-  const int passes = (seg_end - seg_begin + G - 1) / G;
-  const int row_end = min(m, seg_end * R);  // this part's rows end here (PAD beyond)
+  const u16* const codes_at = pair_codes + my_start;
   // this part's row above each pass, by column from the launch's boundary_base on
-  u32* const part_boundary = boundary + part * boundary_stride;
-  const i64 my_column0 = my_start - boundary_base;
+  u32* const my_boundary = boundary + part * boundary_stride + 2 * (my_start - boundary_base);
+  const int seg_begin = part_segments[part];
 
   const reg_t go_neg = V::splat(-gap_open);
   const reg_t ge_neg = V::splat(-gap_extend);
@@ -161,8 +159,12 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     run_i[l] = SW_INT_MAX;
   }
 
-  for (int pass = 0; pass < passes; ++pass) {
-    const int row0 = (seg_begin + pass * G) * R;
+  // the passes: G segments each, from the part's first (seg_begin) to its end (seg_end)
+  for (int seg0 = seg_begin;; seg0 += G) {
+    const int seg_end = part_segments[part + 1];
+    if (seg0 >= seg_end) break;
+    const int row0 = seg0 * R;
+    const int row_end = min(m, seg_end * R);  // this part's rows end here (PAD beyond)
     __syncthreads();  // every group is done with the previous pass's profile
     for (int idx = threadIdx.x; idx < alpha1 * ROWS; idx += blockDim.x) {
       const int letter = idx / ROWS;
@@ -175,7 +177,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
 
     // this thread's segment: its query, whether it starts the query (no row from above)
     // and whether it ends it (the query's results are written after this pass)
-    const int seg = seg_begin + pass * G + t;
+    const int seg = seg0 + t;
     const int my_query = seg < seg_end ? seg_query[seg] : -1;
     const int above = seg > 0 && seg - 1 < num_segments ? seg_query[seg - 1] : -2;
     const bool fresh = my_query != above;
@@ -190,8 +192,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     }
     reg_t prev_in_HG = hg_zero;  // HG of the row above, previous column (the diagonal)
     reg_t out_HG = hg_zero, out_F = neg;  // what this thread hands to thread t+1 next step
-    const bool reads_boundary = pass > 0;
-    const bool writes_boundary = pass + 1 < passes;
+    const bool reads_boundary = seg0 > seg_begin;
+    const bool writes_boundary = seg0 + G < seg_end;
 
     // Inputs loaded two steps ahead: each thread the codes of its own column (j = s - t),
     // thread 0 the row above the pass. Every thread loads, from a clamped, always valid
@@ -201,8 +203,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     // where it is consumed, with no register copies (a rotating buffer in a loop needs
     // copies, and a copy waits for the load, as seen in the SASS of an earlier version).
     const int last_col = my_len > 0 ? my_len - 1 : 0;
-    const u16* codes_at = pair_codes + my_start;
-    const u32* boundary_at = reads_boundary ? part_boundary + 2 * my_column0 : part_boundary;
+    const u32* boundary_at = reads_boundary ? my_boundary : boundary;
     const int boundary_last = reads_boundary ? last_col : 0;
     auto fetch_codes = [&](int col) -> u32 { return codes_at[min(max(col, 0), last_col)]; };
     auto fetch_boundary = [&](int col) -> uint2 {
@@ -272,8 +273,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       out_HG = HG[R - 1];
       out_F = F;  // F of the row below this thread's last row
       if (writes_boundary && t == G - 1 && j >= 0 && j < my_len)
-        *reinterpret_cast<uint2*>(part_boundary + 2 * (my_column0 + j)) =
-            make_uint2(out_HG, F);
+        *reinterpret_cast<uint2*>(my_boundary + 2 * j) = make_uint2(out_HG, F);
 
       // The best so far and this column's rows in one tree of three-input maxima, one compare
       // for "some lane improved". The kernel is bound by the ALU pipe, where the DPX and the
