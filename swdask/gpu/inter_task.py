@@ -225,7 +225,13 @@ def launch_parts(runtime, blocks: int, passes: int, queries: int, columns: int) 
     slower than the kernel's rate. On a small partition that chain, not the work, sets the
     time: 200 queries against sp500k cut into 16 parts searched at 0.47 of the whole
     column's rate on an H100, with every row in the inter-task search
-    (benchmarks/results/probe-long-rows-parts-nvidia-h100-8b2a76f-2026-11-26.log)."""
+    (benchmarks/results/probe-long-rows-parts-nvidia-h100-8b2a76f-2026-11-26.log); in parts,
+    at 0.71 (7.99 s against 11.73; 8 parts 6.78 s against 6.94). W1's 20 queries stacked
+    against 8 partitions ran at 0.962 of one partition, 4 at 0.969 (0.889 and 0.977 before,
+    on an H200). The whole column's 1,000-query scan, whose longest buckets now run in parts
+    too, took 27.19-27.20 s against 27.12-27.14 s, and W1 one query at a time 3.975-3.980
+    TCUPS against 3.949-3.953, alternating on one H100
+    (ab-kernels-parts-nvidia-h100-8b2a76f-e363a98-2026-11-26.log)."""
     waves = _settings.get_int("gpu.part-waves") or 0
     if queries < 2 or passes < 2 * PART_MIN_PASSES or waves <= 0:
         return 1
