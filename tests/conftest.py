@@ -337,3 +337,28 @@ def setting(monkeypatch):
         monkeypatch.setitem(node, leaf, value)
 
     return set_one
+
+
+@pytest.fixture
+def forward_parts(monkeypatch, setting):
+    """``forward_parts(True)``: every forward launch of two passes or more runs its stack in
+    parts of a pass or more (inter_task.cu, "Parts"); ``forward_parts(False)``: none does.
+    Returns the list the number of parts of each launch is appended to."""
+    from swdask.gpu import inter_task
+
+    used = []
+    part_segments = inter_task._Stack.part_segments
+
+    def recording(stack, rows, wanted):
+        cuts, count = part_segments(stack, rows, wanted)
+        used.append(count)
+        return cuts, count
+
+    def force(in_parts: bool) -> list:
+        setting("gpu.part-waves", 1000 if in_parts else 0)
+        if in_parts:
+            monkeypatch.setattr(inter_task, "PART_MIN_PASSES", 1)
+        monkeypatch.setattr(inter_task._Stack, "part_segments", recording)
+        return used
+
+    return force

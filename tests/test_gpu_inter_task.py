@@ -303,27 +303,14 @@ def test_length_buckets_run_side_by_side_exactly(monkeypatch, buckets, setting):
 
 
 @pytest.mark.parametrize("in_parts", [False, True])
-def test_stacked_queries_in_parts_equal_cpu(monkeypatch, setting, in_parts):
+def test_stacked_queries_in_parts_equal_cpu(forward_parts, in_parts):
     """Many queries in stacks, each stack's launches run in parts side by side (inter_task.cu,
     "Parts": every launch of two passes or more, parts of a pass or more, each with its own
     rows above the passes, blocks of several parts on the GPU at once) or whole: every hit
     (scores, end and start cells, ranks) equals the CPU engine's."""
     import pandas as pd
 
-    from swdask.gpu import inter_task
-
-    used = []
-    setting("gpu.part-waves", 1000 if in_parts else 0)
-    if in_parts:
-        monkeypatch.setattr(inter_task, "PART_MIN_PASSES", 1)
-    part_segments = inter_task._Stack.part_segments
-
-    def recording(stack, rows, wanted):
-        cuts, count = part_segments(stack, rows, wanted)
-        used.append(count)
-        return cuts, count
-
-    monkeypatch.setattr(inter_task._Stack, "part_segments", recording)
+    used = forward_parts(in_parts)
     rng = np.random.default_rng(5)
     db = read_fasta(DATA / "proteins_db.fasta")
     db += [_mutate(rng, db[k % len(db)], PROTEIN) for k in range(400)]

@@ -244,8 +244,8 @@ def test_gpu_search_redoes_queries_whose_16_bit_lanes_saturated(setting, monkeyp
                                                               ("4:60,8", 2000, "4,16", False),
                                                               ("4:60,8", 2000, None, True),
                                                               ("4", 140, None, True)])
-def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets, long_row_min, shape,
-                                         parts):
+def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, forward_parts, buckets,
+                                         long_row_min, shape, parts):
     """Queries stacked into one forward launch (inter_task.cu, "Stacked queries"): lengths
     around multiples of the rows per thread (R = 32 in a stack), one letter, several passes,
     queries sharing a pass and a pass boundary, stacks cut by row and query limits, both
@@ -256,18 +256,7 @@ def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, buckets, long_row
     from swdask.gpu import inter_task
 
     setting("gpu.runtime", "emulation")
-    cut = []
-    if parts:  # every stack of two passes or more in parts, each a pass or more
-        monkeypatch.setattr(inter_task, "PART_MIN_PASSES", 1)
-        setting("gpu.part-waves", 1000)
-        part_segments = inter_task._Stack.part_segments
-
-        def recording_parts(stack, rows, wanted):
-            cuts, count = part_segments(stack, rows, wanted)
-            cut.append(count)
-            return cuts, count
-
-        monkeypatch.setattr(inter_task._Stack, "part_segments", recording_parts)
+    cut = forward_parts(parts)  # every stack of two passes or more in parts, or none
     setting("gpu.buckets", buckets)
     setting("gpu.long-row-min", long_row_min)
     setting("gpu.shape", shape)
