@@ -226,7 +226,7 @@ def launch_parts(runtime, blocks: int, passes: int, queries: int, columns: int) 
     time: 200 queries against sp500k cut into 16 parts searched at 0.47 of the whole
     column's rate on an H100, with every row in the inter-task search
     (benchmarks/results/probe-long-rows-parts-nvidia-h100-8b2a76f-2026-11-26.log); in parts,
-    at 0.71 (7.99 s against 11.73; 8 parts 6.78 s against 6.94). W1's 20 queries stacked
+    at 0.74 (7.99 s against 11.73; 8 parts 6.78 s against 6.94). W1's 20 queries stacked
     against 8 partitions ran at 0.962 of one partition, 4 at 0.969 (0.889 and 0.977 before,
     on an H200). The whole column's 1,000-query scan, whose longest buckets now run in parts
     too, took 27.19-27.20 s against 27.12-27.14 s, and W1 one query at a time 3.975-3.980
