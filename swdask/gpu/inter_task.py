@@ -301,6 +301,7 @@ class _PairLayout:
     pair_codes: object     # uint16[columns]: both lanes' codes per column
     columns: int
     _at_least: dict = field(default_factory=dict, repr=False)
+    _first_columns: dict = field(default_factory=dict, repr=False)
 
     @property
     def num_pairs(self) -> int:
@@ -318,11 +319,10 @@ class _PairLayout:
     def first_column(self, pair: int) -> int:
         """The first column of pair ``pair`` in ``pair_codes`` (``columns`` for
         ``num_pairs``), read back once per pair asked for (launch bounds: a few per layout)."""
-        key = ("column", pair)
-        if key not in self._at_least:
-            self._at_least[key] = (int(self.pair_start[pair]) if pair < self.num_pairs
-                                   else self.columns)
-        return self._at_least[key]
+        if pair not in self._first_columns:
+            self._first_columns[pair] = (int(self.pair_start[pair]) if pair < self.num_pairs
+                                         else self.columns)
+        return self._first_columns[pair]
 
 
 @dataclass
@@ -542,8 +542,10 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
         shared = alpha1 * group * tile_stride(lanes, rows) * (2 if lanes == 2 else 4)
         seg_query, num_segments, row0 = stack.segments(rows)
         launch_boundary, boundary_base, boundary_stride = boundary, 0, 0
-        parts = launch_parts(runtime, grid, math.ceil(num_segments / group), len(stack),
-                             layout.first_column(end) - layout.first_column(first))
+        parts = 1
+        if len(stack) > 1:  # (one query is never cut: no read of the columns for it)
+            parts = launch_parts(runtime, grid, math.ceil(num_segments / group), len(stack),
+                                 layout.first_column(end) - layout.first_column(first))
         cuts, parts = stack.part_segments(rows, parts)
         if parts > 1:  # each part its own row above the passes, from the launch's first pair
             boundary_base = layout.first_column(first)
