@@ -168,7 +168,7 @@ def test_gpu_warm_up_loads_the_forward_kernels_the_search_launches(database, que
         return function(runtime, source_name, name)
 
     monkeypatch.setattr(_runtime.EmulationRuntime, "function", recording)
-    many = [q[:length] for length in (30, 200, 90) for q in queries]  # several stacks
+    many = [q[:length] for length in (30, 200, 90) for q in queries]  # one alone, a stack
     scoring = Options.parse(matrix="BLOSUM62").scoring
     _engine.get_backend("gpu").warm_up([len(q) for q in many], scoring)
     warmed = {name for name in loaded if "inter_forward" in name}
