@@ -467,6 +467,7 @@ class _Stack:
         self.profile_rows = int(joined.shape[0])
         self.profile, self.pad = _profile(runtime, matrix, joined, gap_open, lanes)
         self._segments = {}
+        self._part_cuts = {}
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -493,8 +494,8 @@ class _Stack:
         ``parts`` parts of about equal segments (see inter_task.cu, "Parts"): the cuts on the
         device (``parts + 1`` int32: first segment of each part, then the end) and the
         number of parts."""
-        key = ("parts", rows, parts)
-        if key not in self._segments:
+        key = (rows, parts)
+        if key not in self._part_cuts:
             total = self.segments(rows)[1]
             if self.rows is None or parts <= 1:
                 cuts = np.array([0, total], np.int64)
@@ -506,9 +507,9 @@ class _Stack:
                 above = starts[np.minimum(nearest, starts.shape[0] - 1)]
                 chosen = np.where(wanted - below <= above - wanted, below, above)
                 cuts = np.unique(np.concatenate([[0], chosen, [total]]))
-            self._segments[key] = (self.runtime.xp.asarray(cuts.astype(np.int32)),
-                                   int(cuts.shape[0] - 1))
-        return self._segments[key]
+            self._part_cuts[key] = (self.runtime.xp.asarray(cuts.astype(np.int32)),
+                                    int(cuts.shape[0] - 1))
+        return self._part_cuts[key]
 
 
 def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, plan):
