@@ -272,13 +272,13 @@ def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, forward_parts, bu
     monkeypatch.setattr(inter_task, "STACK_ROWS", 400)
     monkeypatch.setattr(inter_task, "STACK_QUERIES", 5)
     stacked = []
-    search_stack = inter_task.search_stack
+    start_stack = inter_task.start_stack
 
     def recording(targets, queries, *args, **kwargs):
         stacked.append(len(queries))
-        return search_stack(targets, queries, *args, **kwargs)
+        return start_stack(targets, queries, *args, **kwargs)
 
-    monkeypatch.setattr(inter_task, "search_stack", recording)
+    monkeypatch.setattr(inter_task, "start_stack", recording)
     rng = np.random.default_rng(21)
     letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
     targets = ["".join(rng.choice(letters, int(n))) for n in rng.integers(1, 160, size=36)]
@@ -298,6 +298,55 @@ def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, forward_parts, bu
     assert max(stacked) > 1  # queries were stacked
     assert (max(long_rows) > 0) == (long_row_min < 2000)  # and beside the long rows
     assert (max(cut, default=1) > 1) == parts  # in parts
+
+@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
+@pytest.mark.parametrize("failing_stack", [None, 1])
+def test_gpu_stacks_finish_after_the_next_is_queued(setting, monkeypatch, failing_stack):
+    """The many-queries search queues each stack's forward launches before it finishes the
+    stack before (inter_task.PendingStack: the GPU runs them while that stack's results are
+    scattered, checked and ranked), so every stack but the last is finished after the next
+    one started; a failed allocation while a stack is finished (``failing_stack``) empties
+    the layout cache and searches that stack's queries one at a time. Every hit equals the
+    CPU engine's either way."""
+    from swdask.gpu import inter_task
+
+    setting("gpu.runtime", "emulation")
+    monkeypatch.setattr(inter_task, "STACK_ROWS", 200)
+    monkeypatch.setattr(inter_task, "STACK_QUERIES", 3)
+    events = []
+    start_stack = inter_task.start_stack
+
+    def recording(targets, queries, *args, **kwargs):
+        number = sum(1 for kind, _ in events if kind == "start")
+        pending = start_stack(targets, queries, *args, **kwargs)
+        events.append(("start", number))
+        finish = pending.results
+
+        def results(checks=None):
+            events.append(("results", number))
+            if number == failing_stack:
+                raise MemoryError("out of memory allocating 1,000 bytes (injected)")
+            return finish(checks)
+
+        pending.results = results
+        return pending
+
+    monkeypatch.setattr(inter_task, "start_stack", recording)
+    rng = np.random.default_rng(5)
+    letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    targets = ["".join(rng.choice(letters, int(n))) for n in rng.integers(1, 120, size=40)]
+    queries = ["".join(rng.choice(letters, int(m))) for m in rng.integers(20, 60, size=14)]
+    column = pd.Series(targets, index=pd.RangeIndex(5, 5 + len(targets)))
+    got = column.sw.search(queries, top=4, backend="gpu", positions="end")
+    want = column.sw.search(queries, top=4, backend="cpu", positions="end")
+    pd.testing.assert_frame_equal(got, want)
+    finished = [number for kind, number in events if kind == "results"]
+    assert len(finished) >= 5
+    # the first query lays the targets out alone; then each stack is finished once the
+    # next one is started, the failed one too (its queries then go one at a time, each
+    # finished at once)
+    for number in finished[1:-1] if failing_stack is None else finished[1:failing_stack + 1]:
+        assert events.index(("start", number + 1)) < events.index(("results", number))
 
 
 def test_stacks_keep_order_and_limits(monkeypatch):

@@ -173,19 +173,45 @@ def _search_cached(runtime, queries, mode, owner, fingerprint, checks=None):
     on the owner's cached layout: ``(cells of each query, valid)``, or ``None`` when there
     is none (or it no longer fits beside the search: then the cache is emptied).
     ``checks``: see :func:`~swdask.gpu.inter_task.search`."""
+    started = _start_cached(runtime, queries, mode, owner, fingerprint)
+    return None if started is None else started.results(checks)
+
+
+class _CachedSearch:
+    """A stack's launches queued on a cached layout (:func:`_start_cached`); :meth:`results`
+    gives :func:`_search_cached`'s answer."""
+
+    def __init__(self, runtime, pending, valid):
+        self.runtime, self.pending, self.valid = runtime, pending, valid
+
+    def results(self, checks=None):
+        try:
+            return self.pending.results(checks), self.valid
+        except Exception as error:
+            if not is_out_of_memory(error):
+                raise
+            clear_cache()
+            self.runtime.release_cached_memory()
+            return None
+
+
+def _start_cached(runtime, queries, mode, owner, fingerprint):
+    """:func:`_search_cached` with the stack's forward launches queued and its results left
+    to the answer's ``results(checks)`` (see :class:`~swdask.gpu.inter_task.PendingStack`);
+    ``None`` where :func:`_search_cached` gives ``None``."""
     targets = TARGETS_CACHE.get(owner, _cache_key(runtime, queries[0].scoring, fingerprint))
     if targets is None:
         return None
     try:
-        cells = inter_task.search_stack(targets, [query.codes for query in queries],
-                                        queries[0].scoring, mode, checks=checks)
+        pending = inter_task.start_stack(targets, [query.codes for query in queries],
+                                         queries[0].scoring, mode)
     except Exception as error:
         if not is_out_of_memory(error):
             raise
         clear_cache()
         runtime.release_cached_memory()
         return None
-    return cells, targets.valid
+    return _CachedSearch(runtime, pending, targets.valid)
 
 
 def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint):
@@ -288,21 +314,33 @@ class GpuBackend:
             return
         first, layout = k, laid_out()
         size = len(layout) if layout is not None else 0
-        for group in inter_task.stacks([len(q) for q in queries[first:]], size):
-            chosen = range(first + group.start, first + group.stop)
-            cached = None
-            if len(chosen) > 1:
-                flat = [] if checks[chosen[0]] is not None else None
-                cached = _search_cached(self.runtime, queries[chosen.start:chosen.stop], mode,
-                                        owner, fingerprint, flat)
-            if cached is None:  # one query (or the layout was dropped: one at a time)
+
+        def finished(chosen, started):  # a stack's results, after the next one is queued
+            flat = [] if checks[chosen[0]] is not None else None
+            cached = started.results(flat) if started is not None else None
+            if cached is None:  # an empty query, or the layout was dropped: one at a time
                 yield from (alone(i) for i in chosen)
-                continue
+                return
             cells, valid = cached
             for position, i in enumerate(chosen):
                 if flat:  # (full mode leaves the checks to the search itself)
                     checks[i].append(flat[position])
                 yield finish(cells[position], valid, mode)
+
+        # Each stack's results are finished once the next stack's launches are queued, so
+        # that the GPU runs those launches meanwhile (inter_task.PendingStack).
+        waiting = None
+        for group in inter_task.stacks([len(q) for q in queries[first:]], size):
+            chosen = range(first + group.start, first + group.stop)
+            started = None
+            if len(queries[chosen.start]):  # (an empty query is a stack of its own)
+                started = _start_cached(self.runtime, queries[chosen.start:chosen.stop], mode,
+                                        owner, fingerprint)
+            if waiting is not None:
+                yield from finished(*waiting)
+            waiting = (chosen, started)
+        if waiting is not None:
+            yield from finished(*waiting)
 
     @staticmethod
     def failed_checks(checks) -> list[bool]:

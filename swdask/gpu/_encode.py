@@ -79,13 +79,13 @@ def encode_on_device(values, scoring: Scoring, labels=None, what: str = "row",
     runtime = runtime or get_runtime()  # GpuUnavailableError, saying what to do
     if runtime.name != "cuda":
         return encode(values, scoring, labels=labels, what=what)
-    cupy = runtime.xp
     data_host, offsets, valid = arrow_layout(values, labels, what)
     if data_host.nbytes > _DEVICE_SHARE * runtime.free_bytes():
         # too big to sit on the GPU whole: encode on the host, and the GPU backend uploads it
         # in chunks that fit the free memory
         return encode(values, scoring, labels=labels, what=what)
-    return encode_device_layout(cupy.asarray(data_host), offsets, valid, scoring,
+    # (through the runtime's pinned buffers, as the FASTA parse's bytes go up)
+    return encode_device_layout(runtime.upload(data_host), offsets, valid, scoring,
                                 raise_bad=lambda: encode(values, scoring, labels=labels, what=what))
 
 

@@ -157,25 +157,40 @@ class CudaRuntime:
                  stream=stream)
 
     @contextmanager
-    def concurrent(self, count: int, prioritize_first: bool = False):
+    def concurrent(self, count: int, prioritize_first: bool = False, joined=None):
         """``count`` streams (``[None]`` for one: the current stream) that start after the
         work queued so far on the current stream and that it waits for on exit; with
         ``prioritize_first`` the first has the device's highest priority. The arrays the
-        launches read must outlive the block (the caller holds them)."""
-        if count <= 1:
+        launches read must outlive the block (the caller holds them).
+
+        With ``joined`` (a list), the current stream does not wait on exit: the launches run
+        on side streams even for one, and an event at each stream's end is appended to
+        ``joined``. The caller then makes a stream wait with :meth:`wait_for` before it uses
+        their results, and holds the arrays they read or write until then (so that the
+        memory pool does not hand them to later work on the current stream)."""
+        if count <= 1 and joined is None:
             yield [None] * count
             return
         cupy = self.xp
         current = cupy.cuda.get_current_stream()
         ready = current.record()
-        streams = _side_streams(cupy.cuda.Device().id, count, prioritize_first)
+        streams = _side_streams(cupy.cuda.Device().id, max(count, 1), prioritize_first)
         for stream in streams:
             stream.wait_event(ready)
         try:
             yield streams
         finally:
             for stream in streams:
-                current.wait_event(stream.record())
+                if joined is None:
+                    current.wait_event(stream.record())
+                else:
+                    joined.append(stream.record())
+
+    def wait_for(self, events) -> None:
+        """The current stream waits for ``events`` (see :meth:`concurrent`'s ``joined``)."""
+        current = self.xp.cuda.get_current_stream()
+        for event in events:
+            current.wait_event(event)
 
     def free_bytes(self) -> int:
         """Bytes swdask may still allocate: the device's free memory plus CuPy's pooled
@@ -376,9 +391,12 @@ class EmulationRuntime:
             _EMULATED_DEVICE.index = previous
 
     @contextmanager
-    def concurrent(self, count: int, prioritize_first: bool = False):
-        """One stream of work on the CPU: the launches run in order."""
-        yield [None] * count
+    def concurrent(self, count: int, prioritize_first: bool = False, joined=None):
+        """One stream of work on the CPU: the launches run in order (done on return)."""
+        yield [None] * max(count, 0 if joined is None else 1)
+
+    def wait_for(self, events) -> None:
+        """Nothing to wait for: every launch is done on return."""
 
     def launch(self, function, grid: int, block: int, args, shared_mem: int = 0,
                stream=None):

@@ -512,10 +512,13 @@ class _Stack:
         return self._part_cuts[key]
 
 
-def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, plan):
+def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, plan,
+                 joined=None, hold=None):
     """Forward kernel of the queries of ``stack`` over ``layout``, one launch per (first
     pair, end pair, G, R) of ``plan`` (see :func:`forward_plan`); returns score, end_i,
-    end_j per query and slot (arrays of shape (queries, slots))."""
+    end_j per query and slot (arrays of shape (queries, slots)). With ``joined`` (a list),
+    the current stream does not wait for the launches: their end events go to ``joined``
+    and the arrays they use to ``hold`` (a list), see ``runtime.concurrent``."""
     xp = runtime.xp
     lanes = layout.lanes
     num_pairs = layout.num_pairs
@@ -570,9 +573,11 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
     # launch leaves idle instead of running before or after it. Its stream (the first: the
     # plan is longest first) has the highest priority, so that its blocks do not wait behind
     # the others' when searches are queued (runtime._priority_stream).
-    with runtime.concurrent(len(launches), prioritize_first=True) as streams:
+    with runtime.concurrent(len(launches), prioritize_first=True, joined=joined) as streams:
         for (function, grid, shared, args), stream in zip(launches, streams):
             runtime.launch(function, grid, block, args, shared_mem=shared, stream=stream)
+    if hold is not None:
+        hold.extend([stack, boundary, keep, launches])
     return out_score[:, :slots], out_end_i[:, :slots], out_end_j[:, :slots]
 
 
@@ -648,6 +653,49 @@ def search_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *
     kernels run as one stack (inter_task.cu, "Stacked queries": short queries share the
     passes that each would run alone); a list of :func:`search`'s dicts, in order. With
     ``checks``, one flags array per query is appended, in order."""
+    return start_stack(targets, queries, scoring, mode, shape=shape).results(checks)
+
+
+class PendingStack:
+    """A stack's forward launches queued by :func:`start_stack`, not yet waited for;
+    :meth:`results` gives :func:`search_stack`'s list.
+
+    Between the two, the host may queue the next stack's launches. Its results are then
+    finished on the current stream (rows scattered, checks, top rows: about a thousand small
+    kernels per hundred queries) while the GPU runs the next launches, instead of between
+    them. On an H100 those small kernels took 0.27 s of GPU time beside 26.8 s of forward
+    launches for 1,000 queries against sp500k (benchmarks/NOTES-gpu.md)."""
+
+    def __init__(self, finish, runtime=None, joined=(), hold=()):
+        self._finish = finish
+        self._runtime = runtime
+        self._joined = joined  # the launches' end events
+        self._hold = hold  # what the launches read or write, until they are waited for
+
+    def _wait(self) -> None:
+        """The current stream waits for the launches; their arrays may be freed after."""
+        if self._joined:
+            self._runtime.wait_for(self._joined)
+        self._joined, self._hold = (), ()
+
+    def results(self, checks: list | None = None) -> list:
+        """The queries' results (see :func:`search_stack`; ``checks`` as there)."""
+        self._wait()
+        finish, self._finish = self._finish, None
+        return finish(checks)
+
+    def __del__(self):  # never taken (an error on the way): memory freed only after them
+        try:
+            self._wait()
+        except Exception:  # noqa: BLE001 - the interpreter or the device going away
+            pass
+
+
+def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
+                shape: tuple[int, int] | None = None) -> PendingStack:
+    """:func:`search_stack` with its 16-bit forward launches queued and the rest left to
+    :meth:`PendingStack.results`: the current stream does not wait for those launches until
+    then (see :class:`PendingStack`)."""
     runtime = targets.runtime
     xp = runtime.xp
     codes_list = [np.ascontiguousarray(np.asarray(codes, dtype=np.uint8)) for codes in queries]
@@ -665,20 +713,14 @@ def search_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *
                       for codes in codes_list]
     if len(codes_list) > 1 and has_long and not all(on_long_kernel):
         # some query's scores may pass the intra-task kernel's range: one query at a time
-        return [search_stack(targets, [codes], scoring, mode, shape=shape, checks=checks)[0]
-                for codes in codes_list]
+        return PendingStack(lambda checks: [
+            search_stack(targets, [codes], scoring, mode, shape=shape, checks=checks)[0]
+            for codes in codes_list])
     track_end = mode != "none"
     # Scores only also run the end-tracking kernel (ends computed, then dropped): on an H200
     # it did W1 at 3.8 TCUPS against 2.9 for the scores-only variant, whose shorter loop
     # leaves its prefetched loads too little time (benchmarks/NOTES-gpu.md, v4); that variant
     # was removed.
-    results = []
-    for _ in codes_list:
-        result = {"score": xp.zeros(n, dtype=xp.int32)}
-        if track_end:
-            for key in ("query_end", "target_end", "query_start", "target_start"):
-                result[key] = xp.full(n, -1, dtype=xp.int32)
-        results.append(result)
     inter_rows = targets.order  # rows the inter-task kernels align (forward and reverse)
     wide_rows = None
     if has_long and not on_long_kernel[0]:  # (one query) rows past the intra-task range:
@@ -686,14 +728,9 @@ def search_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *
         # kernels' layout wants; every long row is longer than every row of ``order``
         wide_rows = long_rows[xp.argsort(-targets.lengths[long_rows], kind="stable")]
         inter_rows = xp.concatenate([wide_rows, targets.order])
-    if inter_rows.shape[0] == 0:
-        for codes, result, on_long in zip(codes_list, results, on_long_kernel):
-            if on_long:
-                _align_long(targets, codes, scoring, mode, result)
-        return results
-
-    saturated = [None] * len(codes_list)
-    if targets.order.shape[0] and lanes16_fit(scoring):
+    forward = None
+    joined, hold = [], []
+    if inter_rows.shape[0] and targets.order.shape[0] and lanes16_fit(scoring):
         fixed = None
         if len(codes_list) > 1:  # one R for every launch: the forced shape's, or the largest
             forced = shape or (choose_shape(1, 2, runtime.compute_capability)
@@ -703,40 +740,59 @@ def search_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *
         stack = _Stack(runtime, matrix, codes_list, scoring.gap_open, 2, fixed)
         plan = forward_plan(targets.pairs, stack.profile_rows, runtime.compute_capability,
                             shape=shape, rows=fixed)
-        scores, ends_i, ends_j = _run_forward(runtime, targets.pairs, stack, alpha1, scoring,
-                                              plan)
-        slot_rows = targets.pairs.slot_rows
-        limit = scoring.saturation_bound(_LANE16_MAX)
-        for k, (codes, result) in enumerate(zip(codes_list, results)):
-            score, end_i, end_j = scores[k], ends_i[k], ends_j[k]
-            result["score"] = _scatter(xp, n, slot_rows, score, 0)
-            if track_end:
-                result["query_end"] = _scatter(xp, n, slot_rows, end_i, -1)
-                result["target_end"] = _scatter(xp, n, slot_rows, end_j, -1)
-            # a lane whose best reached this may have wrapped: recompute it in 32 bits
-            over = result["score"] >= limit
-            # both checks come back in one transfer (each read waits for the kernels)
-            m = int(codes.shape[0])
-            bad_end = (((score > 0) & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any()
-                       if track_end else xp.zeros((), dtype=bool))
-            flags = xp.stack([over.any(), bad_end])
-            if checks is not None and mode != "full":
-                checks.append(flags)
-            elif check_flags([flags])[0]:
-                saturated[k] = targets.order[over[targets.order]]
-    elif targets.order.shape[0]:
+        forward = _run_forward(runtime, targets.pairs, stack, alpha1, scoring, plan,
+                               joined=joined, hold=hold)
+    elif inter_rows.shape[0] and targets.order.shape[0]:
         wide_rows = inter_rows  # the scoring does not fit 16 bits: every row in 32 bits
-    for k, (codes, result) in enumerate(zip(codes_list, results)):
-        again = wide_rows
-        if saturated[k] is not None:
-            again = saturated[k] if again is None else xp.concatenate([again, saturated[k]])
-        if again is not None and again.shape[0]:
-            _align_wide(targets, codes, scoring, again, track_end, result)
-        if mode == "full":
-            _run_reverse(targets, inter_rows, codes, matrix, scoring, result)
-        if on_long_kernel[k]:  # last: the 16-bit pass above rewrites whole columns
-            _align_long(targets, codes, scoring, mode, result)
-    return results
+
+    def finish(checks):
+        results = []
+        for _ in codes_list:
+            result = {"score": xp.zeros(n, dtype=xp.int32)}
+            if track_end:
+                for key in ("query_end", "target_end", "query_start", "target_start"):
+                    result[key] = xp.full(n, -1, dtype=xp.int32)
+            results.append(result)
+        if not inter_rows.shape[0]:
+            for codes, result, on_long in zip(codes_list, results, on_long_kernel):
+                if on_long:
+                    _align_long(targets, codes, scoring, mode, result)
+            return results
+        saturated = [None] * len(codes_list)
+        if forward is not None:
+            scores, ends_i, ends_j = forward
+            slot_rows = targets.pairs.slot_rows
+            limit = scoring.saturation_bound(_LANE16_MAX)
+            for k, (codes, result) in enumerate(zip(codes_list, results)):
+                score, end_i, end_j = scores[k], ends_i[k], ends_j[k]
+                result["score"] = _scatter(xp, n, slot_rows, score, 0)
+                if track_end:
+                    result["query_end"] = _scatter(xp, n, slot_rows, end_i, -1)
+                    result["target_end"] = _scatter(xp, n, slot_rows, end_j, -1)
+                # a lane whose best reached this may have wrapped: recompute it in 32 bits
+                over = result["score"] >= limit
+                # both checks come back in one transfer (each read waits for the kernels)
+                m = int(codes.shape[0])
+                bad_end = (((score > 0) & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any()
+                           if track_end else xp.zeros((), dtype=bool))
+                flags = xp.stack([over.any(), bad_end])
+                if checks is not None and mode != "full":
+                    checks.append(flags)
+                elif check_flags([flags])[0]:
+                    saturated[k] = targets.order[over[targets.order]]
+        for k, (codes, result) in enumerate(zip(codes_list, results)):
+            again = wide_rows
+            if saturated[k] is not None:
+                again = saturated[k] if again is None else xp.concatenate([again, saturated[k]])
+            if again is not None and again.shape[0]:
+                _align_wide(targets, codes, scoring, again, track_end, result)
+            if mode == "full":
+                _run_reverse(targets, inter_rows, codes, matrix, scoring, result)
+            if on_long_kernel[k]:  # last: the 16-bit pass above rewrites whole columns
+                _align_long(targets, codes, scoring, mode, result)
+        return results
+
+    return PendingStack(finish, runtime, joined, hold)
 
 
 def _align_wide(targets: DeviceTargets, codes, scoring, rows, track_end: bool, result):
