@@ -88,7 +88,7 @@ def load_database(database_path, lengths, options, blocksize, threads, strip_gap
     device = gpu.runtime.current_device()
     database = None
     with ThreadPoolExecutor(1) as pool:
-        def warm():  # beside the read: the GPU's context and kernels
+        def warm():  # beside the read and the parse: the GPU's context and kernels
             with gpu.device(device):
                 gpu.warm_up(lengths, options.scoring)
 
@@ -96,9 +96,7 @@ def load_database(database_path, lengths, options, blocksize, threads, strip_gap
         # one plain file: its bytes go up as they are and are parsed and encoded there
         with phases("read"):
             text = whole_plain_text(database_path)
-        if text is not None:
-            with phases("ready"):
-                ready.result()
+        if text is not None:  # parsed while the warm-up goes on: each waits on the GPU
             with phases("parse"):
                 database = encode_fasta_text(text[1], text[0], options.scoring, gpu.runtime)
         if database is None:  # anything else (or a file to name a problem in): the reader
