@@ -190,53 +190,59 @@ def partitioned(args, queries, scoring, encoded, residues, offsets, configs, rep
 def stacked(counts, queries, scoring, encoded, residues, offsets, report, cupy):
     """The many-queries search's scan (issue 13: "a search split into 4 and 8 partitions on
     one GPU keeps its throughput"): for each count, the database cut into that many
-    partitions of consecutive rows (laid out before timing), and every partition searched in
-    turn by all queries as stacks (``inter_task.stacks`` and ``search_stack``, the checks
-    deferred and read once at the end, then any saturated search again), with the default
-    buckets. Seconds of two repeats, ``x_one_partition`` against the first count's best
-    (1 for the whole), and every partition's scores and end cells against that count's."""
-    from swdask.gpu.inter_task import check_flags, search_stack, stacks
+    partitions of consecutive rows, and every partition searched in turn by all queries
+    through the GPU backend as the search runs them (``GpuBackend.many_against_many``: the
+    partition's layout cached by a warm run first, the queries in stacks, each stack's
+    results finished behind the next one's launches, the checks read once at the end, then
+    any saturated search again), with the default buckets. Seconds of two repeats,
+    ``x_one_partition`` against the first count's best (1 for the whole), and every
+    partition's scores and end cells against that count's."""
+    from swdask._sequences import EncodedSequences
+    from swdask.gpu._backend import GpuBackend
 
-    alphabet = scoring.matrix.shape[0]
+    backend = GpuBackend()
     n = len(encoded.offsets) - 1
-    codes_list = [prepare_query(q, scoring).codes for q in queries]
-    groups = stacks([len(c) for c in codes_list], n)
+    prepared = [prepare_query(q, scoring) for q in queries]
     cells = sum(len(q) for q in queries) * int(encoded.offsets[-1])
+
+    class Partition:  # the owner of a partition's cached layout
+        pass
+
     reference, first_best = None, None
     for count in counts:
         bounds = [n * k // count for k in range(count + 1)]
         parts = []
         for a, b in zip(bounds, bounds[1:]):
             first, last = int(encoded.offsets[a]), int(encoded.offsets[b])
-            parts.append((a, b, prepare_targets(residues[first:last], offsets[a:b + 1] - first,
-                                                encoded.valid[a:b], alphabet_size=alphabet)))
+            parts.append((a, Partition(), EncodedSequences(
+                residues[first:last], offsets[a:b + 1] - first, encoded.valid[a:b])))
 
         def run():
             checks, found = [], []
-            for a, b, targets in parts:
-                for group in groups:
-                    chosen = [codes_list[k] for k in group]
-                    for k, result in zip(group, search_stack(targets, chosen, scoring, "end",
-                                                             checks=checks)):
-                        found.append((a, b, k, result))
-            for position, again in enumerate(check_flags(checks)):
+            for a, owner, part in parts:
+                listed = [[] for _ in prepared]
+                found += [(a, k, result) for k, result in enumerate(backend.many_against_many(
+                    prepared, part, "end", owner=owner, fingerprint=("partition",),
+                    checks=listed))]
+                checks += listed
+            for position, again in enumerate(backend.failed_checks(checks)):
                 if again:  # a 16-bit lane may have wrapped: searched again alone
-                    a, b, k, _ = found[position]
-                    targets = next(t for first, _, t in parts if first == a)
-                    found[position] = (a, b, k, search_stack(targets, [codes_list[k]],
-                                                             scoring, "end")[0])
+                    a, k, _ = found[position]
+                    owner, part = next((o, p) for first, o, p in parts if first == a)
+                    found[position] = (a, k, backend.one_against_many(
+                        prepared[k], part, "end", owner=owner, fingerprint=("partition",)))
             return found
 
-        run()  # compile (every stack's shapes) and warm
+        run()  # lay the partitions out, compile (every stack's shapes) and warm
         times = []
         for _ in range(2):
             took, found = timed(run)
             times.append(took)
         rows = {}
-        for a, b, k, result in found:
+        for a, k, result in found:
             for key in ("score", "query_end", "target_end"):
                 rows.setdefault((k, key), [None] * len(parts))[bounds.index(a)] = (
-                    cupy.asnumpy(result[key]))
+                    cupy.asnumpy(result.columns[key]))
         whole = {key: np.concatenate(pieces) for key, pieces in rows.items()}
         mismatched = 0
         if reference is None:
@@ -245,7 +251,7 @@ def stacked(counts, queries, scoring, encoded, residues, offsets, report, cupy):
             mismatched = int(sum(int((whole[key] != reference[key]).sum()) for key in whole))
         best = min(times)
         first_best = first_best or best
-        run_record = {"stacked_partitions": count, "stacks": len(groups), "seconds": times,
+        run_record = {"stacked_partitions": count, "seconds": times,
                       "gcups": cells / best / 1e9, "x_one_partition": first_best / best,
                       "mismatched_cells_vs_first": mismatched}
         report["runs"].append(run_record)
