@@ -437,6 +437,8 @@ def _profile(runtime, matrix, codes, gap_open, lanes):
 #: proteins of DB.fasta against sp500k, scores only): one query per
 #: launch 30.52 s (its forward launches 3.53 TCUPS); stacks of 8,192 rows and 64 queries
 #: 29.01 s (3.69); 16,384 and 128: 28.79 s (3.71); 32,768 and 256: 28.50 s (3.72).
+#: The many-queries search has two stacks in flight (:class:`PendingStack`: one finished
+#: while the next one's launches run), so its results take up to twice ``STACK_BYTES``.
 STACK_ROWS = 32768
 STACK_QUERIES = 256
 STACK_BYTES = 2 << 30
