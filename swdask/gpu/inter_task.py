@@ -666,7 +666,10 @@ class PendingStack:
     finished on the current stream (rows scattered, checks, top rows: about a thousand small
     kernels per hundred queries) while the GPU runs the next launches, instead of between
     them. On an H100 those small kernels took 0.27 s of GPU time beside 26.8 s of forward
-    launches for 1,000 queries against sp500k (benchmarks/NOTES-gpu.md)."""
+    launches for 1,000 queries against sp500k; finished this way, the search job's search
+    phase took 27.04-27.17 s against 27.21-27.35 s, and sp500k in 8 partitions searched by
+    W1's stacks kept 0.977 of one partition's rate against 0.962 (benchmarks/NOTES-gpu.md,
+    "Each stack finished behind the next one's launches")."""
 
     def __init__(self, finish, runtime=None, joined=(), hold=()):
         self._finish = finish
