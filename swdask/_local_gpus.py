@@ -27,13 +27,15 @@ Dask's threaded scheduler took 3.8 s of an 8.7 s W1 job, and the partitions read
 are joined into one column anyway (one launch on the GPU's whole share).
 
 Several GPUs (:func:`search_on_gpus`). This process searches on GPU 0 as the one-GPU job
-does, and starts one process for each further GPU. Every process reads and parses the whole
-database on its own GPU (:func:`load_database`), then takes the queries in batches from a
-counter they share (:class:`QueryBatches`): each batch about 1 / (2 x GPUs) of the query
-residues not yet taken, so the first batches are long stacks and the last ones short, and a
-process that starts later simply takes fewer. Each query is searched whole in one process,
-so its hits need no merging across processes: this process only puts the batches' hits in
-the queries' order (:func:`~swdask._many_queries.rank_hits`).
+does, and starts one process for each further GPU, as soon as the job begins where the
+driver's list of GPUs says there are several (:class:`FurtherGpus`,
+:func:`quick_gpu_count`). Every process reads and parses the whole database on its own GPU
+(:func:`load_database`), then takes the queries in batches from a counter they share
+(:class:`QueryBatches`): each batch about 1 / (2 x GPUs) of the query residues not yet
+taken, so the first batches are long stacks and the last ones short, and a process that
+starts later simply takes fewer. Each query is searched whole in one process, so its hits
+need no merging across processes: this process only puts the batches' hits in the queries'
+order (:func:`~swdask._many_queries.rank_hits`).
 
 Why the queries are shared out, not the database: until 2026-11-25 each process searched
 every query against its own byte range of the file. On two H100s the 1,000-query job took
@@ -256,16 +258,122 @@ def search_share(device: int, share: Share, processes: int, counter) -> ShareRes
     return ShareResult(hits, searched, device, stages)
 
 
+def quick_gpu_count() -> int:
+    """The GPUs the job's process will see, counted before CuPy or the CUDA driver is loaded
+    (the driver's count comes 0.3-0.5 s later, beside the queries' read): the NVIDIA
+    driver's entries in ``/proc/driver/nvidia/gpus``, at most as many as
+    ``CUDA_VISIBLE_DEVICES`` names (CUDA stops at its first invalid entry); under the host
+    emulation its setting ``emulation.devices``. 0 where there is no such list. A hint to
+    start the further GPUs' processes early (:class:`FurtherGpus`), which the job then checks
+    against the driver's count."""
+    import os
+
+    from . import _settings
+
+    if str(_settings.get("gpu.runtime")).lower() == "emulation":
+        return max(1, _settings.get_int("emulation.devices") or 1)
+    try:
+        present = len(os.listdir("/proc/driver/nvidia/gpus"))
+    except OSError:
+        return 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        named = 0
+        for name in visible.split(","):
+            if not name.strip() or name.strip().startswith("-"):
+                break
+            named += 1
+        present = min(present, named)
+    return present
+
+
+class FurtherGpus:
+    """The processes of GPUs 1 to ``gpus`` - 1 (see the module docstring), spawned before
+    their work is known: each starts its interpreter and imports swdask while this process
+    reads the queries and starts CUDA, then waits for its :class:`Share` (:meth:`give`), or
+    for ``None`` (:meth:`stop`: it ends at once). A process whose job's process is gone
+    ends too.
+
+    Why early: a further GPU's first batch came about 1 s after GPU 0's (its start 0.5-0.8 s
+    after the spawn, then CuPy, the driver, the read and the parse), which cost the two-GPU
+    job about half of that; spawned after the queries' read and the driver's count, it
+    started 0.5 s later than it could (benchmarks/NOTES-gpu.md)."""
+
+    def __init__(self, gpus: int):
+        import multiprocessing
+
+        spawn = multiprocessing.get_context("spawn")
+        self.gpus = gpus
+        self.counter = spawn.Value("q", 0)
+        # A process's own arguments are written into a pipe by Process.start itself, which
+        # returns once the new interpreter has read them; a frame among them is read only
+        # after that process has imported pandas. With the queries there, the job's own GPU
+        # waited for that: on two H200s the 1,000-query job spent 0.66-0.90 s outside every
+        # phase, against 0.14-0.21 s on one GPU
+        # (search-1000-1-and-2-gpus-nvidia-h200-x2-*.json), and a spawned process with a
+        # 1,000-query frame took 0.54 s to start on the 2-core machine, against 0.004 s with
+        # ten. So the processes get small arguments, and the queries and options (a Share
+        # each) go on a queue, written by the queue's own thread.
+        self.shares, self.results = spawn.Queue(), spawn.Queue()
+        self.processes = [spawn.Process(target=_process_main, name=str(device), daemon=True,
+                                        args=(device, self.shares, gpus, self.counter,
+                                              self.results))
+                          for device in range(1, gpus)]
+        self._given = False
+        for process in self.processes:
+            process.start()
+
+    def give(self, share: Share) -> None:
+        """Every process's work (one copy of ``share`` each, written by the queue's thread)."""
+        self._given = True
+        for _ in self.processes:
+            self.shares.put(share)
+
+    def stop(self) -> None:
+        """Processes not given their work end (a job that failed first, or found another
+        number of GPUs); nothing once they have it. The queues and the counter are kept
+        until those processes have ended: a process still starting reads them by name, and
+        they would be gone with this object."""
+        if not self._given:
+            self._given = True
+            for _ in self.processes:
+                self.shares.put(None)
+            _STOPPING[:] = [f for f in _STOPPING if any(p.is_alive() for p in f.processes)]
+            _STOPPING.append(self)
+
+
+#: Stopped :class:`FurtherGpus` whose processes may still be starting (see ``stop``).
+_STOPPING: list[FurtherGpus] = []
+
+
+def _next_share(shares):
+    """The process's :class:`Share` (or ``None``: end), waiting while the job's process
+    lives (one killed before it gave the work leaves none to wait for)."""
+    import multiprocessing
+    import queue
+
+    parent = multiprocessing.parent_process()
+    while True:
+        try:
+            return shares.get(timeout=1.0)
+        except queue.Empty:
+            if parent is not None and not parent.is_alive():
+                return None
+
+
 def _process_main(device: int, shares, processes: int, counter, results) -> None:
-    """A further GPU's process from its start: its :class:`Share` taken from ``shares``, its
-    result (or the error that ended it) put on ``results``; then the process ends at once,
-    as the ``swdask`` command does
+    """A further GPU's process from its start: its :class:`Share` taken from ``shares`` (none:
+    it ends), its result (or the error that ended it) put on ``results``; then the process
+    ends at once, as the ``swdask`` command does
     (:func:`swdask.cli.run`): the interpreter's teardown (every module, CuPy's memory freed
     one allocation at a time) is skipped, and the job's own exit waits for this one's."""
     import os
 
     try:
-        found = search_share(device, shares.get(), processes, counter)
+        share = _next_share(shares)
+        if share is None:
+            os._exit(0)
+        found = search_share(device, share, processes, counter)
         results.put((device, found, None))
     except BaseException as exc:  # noqa: BLE001 - handed to the job's process to report
         import pickle
@@ -309,49 +417,38 @@ def _collect(processes: list, results) -> list[ShareResult]:
 
 
 def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps, gpus,
-                   phases, report=None, blocksize=None, threads=8):
+                   phases, report=None, blocksize=None, threads=8, further=None):
     """The hits of ``queries`` (a frame: ``id``, ``sequence``) on ``gpus`` GPUs of this
-    machine (see the module docstring): GPU 0 in this process, one process for each other.
-    ``phases`` (the job's :class:`~swdask._search.Phases`) gets this process's ``read``,
-    ``ready``, ``parse`` and ``search``, and in ``in_tasks`` the stages of every GPU,
-    summed.
+    machine (see the module docstring): GPU 0 in this process, one process for each other
+    (``further``: those started early, :class:`FurtherGpus`, used if they are as many; else
+    stopped and started here). ``phases`` (the job's :class:`~swdask._search.Phases`) gets
+    this process's ``read``, ``ready``, ``parse`` and ``search``, and in ``in_tasks`` the
+    stages of every GPU, summed.
 
     The further GPUs' processes hand their hits back on a queue and end at once
     (:func:`_process_main`); they are daemonic: a job that ends early (an error) stops them
     when it exits."""
-    import multiprocessing
-
     import dask.config
 
     from ._engine import get_backend
     from ._many_queries import hit_statistics, prepare_queries, rank_hits
 
-    ids, prepared = prepare_queries(queries, options.scoring)
-    stats = hit_statistics(statistics, options.scoring, prepared)
-    lengths = [len(query) for query in prepared]
-    spawn = multiprocessing.get_context("spawn")
-    counter = spawn.Value("q", 0)
-    batches = QueryBatches(lengths, gpus, counter)
-    arguments = dict(database_path=database_path, queries=queries[["id", "sequence"]],
-                     top=top, options=options, statistics=statistics, strip_gaps=strip_gaps,
-                     blocksize=blocksize, threads=threads, settings=dask.config.get("swdask"))
-    # A process's own arguments are written into a pipe by Process.start itself, which
-    # returns once the new interpreter has read them; a frame among them is read only after
-    # that process has imported pandas to unpickle it. With the queries there, the job's own
-    # GPU waited for that: on two H200s the 1,000-query job spent 0.66-0.90 s outside every
-    # phase, against 0.14-0.21 s on one GPU (search-1000-1-and-2-gpus-nvidia-h200-x2-*.json),
-    # and a spawned process with a 1,000-query frame took 0.54 s to start on the 2-core
-    # machine, against 0.004 s with ten. So the processes get small arguments, and the
-    # queries and options (a Share each) go on a queue, written by the queue's own thread.
-    shares, results = spawn.Queue(), spawn.Queue()
-    processes = [spawn.Process(target=_process_main, name=str(device), daemon=True,
-                               args=(device, shares, gpus, counter, results))
-                 for device in range(1, gpus)]
-    for process in processes:
-        process.start()
-    share = Share(**arguments)
-    for _ in processes:  # written to the processes by the queue's own thread
-        shares.put(share)
+    if further is not None and further.gpus != gpus:
+        further.stop()
+        further = None
+    further = further or FurtherGpus(gpus)
+    try:
+        ids, prepared = prepare_queries(queries, options.scoring)
+        stats = hit_statistics(statistics, options.scoring, prepared)
+        lengths = [len(query) for query in prepared]
+        batches = QueryBatches(lengths, gpus, further.counter)
+        further.give(Share(database_path=database_path, queries=queries[["id", "sequence"]],
+                           top=top, options=options, statistics=statistics,
+                           strip_gaps=strip_gaps, blocksize=blocksize, threads=threads,
+                           settings=dask.config.get("swdask")))
+    except BaseException:
+        further.stop()
+        raise
     gpu = get_backend("gpu")
     try:
         with gpu.device(0):
@@ -363,7 +460,7 @@ def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
                     hits, searched = search_batches(part, prepared, ids, options, top,
                                                     stats, batches)
                 found = [ShareResult(hits, searched, 0, _timing.take())]
-                found += _collect(processes, results)
+                found += _collect(further.processes, further.results)
     except BaseException:
         batches.stop_all()  # the other processes stop after their batch
         raise
@@ -377,4 +474,5 @@ def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
     return rank_hits([hits for result in found for hits in result.hits], top, stats)
 
 
-__all__ = ["load_database", "search_on_gpus", "search_on_one_gpu"]
+__all__ = ["FurtherGpus", "load_database", "quick_gpu_count", "search_on_gpus",
+           "search_on_one_gpu"]

@@ -411,24 +411,39 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     # the GPU engine: CuPy imported, the driver started and the GPUs counted on a thread,
     # beside the queries' read (0.3-0.5 s of a W1 job on the H100 machine)
     gpu_stack = _start(_gpu_stack) if gpu_engine else None
-    if isinstance(queries_path, pd.DataFrame):  # read already (read_queries)
-        queries = queries_path
-    else:
-        with phases("queries"):
-            queries = read_queries(queries_path, options.scoring, strip_gaps)
-    check_database(database_path)  # missing or empty files fail here, before any cluster
-    if blocksize != "auto":
-        parse_blocksize(blocksize)
-    report = report or _report_to_stderr
-    with phases("startup"):  # no GPU (or no CuPy): said now, not from a task
-        gpus_here = gpu_stack.result() if gpu_engine else 0
-        local_gpus = (max(1, gpus_here) if gpu_engine and scheduler is None
-                      and n_workers is None else 0)
+    # several local GPUs likely (counted without the driver): their processes start now,
+    # beside the queries' read and the driver's start, and get their work once it is known
+    further = None
+    if backend == "gpu" and scheduler is None and n_workers is None:
+        from ._local_gpus import FurtherGpus, quick_gpu_count
+
+        likely = quick_gpu_count()
+        further = FurtherGpus(likely) if likely > 1 else None
+    try:
+        if isinstance(queries_path, pd.DataFrame):  # read already (read_queries)
+            queries = queries_path
+        else:
+            with phases("queries"):
+                queries = read_queries(queries_path, options.scoring, strip_gaps)
+        check_database(database_path)  # missing or empty files fail here, before any cluster
+        if blocksize != "auto":
+            parse_blocksize(blocksize)
+        report = report or _report_to_stderr
+        with phases("startup"):  # no GPU (or no CuPy): said now, not from a task
+            gpus_here = gpu_stack.result() if gpu_engine else 0
+            local_gpus = (max(1, gpus_here) if gpu_engine and scheduler is None
+                          and n_workers is None else 0)
+    except BaseException:
+        if further is not None:
+            further.stop()
+        raise
     # the GPU engine and no cluster asked for: in this process, on every local GPU (cudf
     # as gpu on one; cudf on several takes a LocalCUDACluster, one worker per GPU, below)
     if local_gpus == 1:
         from ._local_gpus import search_on_one_gpu
 
+        if further is not None:  # the driver sees one GPU after all
+            further.stop()
         threads = min(available_cores(), 8)
         report(f"running in this process on one GPU ({threads} threads read the database); "
                "no dashboard: pass --scheduler to run on a cluster and watch it")
@@ -442,7 +457,7 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         report(f"running on {local_gpus} GPUs: GPU 0 in this process, one more process for "
                "each other; no dashboard: pass --scheduler to run on a cluster and watch it")
         hits = search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
-                              local_gpus, phases, report, blocksize, threads)
+                              local_gpus, phases, report, blocksize, threads, further)
         return hits_table(_below(hits, evalue))
     if not gpu_engine and scheduler is None and n_workers is None:
         # The CPU engine on this machine and no cluster asked for: in this process too. The

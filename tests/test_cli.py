@@ -488,6 +488,96 @@ def test_several_local_gpus_share_the_queries(tmp_path, capsys, monkeypatch, set
     check_hits(read_tsv(out), expected_hits(queries, plain, 4))
 
 
+@pytest.mark.skipif(__import__("swdask.gpu._runtime", fromlist=["x"]).host_compiler() is None,
+                    reason="the host emulation needs g++")
+@pytest.mark.parametrize("case", ["early", "fewer", "bad query"])
+def test_further_gpus_start_before_the_queries_are_read(tmp_path, capsys, monkeypatch,
+                                                        setting, case):
+    """The several-GPU job spawns its further GPUs' processes before it reads the queries
+    (_local_gpus.FurtherGpus: they start their interpreters beside the read and the
+    driver's start). Where the driver then counts fewer GPUs than the quick count, those
+    processes end and the right number start; where the job fails first (a bad query), they
+    end too: no process is left waiting for work. The hits equal the expected ones."""
+    import multiprocessing
+
+    import swdask._cluster as cluster_module
+    import swdask._local_gpus as local_gpus
+    import swdask._search as search_module
+
+    events, processes = [], []
+    process_class = multiprocessing.get_context("spawn").Process
+    start = process_class.start
+
+    def recording_start(process):
+        events.append("spawn")
+        processes.append(process)
+        return start(process)
+
+    read_queries = search_module.read_queries
+
+    def recording_read(*args, **kwargs):
+        events.append("queries")
+        return read_queries(*args, **kwargs)
+
+    monkeypatch.setattr(process_class, "start", recording_start)
+    monkeypatch.setattr(search_module, "read_queries", recording_read)
+    setting("gpu.runtime", "emulation")
+    setting("emulation.devices", 3)
+    monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: 2 if case == "fewer" else 3)
+    monkeypatch.setattr(local_gpus, "MIN_BATCH_RESIDUES", 1)
+    queries = tmp_path / "q.fasta"
+    body = "".join(f">q{k}\n{sequence[:60]}\n"
+                   for k, (_, _, sequence) in enumerate(records(DB)[20:24]))
+    queries.write_text(body + (">bad\nMK1LV\n" if case == "bad query" else ""))
+    out = tmp_path / "hits.tsv"
+    code = main(["search", str(queries), str(DB), "--top", "3", "-o", str(out),
+                 "--backend", "gpu"])
+    err = capsys.readouterr().err
+    assert events[:3] == ["spawn", "spawn", "queries"]  # before the queries' read
+    for process in processes:  # every process ends: with its hits, or told to
+        process.join(timeout=60)
+        assert process.exitcode == 0, (case, process.name, process.exitcode)
+    if case == "bad query":
+        assert code == 1 and "'bad'" in err and "Traceback" not in err, err
+        assert len(processes) == 2 and not out.exists()
+        return
+    assert code == 0, err
+    gpus = 2 if case == "fewer" else 3
+    assert f"on {gpus} GPUs" in err
+    assert len(processes) == (2 if case == "early" else 3)  # 2 early (+ 1 for two GPUs)
+    check_hits(read_tsv(out), expected_hits(queries, DB, 3))
+
+
+def test_quick_gpu_count_reads_the_driver_and_cuda_visible_devices(monkeypatch, setting):
+    """The count that starts further GPUs' processes early: the NVIDIA driver's list of GPUs,
+    at most as many as CUDA_VISIBLE_DEVICES names (up to its first invalid entry), 0 with
+    no driver; the emulation's own setting under the emulation."""
+    import swdask._local_gpus as local_gpus
+
+    setting("gpu.runtime", "cuda")
+    listed = ["0000:01:00.0", "0000:02:00.0", "0000:03:00.0", "0000:04:00.0"]
+    listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda path: listed
+                        if path == "/proc/driver/nvidia/gpus" else listdir(path))
+    for visible, expected in ((None, 4), ("0,1", 2), ("2", 1), ("0,-1,3", 1), ("", 0),
+                              ("0,1,2,3,4,5", 4), ("GPU-1a2b,GPU-3c4d", 2)):
+        if visible is None:
+            monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        else:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        assert local_gpus.quick_gpu_count() == expected, visible
+
+    def no_driver(path):
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(os, "listdir", no_driver)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert local_gpus.quick_gpu_count() == 0
+    setting("gpu.runtime", "emulation")
+    setting("emulation.devices", 3)
+    assert local_gpus.quick_gpu_count() == 3
+
+
 def test_a_further_gpus_process_that_dies_is_an_error_not_a_hang():
     """The several-GPU job waits for its further GPUs' hits on a queue: a process that ends
     with none (killed, out of memory) is a GpuUnavailableError naming the GPU and its exit
