@@ -306,10 +306,10 @@ class FurtherGpus:
         self.gpus = gpus
         self.counter = spawn.Value("q", 0)
         # A process's own arguments are written into a pipe by Process.start itself, which
-        # returns once the new interpreter has read them; a frame among them is read only
-        # after that process has imported pandas. With the queries there, the job's own GPU
-        # waited for that: on two H200s the 1,000-query job spent 0.66-0.90 s outside every
-        # phase, against 0.14-0.21 s on one GPU
+        # waits, once they pass the pipe's buffer, until the new interpreter reads them; a
+        # frame among them is read only after that process has imported pandas. With the
+        # queries there, the job's own GPU waited for that: on two H200s the 1,000-query job
+        # spent 0.66-0.90 s outside every phase, against 0.14-0.21 s on one GPU
         # (search-1000-1-and-2-gpus-nvidia-h200-x2-*.json), and a spawned process with a
         # 1,000-query frame took 0.54 s to start on the 2-core machine, against 0.004 s with
         # ten. So the processes get small arguments, and the queries and options (a Share
