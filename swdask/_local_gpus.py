@@ -271,7 +271,9 @@ def quick_gpu_count() -> int:
     from . import _settings
 
     if str(_settings.get("gpu.runtime")).lower() == "emulation":
-        return max(1, _settings.get_int("emulation.devices") or 1)
+        from .gpu._runtime import get_runtime
+
+        return get_runtime().device_count()
     try:
         present = len(os.listdir("/proc/driver/nvidia/gpus"))
     except OSError:

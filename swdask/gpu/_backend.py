@@ -188,10 +188,7 @@ class _CachedSearch:
         try:
             return self.pending.results(checks), self.valid
         except Exception as error:
-            if not is_out_of_memory(error):
-                raise
-            clear_cache()
-            self.runtime.release_cached_memory()
+            _free_after(error, self.runtime)
             return None
 
 
@@ -206,12 +203,18 @@ def _start_cached(runtime, queries, mode, owner, fingerprint):
         pending = inter_task.start_stack(targets, [query.codes for query in queries],
                                          queries[0].scoring, mode)
     except Exception as error:
-        if not is_out_of_memory(error):
-            raise
-        clear_cache()
-        runtime.release_cached_memory()
+        _free_after(error, runtime)
         return None
     return _CachedSearch(runtime, pending, targets.valid)
+
+
+def _free_after(error: Exception, runtime) -> None:
+    """After a failed device allocation, the layout cache and CuPy's pooled blocks emptied
+    (the caller then tries smaller); any other error raised again."""
+    if not is_out_of_memory(error):
+        raise error
+    clear_cache()
+    runtime.release_cached_memory()
 
 
 def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint):
@@ -280,10 +283,9 @@ class GpuBackend:
                 cells = _search_all(runtime, query, encoded, mode, budget, owner, fingerprint)
                 return finish(cells, valid, mode)
             except Exception as error:  # a failed device allocation: smaller chunks
-                if not is_out_of_memory(error) or budget <= _MIN_BUDGET:
+                if budget <= _MIN_BUDGET:
                     raise
-                clear_cache()
-                runtime.release_cached_memory()
+                _free_after(error, runtime)
                 budget //= 2
 
     def many_against_many(self, queries, targets, mode: str, *, owner=None, fingerprint=(),

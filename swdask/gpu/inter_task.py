@@ -526,14 +526,14 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
     num_pairs = layout.num_pairs
     m = stack.profile_rows
     multipass = any(math.ceil(m / (group * rows)) > 1 for _, _, group, rows in plan)
-    boundary = xp.empty(2 * max(layout.columns, 1) if multipass else 2, dtype=xp.uint32)
+    boundary = None  # the row above the passes, shared by the launches not in parts
     slots = num_pairs * lanes
     stride = max(slots, 1)
     out_score = xp.empty((len(stack), stride), dtype=xp.int32)
     out_end_i = xp.empty((len(stack), stride), dtype=xp.int32)
     out_end_j = xp.empty((len(stack), stride), dtype=xp.int32)
     block = runtime.block_threads
-    launches, keep = [], []  # keep: the parts' boundaries, alive until the launches end
+    launches = []  # with every array they use: alive until the launches end
     for first, end, group, rows in plan:
         # each launch sees its pairs as 0..count-1: the per-pair arrays and the outputs are
         # passed from its first pair on (contiguous views); pair_start stays absolute, so
@@ -547,7 +547,7 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
         block_len = xp.ascontiguousarray(layout.pair_len[first:end:groups_per_block])
         shared = alpha1 * group * tile_stride(lanes, rows) * (2 if lanes == 2 else 4)
         seg_query, num_segments, row0 = stack.segments(rows)
-        launch_boundary, boundary_base, boundary_stride = boundary, 0, 0
+        boundary_base, boundary_stride = 0, 0
         parts = 1
         if len(stack) > 1:  # (one query is never cut: no read of the columns for it)
             parts = launch_parts(runtime, grid, math.ceil(num_segments / group), len(stack),
@@ -557,7 +557,11 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
             boundary_base = layout.first_column(first)
             boundary_stride = 2 * (layout.first_column(end) - boundary_base)
             launch_boundary = xp.empty(max(parts * boundary_stride, 2), dtype=xp.uint32)
-            keep.append(launch_boundary)
+        else:
+            if boundary is None:
+                boundary = xp.empty(2 * max(layout.columns, 1) if multipass else 2,
+                                    dtype=xp.uint32)
+            launch_boundary = boundary
         # the outputs from the launch's first slot on: query q's slot k at q * stride + k
         launches.append((function, grid * parts, shared,
                          [stack.profile, np.int32(m), np.int32(alpha1), np.int32(stack.pad),
@@ -579,7 +583,7 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
         for (function, grid, shared, args), stream in zip(launches, streams):
             runtime.launch(function, grid, block, args, shared_mem=shared, stream=stream)
     if hold is not None:
-        hold.extend([stack, boundary, keep, launches])
+        hold.append(launches)
     return out_score[:, :slots], out_end_i[:, :slots], out_end_j[:, :slots]
 
 
