@@ -371,6 +371,9 @@ def _process_main(device: int, shares, processes: int, counter, results) -> None
     one allocation at a time) is skipped, and the job's own exit waits for this one's."""
     import os
 
+    from .gpu._runtime import start_driver
+
+    start_driver(device)  # while the share is awaited and read (see the function)
     try:
         share = _next_share(shares)
         if share is None:

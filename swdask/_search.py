@@ -408,8 +408,17 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         raise ValueError("evalue= filters on E-values: pass statistics='blast' or 'search' "
                          "with it")
     gpu_engine = backend in ("gpu", "cudf")
-    # the GPU engine: CuPy imported, the driver started and the GPUs counted on a thread,
-    # beside the queries' read (0.3-0.5 s of a W1 job on the H100 machine)
+    if gpu_engine and scheduler is None and n_workers is None:
+        # this process searches on GPU 0 (alone, or beside the further GPUs' processes):
+        # the driver and its context start at once, without the interpreter's lock. On an
+        # H100 the phases before the scan (queries to parse) fell from 0.63-0.94 s to
+        # 0.58-0.68 s, "ready" to 0; two GPUs' 1,000-query job took 15.41-15.63 s against
+        # 15.58-16.30 s (benchmarks/results/ab-driver-start-*-62a8b4e-2026-11-26.log)
+        from .gpu._runtime import start_driver
+
+        start_driver(0)
+    # the GPU engine: CuPy imported and the GPUs counted on a thread, beside the queries'
+    # read (0.3-0.5 s of a W1 job on the H100 machine)
     gpu_stack = _start(_gpu_stack) if gpu_engine else None
     # several local GPUs likely (counted without the driver): their processes start now,
     # beside the queries' read and the driver's start, and get their work once it is known

@@ -519,8 +519,17 @@ def test_further_gpus_start_before_the_queries_are_read(tmp_path, capsys, monkey
         events.append("queries")
         return read_queries(*args, **kwargs)
 
+    from swdask.gpu import _runtime
+
+    start_driver = _runtime.start_driver
+
+    def recording_driver(device=0):
+        events.append(f"driver {device}")
+        return start_driver(device)
+
     monkeypatch.setattr(process_class, "start", recording_start)
     monkeypatch.setattr(search_module, "read_queries", recording_read)
+    monkeypatch.setattr(_runtime, "start_driver", recording_driver)
     setting("gpu.runtime", "emulation")
     setting("emulation.devices", 3)
     monkeypatch.setattr(cluster_module, "local_gpu_count", lambda: 2 if case == "fewer" else 3)
@@ -533,7 +542,8 @@ def test_further_gpus_start_before_the_queries_are_read(tmp_path, capsys, monkey
     code = main(["search", str(queries), str(DB), "--top", "3", "-o", str(out),
                  "--backend", "gpu"])
     err = capsys.readouterr().err
-    assert events[:3] == ["spawn", "spawn", "queries"]  # before the queries' read
+    # GPU 0's driver, then the further processes, before the queries' read
+    assert events[:4] == ["driver 0", "spawn", "spawn", "queries"], events
     for process in processes:  # every process ends: with its hits, or told to
         process.join(timeout=60)
         assert process.exitcode == 0, (case, process.name, process.exitcode)
@@ -576,6 +586,62 @@ def test_quick_gpu_count_reads_the_driver_and_cuda_visible_devices(monkeypatch, 
     setting("gpu.runtime", "emulation")
     setting("emulation.devices", 3)
     assert local_gpus.quick_gpu_count() == 3
+
+
+def test_start_driver_starts_cuda_without_cupy(monkeypatch, setting):
+    """start_driver calls the driver library itself on a thread (cuInit, the device, its
+    primary context, which it keeps), says nothing where the library or the device is
+    missing, and does nothing under the host emulation."""
+    import ctypes
+
+    from swdask.gpu import _runtime
+
+    calls = []
+
+    class Driver:  # libcuda.so.1's three functions, as ctypes calls them
+        def __init__(self, failing=None):
+            self.failing = failing
+
+        def _result(self, name):
+            return 100 if name == self.failing else 0  # 100: CUDA_ERROR_NO_DEVICE
+
+        def cuInit(self, flags):
+            calls.append(("cuInit", flags))
+            return self._result("cuInit")
+
+        def cuDeviceGet(self, handle, ordinal):
+            calls.append(("cuDeviceGet", ordinal))
+            handle._obj.value = 40 + ordinal
+            return self._result("cuDeviceGet")
+
+        def cuDevicePrimaryCtxRetain(self, context, handle):
+            calls.append(("cuDevicePrimaryCtxRetain", handle.value))
+            context._obj.value = 0xC0
+            return self._result("cuDevicePrimaryCtxRetain")
+
+    def library(failing=None):
+        def load(name):
+            assert name == "libcuda.so.1"
+            if failing == "load":
+                raise OSError(f"{name}: cannot open shared object file")
+            return Driver(failing)
+        return load
+
+    setting("gpu.runtime", "cuda")
+    monkeypatch.setattr(_runtime, "_RETAINED", [])
+    monkeypatch.setattr(ctypes, "CDLL", library())
+    _runtime.start_driver(2).join(timeout=10)
+    assert calls == [("cuInit", 0), ("cuDeviceGet", 2), ("cuDevicePrimaryCtxRetain", 42)]
+    assert [context.value for context in _runtime._RETAINED] == [0xC0]
+    for failing, made in (("cuInit", 1), ("cuDeviceGet", 2), ("cuDevicePrimaryCtxRetain", 3),
+                          ("load", 0)):
+        calls.clear()
+        monkeypatch.setattr(ctypes, "CDLL", library(failing))
+        _runtime.start_driver(0).join(timeout=10)
+        assert len(calls) == made and len(_runtime._RETAINED) == 1, failing
+    setting("gpu.runtime", "emulation")
+    monkeypatch.setattr(ctypes, "CDLL", library("load"))
+    assert _runtime.start_driver(0) is None
 
 
 def test_a_further_gpus_process_that_dies_is_an_error_not_a_hang():

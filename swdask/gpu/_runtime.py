@@ -449,6 +449,45 @@ def _cuda_runtime():
     return CudaRuntime()
 
 
+#: Primary contexts retained by :func:`start_driver`, held for the process's life (CUDA's
+#: runtime, and so CuPy, shares a device's primary context and keeps it as long anyway).
+_RETAINED: list = []
+
+
+def start_driver(device: int = 0):
+    """Start the CUDA driver and create device ``device``'s primary context (the one CUDA's
+    runtime API, and so CuPy, works in) on a daemon thread, calling the driver library
+    through :mod:`ctypes`, which releases the interpreter's lock for each call; returns the
+    thread, or None under the host emulation. Nothing is raised: where the library or a
+    device is missing the thread just ends, and CuPy reports the problem when it is used.
+
+    Why: CuPy starts the driver in ``cudaGetDeviceCount`` while holding the interpreter's
+    lock (0.10 s on an H100 machine), then creates the context on first use (0.10-0.12 s,
+    ``benchmarks/results/probe-start-pieces-nvidia-h100-2026-11-26.log``). A search job
+    runs Python on every thread until its first kernels are queued (imports, the queries,
+    the parse), so both stood in the way. Here they run beside CuPy's own import; CuPy then
+    finds the driver started and the context made (its "ready" wait fell to 0 in the
+    job). :mod:`ctypes` rather than cuda-python's bindings: it is in the standard library,
+    and three calls need nothing more."""
+    if str(_settings().get("gpu.runtime")).lower() == "emulation":
+        return None
+
+    def start():
+        try:
+            driver = ctypes.CDLL("libcuda.so.1")
+            handle, context = ctypes.c_int(), ctypes.c_void_p()
+            if (driver.cuInit(0) == 0
+                    and driver.cuDeviceGet(ctypes.byref(handle), int(device)) == 0
+                    and driver.cuDevicePrimaryCtxRetain(ctypes.byref(context), handle) == 0):
+                _RETAINED.append(context)
+        except (OSError, AttributeError):  # no NVIDIA driver library here
+            pass
+
+    thread = threading.Thread(target=start, name="swdask-driver", daemon=True)
+    thread.start()
+    return thread
+
+
 def require_cuda():
     """Raise :class:`GpuUnavailableError` (saying what to do) unless CuPy and a GPU exist."""
     _cuda_runtime()
