@@ -408,26 +408,34 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         raise ValueError("evalue= filters on E-values: pass statistics='blast' or 'search' "
                          "with it")
     gpu_engine = backend in ("gpu", "cudf")
-    if gpu_engine and scheduler is None and n_workers is None:
-        # this process searches on GPU 0 (alone, or beside the further GPUs' processes):
-        # the driver and its context start at once, without the interpreter's lock. On an
-        # H100 the phases before the scan (queries to parse) fell from 0.63-0.94 s to
-        # 0.58-0.68 s, "ready" to 0; two GPUs' 1,000-query job took 15.41-15.63 s against
-        # 15.58-16.30 s (benchmarks/results/ab-driver-start-*-62a8b4e-2026-11-26.log)
+    # the GPUs of this machine, counted without the driver (a hint, checked once CuPy has
+    # counted them), where the job runs on them with no cluster
+    local_gpu_job = gpu_engine and scheduler is None and n_workers is None
+    likely = 0
+    if local_gpu_job:
+        from ._local_gpus import quick_gpu_count
+
+        likely = quick_gpu_count()
+    if local_gpu_job and (backend == "gpu" or likely == 1):
+        # this process searches on GPU 0 (alone, or beside the further GPUs' processes; cudf
+        # on several GPUs runs on a cluster instead): the driver and its context start at
+        # once, without the interpreter's lock. On an H100 the phases before the scan
+        # (queries to parse) fell from 0.63-0.94 s to 0.58-0.68 s, "ready" to 0; two GPUs'
+        # 1,000-query job took 15.41-15.63 s against 15.58-16.30 s
+        # (benchmarks/results/ab-driver-start-*-62a8b4e-2026-11-26.log)
         from .gpu._runtime import start_driver
 
         start_driver(0)
     # the GPU engine: CuPy imported and the GPUs counted on a thread, beside the queries'
     # read (0.3-0.5 s of a W1 job on the H100 machine)
     gpu_stack = _start(_gpu_stack) if gpu_engine else None
-    # several local GPUs likely (counted without the driver): their processes start now,
-    # beside the queries' read and the driver's start, and get their work once it is known
+    # several local GPUs likely: their processes start now, beside the queries' read and
+    # the driver's start, and get their work once it is known
     further = None
-    if backend == "gpu" and scheduler is None and n_workers is None:
-        from ._local_gpus import FurtherGpus, quick_gpu_count
+    if backend == "gpu" and local_gpu_job and likely > 1:
+        from ._local_gpus import FurtherGpus
 
-        likely = quick_gpu_count()
-        further = FurtherGpus(likely) if likely > 1 else None
+        further = FurtherGpus(likely)
     try:
         if isinstance(queries_path, pd.DataFrame):  # read already (read_queries)
             queries = queries_path

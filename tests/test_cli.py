@@ -644,6 +644,34 @@ def test_start_driver_starts_cuda_without_cupy(monkeypatch, setting):
     assert _runtime.start_driver(0) is None
 
 
+@pytest.mark.parametrize("backend, counted, extra, started", [
+    ("gpu", 1, [], True), ("gpu", 0, [], True), ("cudf", 1, [], True),
+    ("cudf", 2, [], False), ("cudf", 0, [], False),
+    ("gpu", 1, ["--scheduler", "tcp://127.0.0.1:1"], False), ("cpu", 1, [], False)])
+def test_the_driver_starts_where_this_process_searches_on_gpu_0(tmp_path, capsys, monkeypatch,
+                                                                setting, backend, counted,
+                                                                extra, started):
+    """The job starts GPU 0's driver as it begins where this process will search on it: the
+    GPU backend with no cluster (one GPU or several), and cudf on one GPU; not cudf on
+    several (a cluster of its own), nor with --scheduler, nor on the CPU. The job here fails
+    at its bad query, after that choice and before anything else."""
+    import swdask._local_gpus as local_gpus
+    from swdask.gpu import _runtime
+
+    calls = []
+    setting("gpu.runtime", "emulation")
+    monkeypatch.setattr(_runtime, "start_driver", lambda device=0: calls.append(device))
+    monkeypatch.setattr(local_gpus, "quick_gpu_count", lambda: counted)
+    monkeypatch.setattr(local_gpus, "FurtherGpus", None)  # never reached: one GPU counted
+    queries = tmp_path / "q.fasta"
+    queries.write_text(">bad\nMK1LV\n")
+    code = main(["search", str(queries), str(DB), "-o", str(tmp_path / "hits.tsv"),
+                 "--backend", backend, *extra])
+    err = capsys.readouterr().err
+    assert code == 1 and "'bad'" in err and "Traceback" not in err, err
+    assert calls == ([0] if started else []), (backend, counted, extra)
+
+
 def test_a_further_gpus_process_that_dies_is_an_error_not_a_hang():
     """The several-GPU job waits for its further GPUs' hits on a queue: a process that ends
     with none (killed, out of memory) is a GpuUnavailableError naming the GPU and its exit
