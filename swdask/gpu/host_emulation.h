@@ -210,6 +210,13 @@ T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
   return emu::exchange(mask, v, source);
 }
 template <class T>
+T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned segment = lane & ~(unsigned)(width - 1);
+  const unsigned source = (lane - segment + delta < (unsigned)width) ? lane + delta : lane;
+  return emu::exchange(mask, v, source);
+}
+template <class T>
 T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
   const unsigned lane = threadIdx.x % 32;
   unsigned source = lane ^ (unsigned)lane_mask;

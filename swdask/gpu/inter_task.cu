@@ -46,6 +46,20 @@
 // its results. The query still open at the pass's end carries its best to the next pass,
 // whose threads of that query only record cells reaching it.
 //
+// Shared floors. A cell below the best cell of another thread of the same query in the pass
+// cannot be the query's best, so every 16 steps each thread raises its best so far to its
+// neighbours' best less one (a cell that ties theirs still passes it and is recorded). Its
+// own cell is kept: if it is the thread's candidate at the pass's end, it is reported with
+// that floor as its score, below the cell the floor came from (a neighbour's, or one carried
+// from an earlier pass), so it never wins. Why: in a query's first pass every thread starts
+// from 0, and each one's best rises (and takes the improvement branch) more often than the
+// query's. 1,000 queries of sp500k in stacks scanned 9% slower than the same letters
+// joined into 14 long queries; with these floors the stacks took 26.33-26.61 s against
+// 26.83-27.25 s, W1's kernel 3.988-4.005 TCUPS against 3.995-4.002, its 144-letter query 2.90
+// against 2.75 (one H100). Sharing every 8 steps, and only in passes where a query starts
+// (one __any_sync per pass), lost: W1 3.81-3.84 TCUPS, the stacks 28.3-28.6 s
+// (benchmarks/NOTES-gpu.md, "Where the stacks lose").
+//
 // Padding and the fill of the wavefront never win. A PAD cell (past a target's end, or a
 // row past the query's end) has diag + sub <= 0, so its H is E or F (or 0); following
 // E (one column left) or F (one row up) leads back to a real cell at a smaller (j, i) whose
@@ -145,6 +159,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   const reg_t fe_neg = V::splat(-min(gap_extend, gap_open));
   const reg_t hg_zero = V::splat(-gap_open);  // HG of a cell with H = 0
   const reg_t neg = V::splat(V::neg);
+  const reg_t minus_one = V::splat(-1);
   const u32 pad_code = (u32)(alpha1 - 1);
   const u32 pad_pair = pad_code | (pad_code << 8);
 
@@ -304,10 +319,23 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       }
       best = new_best;
     };
+    // Every 16 steps each thread raises its floor to its neighbours' best less one where they
+    // hold the same query ("Shared floors" above).
+    const bool same_above = t > 0 && !fresh;
+    const bool same_below = t + 1 < G && !query_ends;
+    auto share_floor = [&]() {
+      const reg_t from_above = __shfl_up_sync(SW_FULL_MASK, best, 1, G);
+      const reg_t from_below = __shfl_down_sync(SW_FULL_MASK, best, 1, G);
+      if (same_above) best = V::add_max(from_above, minus_one, best);
+      if (same_below) best = V::add_max(from_below, minus_one, best);
+    };
     int s = 0;
     for (; s + 1 < steps; s += 2) {
       step(s, codes_even, row_even);
       step(s + 1, codes_odd, row_odd);
+      if constexpr (G > 1) {
+        if ((s & 14) == 14) share_floor();
+      }
     }
     if (s < steps) step(s, codes_even, row_even);
 
