@@ -448,8 +448,7 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         report = report or _report_to_stderr
         with phases("startup"):  # no GPU (or no CuPy): said now, not from a task
             gpus_here = gpu_stack.result() if gpu_engine else 0
-            local_gpus = (max(1, gpus_here) if gpu_engine and scheduler is None
-                          and n_workers is None else 0)
+            local_gpus = max(1, gpus_here) if local_gpu_job else 0
     except BaseException:
         if further is not None:
             further.stop()
