@@ -6,11 +6,14 @@ GPU (CUDA through CuPy, :mod:`swdask.gpu`). Each implements the small protocol
 
 * ``encode(values, scoring, labels, what)``: a column of strings to
   :class:`~swdask._sequences.EncodedSequences` where this backend wants them (host or device);
-* ``one_against_many(query, targets, mode, owner=, fingerprint=, checks=)``: one prepared
-  query against every row of ``targets``; with a list ``checks``, a backend may leave the
-  checks of its fast path to later (appending what to check) instead of waiting for its
-  device, and ``failed_checks([checks, ...])`` says, for each, whether that search must
-  be done again without them (the CPU never defers);
+* ``one_against_many(query, targets, mode, owner=, fingerprint=, checks=, top=)``: one
+  prepared query against every row of ``targets``; with a list ``checks``, a backend may
+  leave the checks of its fast path to later (appending what to check) instead of waiting
+  for its device, and ``failed_checks([checks, ...])`` says, for each, whether that search
+  must be done again without them (the CPU never defers); with ``top`` (modes ``"end"``
+  and ``"none"``), only the rows that can be among the query's ``top`` best must be exact,
+  and a backend may report 0 for the others (the GPU does, ``gpu/inter_task.cu``, "Floors
+  from a scout"; the CPU computes every row);
 * ``pairs(queries, targets, scoring, mode)``: row ``r`` against row ``r``, in every mode
   (``"alignment"`` too: the GPU traces each chunk of pairs while it is on the device);
 * ``traceback(queries, query_rows, targets, target_rows, columns, scoring)``: the alignment
@@ -65,15 +68,16 @@ class Backend(Protocol):
     def one_against_many(self, query: PreparedQuery,
                          targets: EncodedSequences | Callable[[], EncodedSequences], mode: str,
                          *, owner=None, fingerprint: tuple = (),
-                         checks: list | None = None) -> Alignments:
+                         checks: list | None = None, top: int | None = None) -> Alignments:
         ...
 
     def many_against_many(self, queries: list, targets: EncodedSequences | Callable[[],
                           EncodedSequences], mode: str, *, owner=None, fingerprint: tuple = (),
-                          checks: list | None = None) -> Iterator[Alignments]:
+                          checks: list | None = None,
+                          top: int | None = None) -> Iterator[Alignments]:
         """:meth:`one_against_many` of each of ``queries`` (PreparedQuery), in order, as an
         iterator (one query's results alive at a time for the caller); ``checks`` one list
-        per query. The GPU runs consecutive queries as one launch."""
+        per query, ``top`` as there. The GPU runs consecutive queries as one launch."""
         ...
 
     def failed_checks(self, checks: list) -> list[bool]:
@@ -138,7 +142,7 @@ class CpuBackend:
         """Nothing to ready: the numba kernels load from their cache on first use."""
 
     def one_against_many(self, query, targets, mode, *, owner=None, fingerprint=(),
-                         checks=None):
+                         checks=None, top=None):
         from . import _cpu
 
         targets = _on_host(targets() if callable(targets) else targets)
@@ -171,7 +175,7 @@ class CpuBackend:
         return with_alignments(queries, rows, targets, rows, found, scoring, self)
 
     def many_against_many(self, queries, targets, mode, *, owner=None, fingerprint=(),
-                          checks=None):
+                          checks=None, top=None):
         for k, query in enumerate(queries):  # the numba kernels use every core per query
             yield self.one_against_many(query, targets, mode, owner=owner,
                                         fingerprint=fingerprint,

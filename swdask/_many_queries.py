@@ -15,7 +15,10 @@ whole batch of queries; each query then
 On the GPU the scans of consecutive queries run as stacks (``backend.many_against_many``:
 one forward launch for up to 256 queries, short queries sharing its passes), and nothing is
 read back between queries (the kernels of the next stack queue behind the last), only once
-the batch is done.
+the batch is done. The scan is told ``top``: the GPU then scouts a slice of the rows first
+and gives each query a floor below which rows cannot be among its best, and skips tracking
+them (``gpu/inter_task.cu``, "Floors from a scout"); not when every row's score is counted
+for fitted statistics.
 
 Exactness: a row's score and cells do not depend on the other rows, so the hits equal those
 of a full alignment of every row followed by the same ranking (the tests check it). Rows
@@ -72,10 +75,14 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     # of modes "full" and "alignment" are aligned again as pairs, so their scan needs the
     # scores alone (on the CPU a byte-lane pass, twice the lanes of the int16 one)
     scan_mode = "end" if mode == "end" else "none"
+    # only the rows that can be among a query's best must be exact, unless every score
+    # is counted (the summaries)
+    needed = None if summaries else top
 
     def scan(query, checks=None):  # one query searched alone
         return kept(chosen.one_against_many(query, encoded, scan_mode, owner=owner,
-                                            fingerprint=fingerprint, checks=checks))
+                                            fingerprint=fingerprint, checks=checks,
+                                            top=needed))
 
     def kept(found):  # a query's top rows (and summary), nothing read back
         rows = top_candidates(found, top)
@@ -92,7 +99,7 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
             checks = [[] for _ in queries]
             scans = [kept(found) for found in chosen.many_against_many(
                 queries, encoded, scan_mode, owner=owner, fingerprint=fingerprint,
-                checks=checks)]
+                checks=checks, top=needed)]
             for k, again in enumerate(chosen.failed_checks(checks)):
                 if again:  # its fast path could not tell: searched again, checked at once
                     scans[k] = scan(queries[k])

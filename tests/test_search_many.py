@@ -390,3 +390,71 @@ def test_batches_of_queries_rank_as_one_search(database, queries, statistics, mo
     got = _many_queries.rank_hits(found, 5, stats)
     want = _many_queries.search_columns([part], many, 5, options, statistics=statistics)
     pd.testing.assert_frame_equal(got, want)
+
+
+@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
+@pytest.mark.parametrize("top", [1, 3, 6])
+def test_gpu_floors_from_a_scout_keep_every_hit(setting, monkeypatch, top):
+    """A scan that keeps each query's ``top`` best rows first runs a scout (the first pairs
+    of its largest launch), then gives each query a floor (inter_task.cu, "Floors from a
+    scout"): every row scoring more than the floor is exact (score and end cell), every
+    other row past the scout reports 0 and has ``top`` rows of the scout scoring more. The search's hits
+    equal the CPU's, ties of equal scores in record order included (short DNA: many ties).
+    A ``top`` above half the floor's groups (6 of 8 here) gets no floor, and neither does a
+    search whose statistics count every row's score."""
+    from swdask import lowlevel
+    from swdask.gpu import inter_task
+
+    setting("gpu.runtime", "emulation")
+    monkeypatch.setattr(inter_task, "SCOUT_PAIRS", 6)
+    monkeypatch.setattr(inter_task, "SCOUT_MIN_PAIRS", 4)
+    monkeypatch.setattr(inter_task, "FLOOR_GROUPS", 8)
+    floors = []
+    compute_floors = inter_task._floors
+
+    def recording(xp, scores, top, limit, out):
+        compute_floors(xp, scores, top, limit, out)
+        floors.append((np.array(scores), np.array(out)))
+
+    monkeypatch.setattr(inter_task, "_floors", recording)
+    rng = np.random.default_rng(8)
+    bases = np.array(list("ACGT"))
+    targets = ["".join(rng.choice(bases, int(n))) for n in rng.integers(8, 40, size=60)]
+    queries = ["".join(rng.choice(bases, int(m))) for m in (12, 30, 45, 20, 33)]
+    targets[50] = targets[51] = "TT" + queries[1][3:25] + "A"  # ties past the scout
+    options = dict(matrix=None, match=2, mismatch=-3, gap_open=5, gap_extend=2)
+    scoring = swdask.make_scoring(**options)
+    encoded = lowlevel.encode(targets, scoring)
+    laid_out = lowlevel.prepare_targets(encoded.residues, encoded.offsets, encoded.valid,
+                                        alphabet_size=scoring.matrix.shape[0])
+    dropped = 0
+    for query in queries:
+        codes = lowlevel.prepare_query(query, scoring).codes
+        exact = lowlevel.search(laid_out, codes, scoring, "end")
+        floored = lowlevel.search(laid_out, codes, scoring, "end", top=top)
+        if top > 4:
+            assert not floors
+            assert all(np.array_equal(floored[k], exact[k]) for k in exact)
+            continue
+        scout, (floor,) = floors.pop()
+        assert (scout > floor).sum() >= top
+        above = exact["score"] > floor
+        for name in ("score", "query_end", "target_end"):
+            assert np.array_equal(floored[name][above], exact[name][above])
+        below = floored["score"][~above]  # 0, or exact in the scout
+        assert ((below == 0) | (below == exact["score"][~above])).all()
+        dropped += int(((below == 0) & (exact["score"][~above] > 0)).sum())
+    if top <= 4:
+        assert dropped > 0  # the floors did leave rows out
+    column = pd.Series(targets, index=pd.RangeIndex(3, 3 + len(targets)))
+    for positions in ("end", True):
+        got = column.sw.search(queries, top=top, backend="gpu", positions=positions, **options)
+        want = column.sw.search(queries, top=top, backend="cpu", positions=positions,
+                                **options)
+        pd.testing.assert_frame_equal(got, want)
+    assert bool(floors) == (top <= 4)
+    floors.clear()
+    got = column.sw.search(queries, top=top, backend="gpu", statistics="search", **options)
+    want = column.sw.search(queries, top=top, backend="cpu", statistics="search", **options)
+    pd.testing.assert_frame_equal(got, want)
+    assert not floors

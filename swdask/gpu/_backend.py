@@ -168,12 +168,12 @@ def _cache_key(runtime, scoring, fingerprint: tuple) -> tuple:
             inter_task.long_row_threshold(runtime), inter_task.long_rows_cap(runtime))
 
 
-def _search_cached(runtime, queries, mode, owner, fingerprint, checks=None):
+def _search_cached(runtime, queries, mode, owner, fingerprint, checks=None, top=None):
     """The search of ``queries`` (a stack, see :func:`~swdask.gpu.inter_task.search_stack`)
     on the owner's cached layout: ``(cells of each query, valid)``, or ``None`` when there
     is none (or it no longer fits beside the search: then the cache is emptied).
-    ``checks``: see :func:`~swdask.gpu.inter_task.search`."""
-    started = _start_cached(runtime, queries, mode, owner, fingerprint)
+    ``checks`` and ``top``: see :func:`~swdask.gpu.inter_task.search`."""
+    started = _start_cached(runtime, queries, mode, owner, fingerprint, top)
     return None if started is None else started.results(checks)
 
 
@@ -192,7 +192,7 @@ class _CachedSearch:
             return None
 
 
-def _start_cached(runtime, queries, mode, owner, fingerprint):
+def _start_cached(runtime, queries, mode, owner, fingerprint, top=None):
     """:func:`_search_cached` with the stack's forward launches queued and its results left
     to the answer's ``results(checks)`` (see :class:`~swdask.gpu.inter_task.PendingStack`);
     ``None`` where :func:`_search_cached` gives ``None``."""
@@ -201,7 +201,7 @@ def _start_cached(runtime, queries, mode, owner, fingerprint):
         return None
     try:
         pending = inter_task.start_stack(targets, [query.codes for query in queries],
-                                         queries[0].scoring, mode)
+                                         queries[0].scoring, mode, top=top)
     except Exception as error:
         _free_after(error, runtime)
         return None
@@ -217,7 +217,7 @@ def _free_after(error: Exception, runtime) -> None:
     runtime.release_cached_memory()
 
 
-def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint):
+def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint, top=None):
     """The search over every row, chunk by chunk (the whole column's layout cached when it
     is one chunk and has an owner); kernel cells by name, on the device."""
     xp = runtime.xp
@@ -234,7 +234,7 @@ def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint):
         if whole and owner is not None:
             TARGETS_CACHE.put(owner, _cache_key(runtime, scoring, fingerprint), targets,
                               runtime)
-        found = inter_task.search(targets, query.codes, scoring, mode)
+        found = inter_task.search(targets, query.codes, scoring, mode, top=top)
         if whole:
             return found
         if cells is None:
@@ -260,15 +260,16 @@ class GpuBackend:
                                 runtime=self.runtime)
 
     def one_against_many(self, query, targets, mode: str, *, owner=None, fingerprint=(),
-                         checks=None):
+                         checks=None, top=None):
         """``query`` (a PreparedQuery) against every row of ``targets`` (EncodedSequences on
         the device or the host, or a callable returning them: not called when the owner's
         layout is cached); :class:`~swdask._results.Alignments` on the device. ``checks``:
-        see :meth:`failed_checks` (used on a cached layout, in modes ``"end"``/``"none"``)."""
+        see :meth:`failed_checks` (used on a cached layout, in modes ``"end"``/``"none"``);
+        ``top``: see :func:`~swdask.gpu.inter_task.search`."""
         runtime = self.runtime
         xp = runtime.xp
         if owner is not None and len(query):
-            cached = _search_cached(runtime, [query], mode, owner, fingerprint, checks)
+            cached = _search_cached(runtime, [query], mode, owner, fingerprint, checks, top)
             if cached is not None:
                 return finish(cached[0][0], cached[1], mode)
         encoded = targets() if callable(targets) else targets
@@ -280,7 +281,8 @@ class GpuBackend:
         budget = _settings.get_int("gpu.chunk-bytes") or int(runtime.free_bytes() * _SEARCH_SHARE)
         while True:
             try:
-                cells = _search_all(runtime, query, encoded, mode, budget, owner, fingerprint)
+                cells = _search_all(runtime, query, encoded, mode, budget, owner, fingerprint,
+                                    top)
                 return finish(cells, valid, mode)
             except Exception as error:  # a failed device allocation: smaller chunks
                 if budget <= _MIN_BUDGET:
@@ -289,7 +291,7 @@ class GpuBackend:
                 budget //= 2
 
     def many_against_many(self, queries, targets, mode: str, *, owner=None, fingerprint=(),
-                          checks=None):
+                          checks=None, top=None):
         """:meth:`one_against_many` of each of ``queries``, in order (an iterator). Once the
         owner's layout is cached (the first query lays it out), consecutive queries run as
         stacks (:func:`~swdask.gpu.inter_task.search_stack`: one forward launch for several
@@ -299,7 +301,7 @@ class GpuBackend:
 
         def alone(k):
             return self.one_against_many(queries[k], targets, mode, owner=owner,
-                                         fingerprint=fingerprint, checks=checks[k])
+                                         fingerprint=fingerprint, checks=checks[k], top=top)
 
         def laid_out():
             return None if owner is None or not queries else TARGETS_CACHE.get(
@@ -337,7 +339,7 @@ class GpuBackend:
             started = None
             if len(queries[chosen.start]):  # (an empty query is a stack of its own)
                 started = _start_cached(self.runtime, queries[chosen.start:chosen.stop], mode,
-                                        owner, fingerprint)
+                                        owner, fingerprint, top)
             if waiting is not None:
                 yield from finished(*waiting)
             waiting = (chosen, started)

@@ -20,7 +20,6 @@ benchmarks/NOTES-w2.md gives the measurements behind them.
 """
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,7 +28,7 @@ from .._results import (Alignments, best_cell, empty_alignment_columns, empty_ce
                         kernel_mode, put_rows, stack_rows)
 from .._scoring import substitution_table
 from . import _kernels
-from ._runtime import get_runtime
+from ._runtime import get_runtime, on_stream
 
 #: Query rows above which a pair leaves the inter-task kernel for the intra-task kernel.
 INTER_MAX_ROWS = 1024
@@ -81,11 +80,6 @@ def _scratch(xp, words: int):
     if xp is np:
         return np.full(words, _UNWRITTEN, dtype=np.int32)
     return xp.empty(words, dtype=xp.int32)
-
-
-def _on(stream):
-    """``stream`` made current (CuPy), or nothing for ``None`` (the current stream)."""
-    return nullcontext() if stream is None else stream
 
 
 # ------------------------------------------------------------------------------ scoring
@@ -463,7 +457,7 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
             pending = []
             for k, (first, stop) in enumerate(chunks):
                 stream = streams[k % len(streams)]
-                with _on(stream):
+                with on_stream(stream):
                     if len(chunks) > 1:
                         batch = to_device(_row_slice(queries, first, stop),
                                           _row_slice(targets, first, stop), runtime)
@@ -474,7 +468,7 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
                 pending.append((first, stop, stream, found, batch))
             traces = []
             for first, stop, stream, found, batch in pending:
-                with _on(stream):
+                with on_stream(stream):
                     for name, values in found.items():
                         cells[name][first:stop] = runtime.to_host(values)
                     if alignment is not None:  # queued: the next chunk's cells come first
@@ -482,7 +476,7 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
                                                             first, stop, scoring)))
             collected = []
             for stream, (rows, traced) in traces:
-                with _on(stream):
+                with on_stream(stream):
                     hits, columns = traced.collect_traced()
                 if hits.size:
                     collected.append((rows[hits], columns))

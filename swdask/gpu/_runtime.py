@@ -29,7 +29,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from pathlib import Path
 
@@ -69,6 +69,12 @@ def _multiprocessor_count(device_id: int) -> int:
 
 
 _STREAMS = threading.local()
+
+
+def on_stream(stream):
+    """``stream`` (of :meth:`CudaRuntime.concurrent`) made current for the array module's
+    work (CuPy), or nothing for ``None`` (the current stream; the emulation's only one)."""
+    return nullcontext() if stream is None else stream
 
 
 def _side_streams(device_id: int, count: int, prioritize_first: bool = False):
@@ -191,6 +197,14 @@ class CudaRuntime:
         current = self.xp.cuda.get_current_stream()
         for event in events:
             current.wait_event(event)
+
+    def follow(self, first, others) -> None:
+        """Each of the streams ``others`` waits for the work queued so far on ``first``
+        (streams of :meth:`concurrent`; ``None``: the current stream)."""
+        current = self.xp.cuda.get_current_stream()
+        done = (first or current).record()
+        for stream in others:
+            (stream or current).wait_event(done)
 
     def free_bytes(self) -> int:
         """Bytes swdask may still allocate: the device's free memory plus CuPy's pooled
@@ -396,6 +410,9 @@ class EmulationRuntime:
         yield [None] * max(count, 0 if joined is None else 1)
 
     def wait_for(self, events) -> None:
+        """Nothing to wait for: every launch is done on return."""
+
+    def follow(self, first, others) -> None:
         """Nothing to wait for: every launch is done on return."""
 
     def launch(self, function, grid: int, block: int, args, shared_mem: int = 0,

@@ -60,6 +60,15 @@
 // (one __any_sync per pass), lost: W1 3.81-3.84 TCUPS, the stacks 28.3-28.6 s
 // (benchmarks/NOTES-gpu.md, "Where the stacks lose").
 //
+// Floors from a scout. A search that keeps only each query's best `top` rows does not need
+// the other rows' scores. The host first runs a slice of the targets (a "scout") with floors
+// of 0, then gives each query, as its floor, a score that at least `top` rows of the slice
+// reach, less one (inter_task.py, `_floors`). Every pass of that query then tracks only cells
+// above the floor, as a carried best does: a target whose best stays at or below it reports
+// 0, and its threads never take the improvement branch, which in a first pass they take
+// each time their best rises. A target scoring more than the floor is exact. One at or below
+// it has `top` rows of the slice scoring more, so it is not among the query's best.
+//
 // Padding and the fill of the wavefront never win. A PAD cell (past a target's end, or a
 // row past the query's end) has diag + sub <= 0, so its H is E or F (or 0); following
 // E (one column left) or F (one row up) leads back to a real cell at a smaller (j, i) whose
@@ -110,11 +119,13 @@ __global__ void sw_pair_codes(const u8* __restrict__ residues, const i64* __rest
 // The forward pass. profile[letter * m + i] = sub(letter, q_i) + gap_open for letter <
 // alpha1 - 1 and the m rows of the stack (m = num_segments * R; PAD's score on padding
 // rows); letter alpha1 - 1 is PAD. seg_query: the query of each R-row segment (see above);
-// query_row0: each query's first row in the stack. Results per query q and slot (pair *
-// lanes + lane), at q * out_stride + slot: the best score and its inclusive end cell (the
-// query's own row; -1 when the score is 0). Scores are exact unless they reach 32767 - max
-// substitution (Lanes16): the host recomputes those. (A scores-only variant, without the
-// end cell, was slower on an H200: benchmarks/NOTES-gpu.md, v4.)
+// query_row0: each query's first row in the stack; query_floor: each query's floor (0: none,
+// see "Floors from a scout" below). Results per query q and slot (pair * lanes + lane), at
+// q * out_stride + slot: the best score and its inclusive end cell (the query's own row; -1
+// when the score is 0); a slot whose best is at most its query's floor reports 0. Scores are
+// exact unless they reach 32767 - max substitution (Lanes16): the host recomputes those. (A
+// scores-only variant, without the end cell, was slower on an H200: benchmarks/NOTES-gpu.md,
+// v4.)
 template <class V, int G, int R>
 __global__ void __launch_bounds__(256, 2)
 sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alpha1,
@@ -124,7 +135,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
                  i64 boundary_base, i64 boundary_stride, int gap_open, int gap_extend,
                  const int* __restrict__ seg_query, int num_segments,
                  const int* __restrict__ part_segments, int parts,
-                 const int* __restrict__ query_row0, i64 out_stride,
+                 const int* __restrict__ query_row0, const int* __restrict__ query_floor,
+                 i64 out_stride,
                  int* __restrict__ out_score, int* __restrict__ out_end_i,
                  int* __restrict__ out_end_j) {
   typedef typename V::reg_t reg_t;
@@ -198,6 +210,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     const bool fresh = my_query != above;
     const bool query_ends = seg + 1 >= seg_end || my_query != seg_query[seg + 1];
     const bool carried = my_query >= 0 && my_query == open_query;
+    const int floor_score = my_query >= 0 ? query_floor[my_query] : 0;
 
     reg_t HG[R], E[R];
 #pragma unroll
@@ -232,7 +245,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     int best_j[L], best_r[L];
 #pragma unroll
     for (int l = 0; l < L; ++l) {
-      const int thr = (carried && run_score[l] > 0 ? run_score[l] - 1 : 0) - gap_open;
+      const int thr =
+          max(carried && run_score[l] > 0 ? run_score[l] - 1 : 0, floor_score) - gap_open;
       best |= (V::splat(thr) & (L == 2 ? (l ? 0xffff0000u : 0x0000ffffu) : 0xffffffffu));
       best_j[l] = -1;
       best_r[l] = 0;

@@ -26,7 +26,7 @@ from .. import _settings
 from .._results import array_module
 from .._scoring import substitution_table
 from . import _kernels
-from ._runtime import get_runtime
+from ._runtime import get_runtime, on_stream
 
 # 16-bit lanes hold scores in [-32768, 32767]; costs and |substitutions| up to this keep
 # every intermediate value of the recurrences in range (see sw_common.cuh).
@@ -514,13 +514,55 @@ class _Stack:
         return self._part_cuts[key]
 
 
+#: Floors from a scout (inter_task.cu, "Floors from a scout"): a search that keeps each
+#: query's ``top`` best rows first runs the first :data:`SCOUT_PAIRS` pairs (at most a
+#: quarter) of its launch with the most pairs, the longest targets of that bucket, whose
+#: chance scores are the bucket's highest; only where that quarter holds at least
+#: :data:`SCOUT_MIN_PAIRS`. The floor of a query is the ``top``-th highest of the maxima of
+#: :data:`FLOOR_GROUPS` runs of the scout's slots (so at least ``top`` slots reach it), less
+#: one; a ``top`` above half the groups gets no floor.
+SCOUT_PAIRS = 8192
+SCOUT_MIN_PAIRS = 2048
+FLOOR_GROUPS = 256
+
+
+def _scout(plan, top: int | None):
+    """``(scout launch, plan without it)``: the scout of ``plan`` (see :data:`SCOUT_PAIRS`),
+    or ``(None, plan)``."""
+    if top is None or not plan or top > FLOOR_GROUPS // 2:
+        return None, plan
+    bulk = max(range(len(plan)), key=lambda k: plan[k][1] - plan[k][0])
+    first, end, group, rows = plan[bulk]
+    size = min(SCOUT_PAIRS, (end - first) // 4)
+    if size < SCOUT_MIN_PAIRS or 2 * size < FLOOR_GROUPS:
+        return None, plan
+    rest = list(plan)
+    rest[bulk] = (first + size, end, group, rows)
+    return (first, first + size, group, rows), rest
+
+
+def _floors(xp, scores, top: int, limit: int, floors) -> None:
+    """Each query's floor into ``floors`` from ``scores`` (queries x the scout's slots, exact
+    below ``limit``): the ``top``-th highest of :data:`FLOOR_GROUPS` runs' maxima less one, so
+    that at least ``top`` slots score more than it (runs of equal width; the remainder's
+    slots are left out, which only lowers it). At most ``limit - 1``: a slot that may have
+    saturated still reports a score above the floor, and so is checked and recomputed."""
+    queries, slots = scores.shape
+    width = slots // FLOOR_GROUPS
+    maxima = scores[:, :FLOOR_GROUPS * width].reshape(queries, FLOOR_GROUPS, width).max(axis=2)
+    kth = xp.sort(maxima, axis=1)[:, FLOOR_GROUPS - top]
+    floors[...] = xp.clip(kth - 1, 0, limit - 1).astype(xp.int32)
+
+
 def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, plan,
-                 joined=None, hold=None):
+                 joined=None, hold=None, top: int | None = None):
     """Forward kernel of the queries of ``stack`` over ``layout``, one launch per (first
     pair, end pair, G, R) of ``plan`` (see :func:`forward_plan`); returns score, end_i,
     end_j per query and slot (arrays of shape (queries, slots)). With ``joined`` (a list),
     the current stream does not wait for the launches: their end events go to ``joined``
-    and the arrays they use to ``hold`` (a list), see ``runtime.concurrent``."""
+    and the arrays they use to ``hold`` (a list), see ``runtime.concurrent``. With ``top``
+    (16-bit lanes), a slot that cannot be among its query's ``top`` best may report 0: a
+    scout runs first and sets each query's floor (:data:`SCOUT_PAIRS`)."""
     xp = runtime.xp
     lanes = layout.lanes
     num_pairs = layout.num_pairs
@@ -532,9 +574,12 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
     out_score = xp.empty((len(stack), stride), dtype=xp.int32)
     out_end_i = xp.empty((len(stack), stride), dtype=xp.int32)
     out_end_j = xp.empty((len(stack), stride), dtype=xp.int32)
+    no_floors = xp.zeros(len(stack), dtype=xp.int32)
+    scout, plan = _scout(plan, top if lanes == 2 else None)
+    floors = no_floors if scout is None else xp.zeros(len(stack), dtype=xp.int32)
     block = runtime.block_threads
     launches = []  # with every array they use: alive until the launches end
-    for first, end, group, rows in plan:
+    for first, end, group, rows in ([scout] if scout else []) + plan:
         # each launch sees its pairs as 0..count-1: the per-pair arrays and the outputs are
         # passed from its first pair on (contiguous views); pair_start stays absolute, so
         # pair_codes and the boundary are shared (each launch touches only its own pairs)
@@ -570,6 +615,7 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
                           launch_boundary, np.int64(boundary_base), np.int64(boundary_stride),
                           np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
                           seg_query, np.int32(num_segments), cuts, np.int32(parts), row0,
+                          no_floors if scout and first == scout[0] else floors,
                           np.int64(stride),
                           out_score.reshape(-1)[first * lanes:],
                           out_end_i.reshape(-1)[first * lanes:],
@@ -579,11 +625,23 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
     # launch leaves idle instead of running before or after it. Its stream (the first: the
     # plan is longest first) has the highest priority, so that its blocks do not wait behind
     # the others' when searches are queued (runtime._priority_stream).
-    with runtime.concurrent(len(launches), prioritize_first=True, joined=joined) as streams:
-        for (function, grid, shared, args), stream in zip(launches, streams):
+    # With a scout, it runs first on the first stream, then the floors; the other launches
+    # wait for those.
+    with runtime.concurrent(len(launches) - (scout is not None), prioritize_first=True,
+                            joined=joined) as streams:
+        if scout is not None:
+            function, grid, shared, args = launches[0]
+            runtime.launch(function, grid, block, args, shared_mem=shared, stream=streams[0])
+            with on_stream(streams[0]):
+                first, end = scout[0] * lanes, scout[1] * lanes
+                _floors(xp, out_score[:, first:end], top,
+                        scoring.saturation_bound(_LANE16_MAX), floors)
+            runtime.follow(streams[0], streams[1:])
+        for (function, grid, shared, args), stream in zip(launches[scout is not None:],
+                                                          streams):
             runtime.launch(function, grid, block, args, shared_mem=shared, stream=stream)
     if hold is not None:
-        hold.append(launches)
+        hold.append((launches, floors))
     return out_score[:, :slots], out_end_i[:, :slots], out_end_j[:, :slots]
 
 
@@ -613,7 +671,8 @@ def check_flags(flags) -> list[bool]:
 
 
 def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
-           shape: tuple[int, int] | None = None, checks: list | None = None) -> dict:
+           shape: tuple[int, int] | None = None, checks: list | None = None,
+           top: int | None = None) -> dict:
     """Align one query (uint8 codes) against every target; results stay on the device.
 
     Returns int32 device arrays of length ``len(targets)``, by row: ``score`` and, as
@@ -629,8 +688,13 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     ``checks``. So a search of many queries queues one query's kernels behind the last's
     with nothing read back between them (on an H200, two GPUs driven from two threads of
     one process waited on each other at every per-query read).
+
+    ``top`` (a search that keeps the query's ``top`` best rows; modes ``"end"`` and
+    ``"none"``): a row that cannot be among them may score 0 (inter_task.cu, "Floors from
+    a scout"); every row that can is exact.
     """
-    return search_stack(targets, [query_codes], scoring, mode, shape=shape, checks=checks)[0]
+    return search_stack(targets, [query_codes], scoring, mode, shape=shape, checks=checks,
+                        top=top)[0]
 
 
 def stacks(lengths, targets: int = 0, rows: int | None = None,
@@ -654,12 +718,14 @@ def stacks(lengths, targets: int = 0, rows: int | None = None,
 
 
 def search_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
-                 shape: tuple[int, int] | None = None, checks: list | None = None) -> list:
+                 shape: tuple[int, int] | None = None, checks: list | None = None,
+                 top: int | None = None) -> list:
     """:func:`search` of each of ``queries`` (uint8 codes, none empty), their 16-bit forward
     kernels run as one stack (inter_task.cu, "Stacked queries": short queries share the
     passes that each would run alone); a list of :func:`search`'s dicts, in order. With
-    ``checks``, one flags array per query is appended, in order."""
-    return start_stack(targets, queries, scoring, mode, shape=shape).results(checks)
+    ``checks``, one flags array per query is appended, in order; ``top`` as in
+    :func:`search`."""
+    return start_stack(targets, queries, scoring, mode, shape=shape, top=top).results(checks)
 
 
 class PendingStack:
@@ -701,7 +767,7 @@ class PendingStack:
 
 
 def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
-                shape: tuple[int, int] | None = None) -> PendingStack:
+                shape: tuple[int, int] | None = None, top: int | None = None) -> PendingStack:
     """:func:`search_stack` with its 16-bit forward launches queued and the rest left to
     :meth:`PendingStack.results`: the current stream does not wait for those launches until
     then (see :class:`PendingStack`)."""
@@ -723,7 +789,8 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
     if len(codes_list) > 1 and has_long and not all(on_long_kernel):
         # some query's scores may pass the intra-task kernel's range: one query at a time
         return PendingStack(lambda checks: [
-            search_stack(targets, [codes], scoring, mode, shape=shape, checks=checks)[0]
+            search_stack(targets, [codes], scoring, mode, shape=shape, checks=checks,
+                         top=top)[0]
             for codes in codes_list])
     track_end = mode != "none"
     # Scores only also run the end-tracking kernel (ends computed, then dropped): on an H200
@@ -750,7 +817,7 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
         plan = forward_plan(targets.pairs, stack.profile_rows, runtime.compute_capability,
                             shape=shape, rows=fixed)
         forward = _run_forward(runtime, targets.pairs, stack, alpha1, scoring, plan,
-                               joined=joined, hold=hold)
+                               joined=joined, hold=hold, top=top if mode != "full" else None)
     elif inter_rows.shape[0] and targets.order.shape[0]:
         wide_rows = inter_rows  # the scoring does not fit 16 bits: every row in 32 bits
 
