@@ -163,12 +163,7 @@ def put_rows(columns: dict, rows, values: dict) -> None:
     rows = np.asarray(rows, dtype=np.int64)
     for name, new in values.items():
         old = columns[name]
-        if isinstance(old, pa.Array) and old.null_count == len(old):
-            # nothing to keep (no row traced yet): one take over new, null where no row
-            pick = np.full(len(old), -1, dtype=np.int64)
-            pick[rows] = np.arange(rows.size, dtype=np.int64)
-            columns[name] = new.cast(old.type).take(pa.array(pick, mask=pick < 0))
-        elif isinstance(old, pa.Array):  # Arrow has no scatter: one take over old + new
+        if isinstance(old, pa.Array):  # Arrow has no scatter: one take over old + new
             pick = np.arange(len(old), dtype=np.int64)
             pick[rows] = len(old) + np.arange(rows.size, dtype=np.int64)
             columns[name] = pa.concat_arrays([old, new.cast(old.type)]).take(pa.array(pick))

@@ -280,7 +280,7 @@ def _run_inter(runtime, batch: DevicePairs, cells: dict, rows: np.ndarray, ks: K
     m = batch.q_len_host[rows]
     n = batch.t_len_host[rows]
     klass = np.searchsorted(_ROW_CLASSES, m)
-    for k in np.flatnonzero(np.bincount(klass)):  # the classes present (no sort, no hash)
+    for k in np.unique(klass):
         pick = klass == k
         bucket, bm, bn = rows[pick], m[pick], n[pick]
         g, r = shape or inter_shape_for(int(bm.max()))
@@ -468,19 +468,18 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
                 pending.append((first, stop, stream, found, batch))
             traces = []
             for first, stop, stream, found, batch in pending:
-                with on_stream(stream):  # the chunk's cells in one transfer
-                    names = list(found)
-                    values = runtime.to_host(runtime.xp.stack([found[name] for name in names]))
-                    for name, column in zip(names, values):
-                        cells[name][first:stop] = column
+                with on_stream(stream):
+                    for name, values in found.items():
+                        cells[name][first:stop] = runtime.to_host(values)
                     if alignment is not None:  # queued: the next chunk's cells come first
                         traces.append((stream, _trace_chunk(runtime, batch, cells, valid,
                                                             first, stop, scoring)))
-            collected = []  # every group of every chunk, stacked once
+            collected = []
             for stream, (rows, traced) in traces:
                 with on_stream(stream):
-                    collected += [(rows[hits], columns)
-                                  for hits, columns in traced.collect_parts()]
+                    hits, columns = traced.collect_traced()
+                if hits.size:
+                    collected.append((rows[hits], columns))
             if collected:  # one move of every chunk's rows (Arrow's CIGARs have no scatter)
                 put_rows(alignment, np.concatenate([rows for rows, _ in collected]),
                          stack_rows([columns for _, columns in collected]))

@@ -99,11 +99,7 @@ def launch_traces(batch, query_rows, target_rows, columns: dict, scoring,
     cells = m * n
     order = np.flatnonzero((m + n + 2) * cost < _INT32_ROOM)
     if order.size and cells.min() != cells.max():  # largest first (reads of one length: no sort)
-        # by 1/1024ths of the largest pair (a 16-bit key: NumPy's stable sort of it is a
-        # radix sort, 10 x faster than a comparison sort of 12,500 sizes), close enough
-        # for the warps' balance
-        key = (cells[order] * 1023 // max(int(cells[order].max()), 1)).astype(np.int16)
-        order = order[np.argsort(-key, kind="stable")]
+        order = order[np.argsort(-cells[order], kind="stable")]
     budget = max(_MIN_BUDGET, int(runtime.free_bytes() * _MEMORY_SHARE))
     while True:
         groups = _groups(order[sizes[order] <= budget], sizes, budget)
@@ -170,18 +166,12 @@ class PendingTraces:
         was given) and their alignment columns, in that order; hits left to the CPU are
         not among them. Read back, the first read waiting for the kernels; nothing moved
         into place (the caller moves all of a call's rows at once: Arrow has no scatter)."""
-        parts = self.collect_parts()
-        if not parts:
+        groups = [(group, _read_group(self.runtime, launched))
+                  for group, launched in self.groups]
+        self.groups = []
+        if not groups:
             return np.zeros(0, dtype=np.int64), {}
-        return (np.concatenate([rows for rows, _ in parts]),
-                stack_rows([columns for _, columns in parts]))
-
-    def collect_parts(self) -> list:
-        """:meth:`collect_traced` as one ``(rows, columns)`` per group of pairs, not stacked
-        (a caller with several of these stacks every part at once)."""
-        parts = []
-        for group, launched in self.groups:
-            found = _read_group(self.runtime, launched)
+        for group, found in groups:
             wrong = np.flatnonzero(found["score"] != self.score[group])
             if wrong.size:  # pragma: no cover - a bug, not bad input
                 k = int(wrong[0])
@@ -189,9 +179,9 @@ class PendingTraces:
                     f"internal error: the GPU traceback of a hit scores "
                     f"{int(found['score'][k])} where the alignment scored "
                     f"{int(self.score[group][k])}; please report it with the input")
-            parts.append((group, {name: found[name] for name in ALIGNMENT_COLUMNS}))
-        self.groups = []
-        return parts
+        return (np.concatenate([group for group, _ in groups]),
+                stack_rows([{name: found[name] for name in ALIGNMENT_COLUMNS}
+                            for _, found in groups]))
 
 
 def _jobs(m: np.ndarray, fill_warps: int) -> np.ndarray:
