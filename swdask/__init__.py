@@ -35,10 +35,8 @@ Tuning settings live in ``dask.config`` under ``swdask.`` (README.md, "Settings"
 ``swdask.lowlevel`` documents the engine's stages for benchmarks and tools.
 """
 import sys as _sys
-from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
-from importlib.metadata import version as _version
 
-from . import _settings  # noqa: F401  (the swdask namespace of dask.config, with defaults)
+from . import _settings
 from ._api import align, align_pairs
 from ._scoring import Scoring, ScoringError, make_scoring
 from ._sequences import SequenceError
@@ -71,6 +69,9 @@ def _register_dask() -> None:
 # where they are installed (2 s of a 4 s job on a GPU machine), and the CLI's one-GPU search
 # and every pandas/cuDF use need none of it.
 _when_imported("dask.dataframe", _register_dask)
+# swdask's namespace of dask.config, with its defaults, as soon as Dask is imported (by the
+# user, or by swdask when it first reads a setting): `import swdask` does not import Dask
+_when_imported("dask.config", _settings.load_defaults)
 
 __all__ = [
     "align",
@@ -87,7 +88,18 @@ __all__ = [
     "SequenceError",
     "task_totals",
 ]
-try:
-    __version__ = _version("swdask")
-except _PackageNotFoundError:  # pragma: no cover - run from a source tree never installed
-    __version__ = "0+unknown"
+
+
+def __getattr__(name: str):
+    """``__version__``, read from the installed package's metadata when first asked for
+    (``importlib.metadata`` took 0.05 s of ``import swdask`` on the 2-core machine)."""
+    if name != "__version__":
+        raise AttributeError(f"module 'swdask' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("swdask")
+    except PackageNotFoundError:  # pragma: no cover - a source tree never installed
+        found = "0+unknown"
+    globals()["__version__"] = found
+    return found

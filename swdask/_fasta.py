@@ -718,12 +718,15 @@ def expand_paths(path, storage_options=None):
 
 
 def parse_blocksize(blocksize) -> int | None:
-    from dask.utils import parse_bytes
-
     if blocksize is None:
         return None
     try:
-        value = parse_bytes(blocksize) if isinstance(blocksize, str) else int(blocksize)
+        if isinstance(blocksize, str):  # Dask's reading of "64MB" (imported only for text)
+            from dask.utils import parse_bytes
+
+            value = parse_bytes(blocksize)
+        else:
+            value = int(blocksize)
     except (ValueError, TypeError):
         raise ValueError("blocksize must be a byte count such as '64MB' or 1_000_000, got "
                          f"{blocksize!r}") from None

@@ -63,3 +63,23 @@ def test_an_unknown_runtime_names_the_setting():
     with dask.config.set({"swdask.gpu.runtime": "opencl"}):
         with pytest.raises(ValueError, match="swdask.gpu.runtime"):
             _runtime.get_runtime()
+
+
+def test_import_swdask_leaves_dask_until_a_setting_is_read():
+    """``import swdask`` does not import Dask (a CPU search reads no setting); whenever Dask
+    is imported afterwards, by the user or by the first read of a setting, swdask's
+    namespace is in ``dask.config`` with its defaults and the old ``SWDASK_*`` names."""
+    code = ("import sys, swdask; print('dask' in sys.modules); import dask; "
+            "print(dask.config.get('swdask.gpu.buckets')); "
+            "print(dask.config.get('swdask.gpu.chunk-bytes'))")
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("SWDASK_", "DASK_SWDASK"))}
+    done = subprocess.run([sys.executable, "-c", code],
+                          env={**clean, "SWDASK_GPU_CHUNK_BYTES": "777"},
+                          capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["False", "4:800,8:1500,16:3000,32", "777"]
+    code = ("import sys, swdask; from swdask import _settings; "
+            "print(_settings.get('traceback.max-cells') is not None, 'dask' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True,
+                          text=True, timeout=120, check=True)
+    assert done.stdout.split() == ["True", "True"]
