@@ -10,7 +10,7 @@ Environment variables work the Dask way: ``DASK_SWDASK__GPU__CHUNK_BYTES=1073741
 ``swdask.gpu.chunk-bytes`` (Dask reads them when it is imported; call
 ``dask.config.refresh()`` after changing them in a running process). The ``SWDASK_*`` names of
 earlier releases (``SWDASK_GPU_CHUNK_BYTES`` and friends) are still honoured: they are read
-here, once, at import, and nowhere else in the package.
+here, once, with the defaults, and nowhere else in the package.
 
 Dask is imported when a setting is first read (or when anything else imports it: then the
 defaults go in at once, :func:`load_defaults` through ``swdask/__init__.py``'s import hook),
@@ -101,5 +101,3 @@ def get_int(key: str) -> int | None:
         return int(float(value))
     except (TypeError, ValueError):
         raise ValueError(f"setting swdask.{key} must be a whole number, got {value!r}") from None
-
-

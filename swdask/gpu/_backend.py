@@ -296,7 +296,8 @@ class GpuBackend:
         owner's layout is cached (the first query lays it out), consecutive queries run as
         stacks (:func:`~swdask.gpu.inter_task.search_stack`: one forward launch for several
         queries, short ones sharing passes; :func:`~swdask.gpu.inter_task.stacks` sizes
-        them). ``checks``: one list per query (see :meth:`failed_checks`)."""
+        them). ``checks``: one list per query (see :meth:`failed_checks`); ``top`` as in
+        :meth:`one_against_many`."""
         checks = checks if checks is not None else [None] * len(queries)
 
         def alone(k):

@@ -579,7 +579,7 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
     floors = no_floors if scout is None else xp.zeros(len(stack), dtype=xp.int32)
     block = runtime.block_threads
     launches = []  # with every array they use: alive until the launches end
-    for first, end, group, rows in ([scout] if scout else []) + plan:
+    for k, (first, end, group, rows) in enumerate(([scout] if scout else []) + plan):
         # each launch sees its pairs as 0..count-1: the per-pair arrays and the outputs are
         # passed from its first pair on (contiguous views); pair_start stays absolute, so
         # pair_codes and the boundary are shared (each launch touches only its own pairs)
@@ -615,7 +615,7 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
                           launch_boundary, np.int64(boundary_base), np.int64(boundary_stride),
                           np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
                           seg_query, np.int32(num_segments), cuts, np.int32(parts), row0,
-                          no_floors if scout and first == scout[0] else floors,
+                          no_floors if scout and k == 0 else floors,  # (the scout's none)
                           np.int64(stride),
                           out_score.reshape(-1)[first * lanes:],
                           out_end_i.reshape(-1)[first * lanes:],
