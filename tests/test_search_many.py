@@ -458,3 +458,41 @@ def test_gpu_floors_from_a_scout_keep_every_hit(setting, monkeypatch, top):
     want = column.sw.search(queries, top=top, backend="cpu", statistics="search", **options)
     pd.testing.assert_frame_equal(got, want)
     assert not floors
+
+
+@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
+def test_gpu_floors_with_16_bit_lanes_that_saturate(setting, monkeypatch):
+    """Floors and the 16-bit checks together: targets whose scores pass 32767 (match 3000),
+    two of them among the scout's longest targets, so that the floor is capped below the
+    check's bound; every row the check flags is searched again in 32 bits, and the hits
+    equal the CPU's."""
+    from swdask.gpu import inter_task
+
+    setting("gpu.runtime", "emulation")
+    monkeypatch.setattr(inter_task, "SCOUT_PAIRS", 4)
+    monkeypatch.setattr(inter_task, "SCOUT_MIN_PAIRS", 2)
+    monkeypatch.setattr(inter_task, "FLOOR_GROUPS", 4)
+    floors = []
+    compute_floors = inter_task._floors
+
+    def recording(xp, scores, top, limit, out):
+        compute_floors(xp, scores, top, limit, out)
+        floors.append((int(np.array(out).max()), limit))
+
+    monkeypatch.setattr(inter_task, "_floors", recording)
+    rng = np.random.default_rng(4)
+    bases = np.array(list("ACGT"))
+    targets = ["".join(rng.choice(bases, int(n))) for n in rng.integers(5, 30, size=40)]
+    long_match = "".join(rng.choice(bases, 30))
+    targets[3] = "GGGGGGGGGG" + long_match + "TTTTTTTTTT"  # the longest: in the scout
+    targets[11] = "CCCCCCCCCC" + long_match + "AAAAAAAAA"
+    targets[30] = long_match[:25]
+    column = pd.Series(targets, index=pd.RangeIndex(50, 90))
+    queries = ["ACGTAC", long_match, "TTGACA", long_match[2:]]
+    options = dict(matrix=None, match=3000, mismatch=-2000, gap_open=2500, gap_extend=1000,
+                   top=2, positions="end")
+    got = column.sw.search(queries, backend="gpu", **options)
+    want = column.sw.search(queries, backend="cpu", **options)
+    pd.testing.assert_frame_equal(got, want)
+    assert got["score"].max() > 32767
+    assert any(floor == limit - 1 for floor, limit in floors)  # capped below the bound
