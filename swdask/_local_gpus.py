@@ -31,9 +31,9 @@ does, and starts one process for each further GPU, as soon as the job begins whe
 driver's list of GPUs says there are several (:class:`FurtherGpus`,
 :func:`quick_gpu_count`). Every process reads and parses the whole database on its own GPU
 (:func:`load_database`), then takes the queries in batches from a counter they share
-(:class:`QueryBatches`): each batch about 1 / (2 x GPUs) of the query residues not yet
-taken, so the first batches are long stacks and the last ones short, and a process that
-starts later simply takes fewer. Each query is searched whole in one process, so its hits
+(:class:`QueryBatches`): each batch about 1 / GPUs of the query residues not yet taken,
+so the first batches are long stacks and the last ones short, and a process that starts
+later simply takes fewer. Each query is searched whole in one process, so its hits
 need no merging across processes: this process only puts the batches' hits in the queries'
 order (:func:`~swdask._many_queries.rank_hits`).
 
@@ -143,8 +143,14 @@ def search_on_one_gpu(database_path, queries, top, options, blocksize, threads, 
 
 class QueryBatches:
     """The queries handed out in batches of consecutive queries from a counter the
-    processes share (a ``multiprocessing`` value): each batch about ``1 / (2 x processes)``
-    of the query residues not yet taken, at least :data:`MIN_BATCH_RESIDUES`."""
+    processes share (a ``multiprocessing`` value): each batch about ``1 / processes`` of the
+    query residues not yet taken, at least :data:`MIN_BATCH_RESIDUES`.
+
+    Each batch ends with reads that leave its GPU idle a moment (the checks, the top rows'
+    positions): on two H100s, 1,000 queries against sp500k took 14.88-14.93 s in batches of
+    ``1 / processes`` (about 4 a process) against 15.07-15.09 s in batches of
+    ``1 / (2 x processes)`` (about 9), alternating, the same hits
+    (benchmarks/results/ab-query-batches-halves-nvidia-h100-x2-2026-11-26.log)."""
 
     def __init__(self, lengths, processes: int, counter):
         self.ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
@@ -160,7 +166,7 @@ class QueryBatches:
             if first >= count:
                 return None
             done = int(self.ends[first - 1]) if first else 0
-            wanted = max((int(self.ends[-1]) - done) / (2 * self.processes),
+            wanted = max((int(self.ends[-1]) - done) / self.processes,
                          MIN_BATCH_RESIDUES)
             stop = min(count, int(np.searchsorted(self.ends, done + wanted)) + 1)
             self.counter.value = stop

@@ -694,7 +694,7 @@ def test_a_further_gpus_process_that_dies_is_an_error_not_a_hang():
 
 def test_query_batches_take_every_query_once_largest_first(monkeypatch):
     """The batches of the several-GPU job: consecutive queries, each taken once, about
-    1 / (2 x processes) of the residues left each time (so they shrink), at least
+    1 / processes of the residues left each time (so they shrink), at least
     MIN_BATCH_RESIDUES where that many are left; none once all are taken, or after
     stop_all (a process failed)."""
     import multiprocessing
@@ -713,7 +713,7 @@ def test_query_batches_take_every_query_once_largest_first(monkeypatch):
     sizes = [int(lengths[first:stop].sum()) for first, stop in taken]
     left = int(lengths.sum())
     for (first, stop), size in zip(taken, sizes):
-        wanted = max(left / 4, MIN_BATCH_RESIDUES)
+        wanted = max(left / 2, MIN_BATCH_RESIDUES)
         assert size >= min(wanted, left)  # at least the share, or what was left
         assert size - int(lengths[stop - 1]) < wanted  # one query fewer would fall short
         left -= size
