@@ -392,31 +392,40 @@ def test_batches_of_queries_rank_as_one_search(database, queries, statistics, mo
     pd.testing.assert_frame_equal(got, want)
 
 
+def scouting(monkeypatch, pairs: int, min_pairs: int, groups: int) -> list:
+    """Scouts of a few pairs (inter_task.SCOUT_PAIRS and friends, for a small column); the
+    list each scout's ``(scores, floors, limit)`` is appended to."""
+    from swdask.gpu import inter_task
+
+    monkeypatch.setattr(inter_task, "SCOUT_PAIRS", pairs)
+    monkeypatch.setattr(inter_task, "SCOUT_MIN_PAIRS", min_pairs)
+    monkeypatch.setattr(inter_task, "FLOOR_GROUPS", groups)
+    floors = []
+    compute_floors = inter_task._floors
+
+    def recording(xp, scores, top, limit, out):
+        compute_floors(xp, scores, top, limit, out)
+        floors.append((np.array(scores), np.array(out), limit))
+
+    monkeypatch.setattr(inter_task, "_floors", recording)
+    return floors
+
+
 @pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
 @pytest.mark.parametrize("top", [1, 3, 6])
 def test_gpu_floors_from_a_scout_keep_every_hit(setting, monkeypatch, top):
     """A scan that keeps each query's ``top`` best rows first runs a scout (the first pairs
     of its largest launch), then gives each query a floor (inter_task.cu, "Floors from a
     scout"): every row scoring more than the floor is exact (score and end cell), every
-    other row past the scout reports 0 and has ``top`` rows of the scout scoring more. The search's hits
-    equal the CPU's, ties of equal scores in record order included (short DNA: many ties).
+    other row past the scout reports 0 and has ``top`` rows of the scout scoring more. The
+    search's hits equal the CPU's, ties of equal scores in record order included (short DNA:
+    many ties).
     A ``top`` above half the floor's groups (6 of 8 here) gets no floor, and neither does a
     search whose statistics count every row's score."""
     from swdask import lowlevel
-    from swdask.gpu import inter_task
 
     setting("gpu.runtime", "emulation")
-    monkeypatch.setattr(inter_task, "SCOUT_PAIRS", 6)
-    monkeypatch.setattr(inter_task, "SCOUT_MIN_PAIRS", 4)
-    monkeypatch.setattr(inter_task, "FLOOR_GROUPS", 8)
-    floors = []
-    compute_floors = inter_task._floors
-
-    def recording(xp, scores, top, limit, out):
-        compute_floors(xp, scores, top, limit, out)
-        floors.append((np.array(scores), np.array(out)))
-
-    monkeypatch.setattr(inter_task, "_floors", recording)
+    floors = scouting(monkeypatch, pairs=6, min_pairs=4, groups=8)
     rng = np.random.default_rng(8)
     bases = np.array(list("ACGT"))
     targets = ["".join(rng.choice(bases, int(n))) for n in rng.integers(8, 40, size=60)]
@@ -436,7 +445,7 @@ def test_gpu_floors_from_a_scout_keep_every_hit(setting, monkeypatch, top):
             assert not floors
             assert all(np.array_equal(floored[k], exact[k]) for k in exact)
             continue
-        scout, (floor,) = floors.pop()
+        scout, (floor,), _ = floors.pop()
         assert (scout > floor).sum() >= top
         above = exact["score"] > floor
         for name in ("score", "query_end", "target_end"):
@@ -466,20 +475,8 @@ def test_gpu_floors_with_16_bit_lanes_that_saturate(setting, monkeypatch):
     two of them among the scout's longest targets, so that the floor is capped below the
     check's bound; every row the check flags is searched again in 32 bits, and the hits
     equal the CPU's."""
-    from swdask.gpu import inter_task
-
     setting("gpu.runtime", "emulation")
-    monkeypatch.setattr(inter_task, "SCOUT_PAIRS", 4)
-    monkeypatch.setattr(inter_task, "SCOUT_MIN_PAIRS", 2)
-    monkeypatch.setattr(inter_task, "FLOOR_GROUPS", 4)
-    floors = []
-    compute_floors = inter_task._floors
-
-    def recording(xp, scores, top, limit, out):
-        compute_floors(xp, scores, top, limit, out)
-        floors.append((int(np.array(out).max()), limit))
-
-    monkeypatch.setattr(inter_task, "_floors", recording)
+    floors = scouting(monkeypatch, pairs=4, min_pairs=2, groups=4)
     rng = np.random.default_rng(4)
     bases = np.array(list("ACGT"))
     targets = ["".join(rng.choice(bases, int(n))) for n in rng.integers(5, 30, size=40)]
@@ -495,4 +492,4 @@ def test_gpu_floors_with_16_bit_lanes_that_saturate(setting, monkeypatch):
     want = column.sw.search(queries, backend="cpu", **options)
     pd.testing.assert_frame_equal(got, want)
     assert got["score"].max() > 32767
-    assert any(floor == limit - 1 for floor, limit in floors)  # capped below the bound
+    assert any(int(out.max()) == limit - 1 for _, out, limit in floors)  # capped below
