@@ -144,6 +144,28 @@ def test_compressed_file_is_one_stream(tmp_path, suffix, opener):
     check_same(compute(ddf), reference(text))
 
 
+@pytest.mark.parametrize("piece", [50, 997, 8192])
+def test_compressed_stream_parsed_in_pieces(tmp_path, monkeypatch, piece):
+    """A compressed file is parsed in pieces cut before a record's '>' while the next piece
+    decompresses: the same frame as the whole text (a byte-order mark, blank lines before
+    the first header, \\r\\n endings, records longer than a piece), and an error in a late
+    piece names its line in the file."""
+    from swdask import _fasta
+
+    monkeypatch.setattr(_fasta, "_STREAM_PIECE", piece)
+    text = "\n\n" + DB.read_text().replace("\n", "\r\n")
+    path = write(tmp_path / "db.fasta.gz", gzip.compress(b"\xef\xbb\xbf" + text.encode()))
+    check_same(compute(swdask.read_fasta(path)), reference(text))
+
+    lines = DB.read_text().splitlines()
+    bad = len(lines) - 3  # 0-based: a sequence line near the end
+    assert not lines[bad].startswith(">")
+    lines[bad] = lines[bad][:5] + "\x01" + lines[bad][5:]
+    path = write(tmp_path / "bad.fasta.gz", gzip.compress("\n".join(lines).encode()))
+    with pytest.raises(FastaError, match=rf"bad\.fasta\.gz.*line {bad + 1}\b"):
+        compute(swdask.read_fasta(path))
+
+
 @pytest.mark.skipif(not MMSEQS_DB.exists(), reason="Debian package mmseqs2-examples not installed")
 def test_mmseqs_database_gz():
     frame = compute(swdask.read_fasta(MMSEQS_DB))
