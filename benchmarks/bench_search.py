@@ -27,7 +27,8 @@ GPU sets (``--gpu``, on the GPU machine: ``ci/gpu_run.sh``'s ``search`` step), f
   default partitions read on threads; the fastest of three, all three in
   ``read_default_seconds_all``; the one frame the faster of two), the same file gzipped
   (``read_gzip_*``: ``read_fasta(path.gz).compute()``, one partition, beside
-  ``gunzip_*``, the decompression alone: what bounds it), the engine
+  ``gunzip_*``, the decompression alone: the read decompresses the file twice, once to
+  plan its partition and once to parse it), the engine
   alone (``engine_seconds``: search of the encoded database in this process), and the check
   that the job's hits equal the per-query ``.sw.align`` (full positions) + ranking on every
   query (``check_mismatches``).
@@ -35,9 +36,9 @@ GPU sets (``--gpu``, on the GPU machine: ``ci/gpu_run.sh``'s ``search`` step), f
   CuPy and cuDF (what cuDF frames would add to the one-GPU job, which makes none).
 * ``search-1000``: ``--sample`` proteins drawn from ``--sample-from`` (mmseqs2's DB.fasta.gz,
   ``seed`` in the JSON) against sp500k, top 10, ``--repeats`` runs (the first may compile
-  kernel variants W1's runs did not), the fastest in ``wall_seconds``; the first 100 of them are also
-  searched against the sample's source with the GPU and the CPU backends and the hits
-  compared (``exactness``).
+  kernel variants W1's runs did not), the fastest in ``wall_seconds``; the first 100 of
+  them are also searched against the sample's source with the GPU and the CPU backends and
+  the hits compared (``exactness``).
 
 With ``--gpu-counts 1 2``, each ``gpu`` job runs again on 2 GPUs of the machine (one
 record each with ``gpus``, ``over_one_gpu``, ``x_linear``, ``equal_to_one_gpu``); every
