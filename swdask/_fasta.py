@@ -90,7 +90,7 @@ class _Part:
     stop: int | None
     first_line: int     # 1-based line number of byte ``start``
     first_record: int   # global record number of the partition's first record
-    n_records: int
+    n_records: int      # -1: not counted while planning (see _plan)
     file_size: int      # size seen while planning (compressed size for compressed files)
     strip_gaps: bool = False  # remove '-' and '.' from sequences (aligned FASTA)
 
@@ -736,7 +736,7 @@ def _read_part_timed(part: _Part, fs) -> pd.DataFrame:
             table = _parse_stream(stream, part.path, part.first_line)
     if part.strip_gaps:
         table = _strip_gaps(table)
-    if table.num_rows != part.n_records:
+    if part.n_records >= 0 and table.num_rows != part.n_records:
         raise FastaError(
             f"{part.path}: found {table.num_rows} records from line {part.first_line} where "
             f"planning counted {part.n_records}; the file changed, call read_fasta again"
@@ -948,8 +948,13 @@ def read_fasta(path, blocksize="64MB", *, compression="infer", backend="pandas",
     return frame.to_backend("cudf") if backend == "cudf" else frame
 
 
-def _plan(path, blocksize, compression, storage_options, strip_gaps, threads=1):
-    """``(filesystem, parts)``: every file planned (scanned once) into partitions."""
+def _plan(path, blocksize, compression, storage_options, strip_gaps, threads=1,
+          count_compressed=True):
+    """``(filesystem, parts)``: every file planned (scanned once) into partitions. With
+    ``count_compressed=False`` a compressed file is not scanned: its one part has
+    ``n_records = -1`` (counted when read) and the ``first_record`` of the parts after it is
+    unknown, for a caller that reads every part in order and numbers the records itself
+    (:func:`read_fasta_frame`)."""
     from fsspec.compression import compr
     from fsspec.utils import infer_compression
 
@@ -965,9 +970,13 @@ def _plan(path, blocksize, compression, storage_options, strip_gaps, threads=1):
             file_compression = infer_compression(p)
         else:
             file_compression = compression
-        first_record = parts[-1].first_record + parts[-1].n_records if parts else 0
-        parts.extend(replace(part, strip_gaps=bool(strip_gaps)) for part in
-                     _plan_file(fs, p, file_compression, size, first_record, threads))
+        first_record = parts[-1].first_record + max(parts[-1].n_records, 0) if parts else 0
+        if file_compression is not None and not count_compressed:
+            planned = [_Part(p, file_compression, 0, None, 1, first_record, -1,
+                             int(fs.size(p)))]
+        else:
+            planned = _plan_file(fs, p, file_compression, size, first_record, threads)
+        parts.extend(replace(part, strip_gaps=bool(strip_gaps)) for part in planned)
     return fs, parts
 
 
@@ -1027,19 +1036,27 @@ def read_fasta_frame(path, blocksize="auto", *, threads: int | None = None,
     and concatenated (the Arrow string buffers are not copied). ``blocksize="auto"`` cuts a
     plain file into one range per thread. For a job in one process, such as the search on
     one local GPU (:mod:`swdask._search`); Python's own thread pool, as the work is one map
-    over the partitions with nothing to schedule."""
+    over the partitions with nothing to schedule.
+
+    A compressed file is decompressed once, by its read: its records need no count
+    beforehand, as the frame is numbered when every part is in (``read_fasta`` counts them
+    while planning, for its divisions, and so decompresses such a file twice)."""
     threads = threads or _planning_threads()
     if blocksize == "auto":
         fs, found = expand_paths(path, storage_options)
         total = sum(int(fs.size(p)) for p in found)
         blocksize = max(2**20, -(-total // threads))
-    fs, parts = _plan(path, blocksize, compression, storage_options, strip_gaps, threads)
+    fs, parts = _plan(path, blocksize, compression, storage_options, strip_gaps, threads,
+                      count_compressed=False)
     if not parts:
         return _meta()
     if len(parts) == 1:
-        return _read_part(parts[0], fs)
-    from concurrent.futures import ThreadPoolExecutor
+        frame = _read_part(parts[0], fs)
+    else:
+        from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(min(threads, len(parts))) as pool:
-        frames = list(pool.map(lambda part: _read_part(part, fs), parts))
-    return pd.concat(frames)
+        with ThreadPoolExecutor(min(threads, len(parts))) as pool:
+            frame = pd.concat(list(pool.map(lambda part: _read_part(part, fs), parts)))
+    if any(part.n_records < 0 for part in parts):  # numbered now: records in file order
+        frame.index = pd.RangeIndex(len(frame))
+    return frame

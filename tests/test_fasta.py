@@ -513,6 +513,38 @@ def test_read_fasta_frame_equals_read_fasta(tmp_path, monkeypatch):
     assert _fasta.read_fasta_frame(write(tmp_path / "empty.fasta", "")).empty
 
 
+def test_read_fasta_frame_reads_compressed_files_once(tmp_path, three_files, monkeypatch):
+    """Compressed files are not scanned before the in-process read (one decompression, not
+    two), and the frame still equals read_fasta's: a gzipped file between plain ones, one
+    alone, one empty, one of blank lines only; an error in a compressed file names the
+    file and line as read_fasta does."""
+    from swdask import _fasta
+
+    folder, _ = three_files
+    scanned = []
+    original = _fasta._plan_file
+    monkeypatch.setattr(_fasta, "_plan_file", lambda fs, p, compression, *rest: (
+        scanned.append(compression), original(fs, p, compression, *rest))[1])
+    for paths in (str(folder / "*.fasta*"), [str(folder / "b.fasta.gz")]):
+        expected = compute(swdask.read_fasta(paths))
+        scanned.clear()
+        for blocksize in ("auto", 1000, None):
+            pd.testing.assert_frame_equal(
+                _fasta.read_fasta_frame(paths, blocksize, threads=3), expected)
+        assert "gzip" not in scanned
+    assert _fasta.read_fasta_frame(write(tmp_path / "empty.fa.gz", gzip.compress(b""))).empty
+    assert _fasta.read_fasta_frame(
+        write(tmp_path / "blank.fa.gz", gzip.compress(b"\n \n"))).empty
+    lines = DB.read_text().splitlines(keepends=True)
+    lines[7] = "MKT\x01AAA\n"
+    path = write(tmp_path / "bad.fa.gz", gzip.compress("".join(lines).encode()))
+    with pytest.raises(FastaError) as lazy:
+        compute(swdask.read_fasta(path))
+    with pytest.raises(FastaError) as eager:
+        _fasta.read_fasta_frame(path)
+    assert str(eager.value) == str(lazy.value) and "line 8" in str(lazy.value)
+
+
 # ------------------------------------------------ the plain-form layout (the GPU job's read)
 
 
