@@ -25,8 +25,11 @@ ROWS_PER_THREAD_NO_DPX = 16
 GROUP_SIZES = (4, 8, 16, 32)
 #: Shapes (G, R) of the 32-bit forward kernels (16-bit overflow, wide scoring schemes).
 WIDE_SHAPES = ((4, 8), (4, 16), (8, 16))
-#: The reverse (start cell) kernel's fixed shape: 8 threads x 16 rows.
+#: The reverse (start cell) kernel's shape: 8 threads x 16 rows (passes of 128 query rows),
+#: and the shape of its long items (alignments spanning many passes: 32 threads, passes of
+#: 512 rows; swdask.gpu.inter_task._run_reverse).
 REVERSE_SHAPE = (8, 16)
+REVERSE_LONG_SHAPE = (32, 16)
 
 
 def rows_per_thread(compute_capability: int) -> tuple[int, ...]:
@@ -106,7 +109,8 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
     rows = rows_per_thread(compute_capability)
     forward = [forward_name(2, group, r) for group in GROUP_SIZES for r in rows]
     forward += [forward_name(1, group, r) for group, r in WIDE_SHAPES]
-    variants = {"inter_task.cu": [PAIR_CODES_NAME] + forward, "reverse.cu": [reverse_name()],
+    variants = {"inter_task.cu": [PAIR_CODES_NAME] + forward,
+                "reverse.cu": [reverse_name(), reverse_name(*REVERSE_LONG_SHAPE)],
                 "traceback.cu": list(TRACEBACK_NAMES)}
     shapes = {"inter": sorted(set(PAIRS_ROUTED_INTER_SHAPES) | set(PAIRS_FORCED_INTER_SHAPES)),
               "intra": CHAIN_SHAPES, "long": CHAIN_SHAPES}
