@@ -206,12 +206,12 @@ def test_emulated_end_rows_tied_within_a_thread(emulated):
 @needs_gxx
 @pytest.mark.parametrize("long_score", [0, 1, 300])
 def test_emulated_start_cells_many_passes_back(emulated, monkeypatch, long_score):
-    # The reverse kernel's passes are 128 query rows; its later passes run only while a cell
+    # The reverse kernel's passes are 256 query rows; its later passes run only while a cell
     # of theirs could still reach the score. Alignments spanning up to 600 rows, with long
     # gaps on either side and repeats (equal scores further back), need several of them.
-    # Items scoring at least swdask.gpu.reverse-long-score past the first pass run with 32
-    # threads (passes of 512 rows) in a launch of their own: none (0), every such item (1),
-    # or the long homologs only (300), beside the others.
+    # Items scoring at least swdask.gpu.reverse-long-score past the first pass run in longer
+    # passes in a launch of their own: none (0), every such item (1), or the long homologs
+    # only (300), beside the others.
     from swdask.gpu import _kernels
 
     shapes = []

@@ -927,9 +927,12 @@ def _run_reverse(targets: DeviceTargets, inter_rows, codes, matrix, scoring, res
     pass; an item whose alignment spans many passes (a long homolog) takes steps for every
     column of every pass, and the launch lasts as long as its slowest item. Items scoring at
     least the setting ``swdask.gpu.reverse-long-score`` whose end lies past the first pass of
-    :data:`~swdask.gpu._kernels.REVERSE_SHAPE` take the 32-thread shape
-    (:data:`~swdask.gpu._kernels.REVERSE_LONG_SHAPE`: a quarter of the passes) in a launch of
-    their own, on the device's priority stream, beside the others' launch."""
+    :data:`~swdask.gpu._kernels.REVERSE_SHAPE` take
+    :data:`~swdask.gpu._kernels.REVERSE_LONG_SHAPE` (passes twice as long) in a launch of
+    their own, on the device's priority stream, beside the others' launch. W1's kernel with
+    start cells on one H100 (the shape (8, 16) for both then): 2.940 s with every item in one
+    launch, 2.842 s with long items from score 256, 2.796 s from 64, the same starts
+    (benchmarks/NOTES-gpu.md)."""
     runtime = targets.runtime
     xp = runtime.xp
     rows = inter_rows[result["score"][inter_rows] > 0]
