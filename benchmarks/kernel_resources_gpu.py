@@ -26,8 +26,7 @@ def main() -> int:
           f"{cupy.cuda.runtime.driverGetVersion()}", flush=True)
     names = [("inter_task.cu", _kernels.forward_name(2, *(int(v) for v in s.split(","))))
              for s in args.shapes]
-    names += [("reverse.cu", _kernels.reverse_name()),
-              ("reverse.cu", _kernels.reverse_name(*_kernels.REVERSE_LONG_SHAPE))]
+    names.append(("reverse.cu", _kernels.reverse_name()))
     for source, name in names:
         attributes = _cupy_function(0, source, name).attributes
         keys = ("num_regs", "local_size_bytes", "shared_size_bytes", "binary_version",

@@ -204,21 +204,10 @@ def test_emulated_end_rows_tied_within_a_thread(emulated):
 
 
 @needs_gxx
-@pytest.mark.parametrize("long_score", [0, 1, 300])
-def test_emulated_start_cells_many_passes_back(emulated, monkeypatch, long_score):
+def test_emulated_start_cells_many_passes_back(emulated):
     # The reverse kernel's passes are 256 query rows; its later passes run only while a cell
     # of theirs could still reach the score. Alignments spanning up to 600 rows, with long
     # gaps on either side and repeats (equal scores further back), need several of them.
-    # Items scoring at least swdask.gpu.reverse-long-score past the first pass run in longer
-    # passes in a launch of their own: none (0), every such item (1), or the long homologs
-    # only (300), beside the others.
-    from swdask.gpu import _kernels
-
-    shapes = []
-    name = _kernels.reverse_name
-    monkeypatch.setattr(_kernels, "reverse_name",
-                        lambda *shape: (shapes.append(shape or _kernels.REVERSE_SHAPE),
-                                        name(*shape))[1])
     rng = np.random.default_rng(29)
     alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
     rand = _letters(rng, alphabet)
@@ -227,12 +216,8 @@ def test_emulated_start_cells_many_passes_back(emulated, monkeypatch, long_score
     targets += [query[50:650], query[100:180] + query[400:480], query[300:340] * 3,
                 query[:60] + rand(200) + query[60:120], _mutate(rng, query[20:620], alphabet),
                 query[600:700] + query[600:700], rand(5) + query[650:] + rand(400)]
-    with dask.config.set({"swdask.gpu.reverse-long-score": long_score}):
-        for options in (BLOSUM62, dict(matrix="BLOSUM62", gap_open=3, gap_extend=1)):
-            _compare(query, targets, options, modes=("full",))
-    launched = set(shapes)
-    assert (_kernels.REVERSE_LONG_SHAPE in launched) == (long_score > 0)
-    assert _kernels.REVERSE_SHAPE in launched
+    for options in (BLOSUM62, dict(matrix="BLOSUM62", gap_open=3, gap_extend=1)):
+        _compare(query, targets, options, modes=("full",))
 
 
 @needs_gxx

@@ -920,66 +920,20 @@ def _align_long(targets: DeviceTargets, codes, scoring, mode: str, result) -> No
 
 def _run_reverse(targets: DeviceTargets, inter_rows, codes, matrix, scoring, result):
     """Start cells of the rows of ``inter_rows`` that score above 0 (``result`` holds their
-    scores and end cells), by the reverse kernel, written into ``result`` by row.
+    scores and end cells), by the reverse kernel in one launch, one item per group of
+    :data:`~swdask.gpu._kernels.REVERSE_SHAPE` threads, written into ``result`` by row.
 
-    Each item is one group of threads, and a group's passes over its query prefix run one
-    after another, each a step per column. Most items (chance alignments) end in their first
-    pass; an item whose alignment spans many passes (a long homolog) takes steps for every
-    column of every pass, and the launch lasts as long as its slowest item. Items scoring at
-    least the setting ``swdask.gpu.reverse-long-score`` whose end lies past the first pass of
-    :data:`~swdask.gpu._kernels.REVERSE_SHAPE` take
-    :data:`~swdask.gpu._kernels.REVERSE_LONG_SHAPE` (passes twice as long) in a launch of
-    their own, on the device's priority stream, beside the others' launch. W1's kernel with
-    start cells on one H100 (the shape (8, 16) for both then): 2.940 s with every item in one
-    launch, 2.842 s with long items from score 256, 2.796 s from 64, the same starts
-    (benchmarks/NOTES-gpu.md)."""
+    Tried and not kept: the items of long alignments (scoring 64 or more, their end past the
+    first pass) in a launch of their own beside the others, in passes twice as long. With
+    passes of 128 rows it gained (W1 with start cells on one H100: 2.796 s against 2.940 s);
+    with passes of 256 rows it lost (2.705 s against 2.693-2.697 s;
+    benchmarks/NOTES-gpu.md)."""
     runtime = targets.runtime
     xp = runtime.xp
     rows = inter_rows[result["score"][inter_rows] > 0]
-    if int(rows.shape[0]) == 0:
-        return
-    group, rows_per_thread = _kernels.REVERSE_SHAPE
-    threshold = _settings.get_int("gpu.reverse-long-score") or 0
-    routes = [(rows, _kernels.REVERSE_SHAPE)]
-    if threshold > 0:
-        long_item = ((result["score"][rows] >= threshold)
-                     & (result["query_end"][rows] >= group * rows_per_thread))
-        if bool(long_item.any()):
-            routes = [(rows[long_item], _kernels.REVERSE_LONG_SHAPE),
-                      (rows[~long_item], _kernels.REVERSE_SHAPE)]
-    alpha1 = matrix.shape[0] + 1
-    subst = substitution_table(matrix, (alpha1, alpha1), pad=scoring.gap_open + _LANE32_PAD,
-                               offset=scoring.gap_open, dtype=np.int32)
-    subst = xp.asarray(subst.reshape(-1))
-    query = xp.asarray(codes)
-    launches = [_reverse_launch(runtime, route_rows, shape, result)
-                for route_rows, shape in routes if int(route_rows.shape[0])]
-    block = runtime.block_threads
-    with runtime.concurrent(len(launches), prioritize_first=True) as streams:
-        for (shape, items, boundary, out_start_i, out_start_j), stream in zip(launches,
-                                                                              streams):
-            function = runtime.function("reverse.cu", _kernels.reverse_name(*shape))
-            num_items = int(items[0].shape[0])
-            per_block = block // shape[0]
-            runtime.launch(function, (num_items + per_block - 1) // per_block, block,
-                           [subst, np.int32(alpha1), query, np.int32(len(codes)),
-                            targets.residues, targets.offsets, *items, np.int32(num_items),
-                            boundary, np.int32(scoring.gap_open),
-                            np.int32(scoring.gap_extend), out_start_i, out_start_j],
-                           stream=stream)
-    for (_, items, _, out_start_i, out_start_j), (route_rows, _) in zip(
-            launches, [route for route in routes if int(route[0].shape[0])]):
-        result["query_start"][route_rows] = out_start_i
-        result["target_start"][route_rows] = out_start_j
-
-
-def _reverse_launch(runtime, rows, shape, result):
-    """The arrays of one reverse launch over ``rows`` in ``shape`` (threads, rows per
-    thread): ``(shape, items, boundary, out_start_i, out_start_j)``, ``items`` the kernel's
-    per-item arguments (row, score, end cell, boundary offset); the pass boundary (two
-    ``uint32`` per column before each item's end) only where an end lies past one pass."""
-    xp = runtime.xp
     num_items = int(rows.shape[0])
+    if num_items == 0:
+        return
     item_row = rows.astype(xp.int32)
     item_score = xp.ascontiguousarray(result["score"][rows])
     item_end_i = xp.ascontiguousarray(result["query_end"][rows])
@@ -988,9 +942,24 @@ def _reverse_launch(runtime, rows, shape, result):
     item_boundary = xp.zeros(num_items, dtype=xp.int64)
     if num_items > 1:
         item_boundary[1:] = xp.cumsum(widths[:-1])
-    needs_boundary = int(item_end_i.max()) + 1 > shape[0] * shape[1]
+    group, rows_per_thread = _kernels.REVERSE_SHAPE
+    needs_boundary = int(item_end_i.max()) + 1 > group * rows_per_thread
     boundary = xp.empty(2 * int(widths.sum()) if needs_boundary else 2, dtype=xp.uint32)
+    alpha1 = matrix.shape[0] + 1
+    subst = substitution_table(matrix, (alpha1, alpha1), pad=scoring.gap_open + _LANE32_PAD,
+                               offset=scoring.gap_open, dtype=np.int32)
+    subst = xp.asarray(subst.reshape(-1))
+    query = xp.asarray(codes)
     out_start_i = xp.empty(num_items, dtype=xp.int32)
     out_start_j = xp.empty(num_items, dtype=xp.int32)
-    return (shape, [item_row, item_score, item_end_i, item_end_j, item_boundary], boundary,
-            out_start_i, out_start_j)
+    function = runtime.function("reverse.cu", _kernels.reverse_name())
+    block = runtime.block_threads
+    grid = (num_items + block // group - 1) // (block // group)
+    runtime.launch(function, grid, block,
+                   [subst, np.int32(alpha1), query, np.int32(len(codes)), targets.residues,
+                    targets.offsets,
+                    item_row, item_score, item_end_i, item_end_j, item_boundary,
+                    np.int32(num_items), boundary, np.int32(scoring.gap_open),
+                    np.int32(scoring.gap_extend), out_start_i, out_start_j])
+    result["query_start"][rows] = out_start_i
+    result["target_start"][rows] = out_start_j
