@@ -237,7 +237,6 @@ inline unsigned __ballot_sync(unsigned mask, int predicate) {
   return bits;
 }
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
-inline int __ffs(int x) { return __builtin_ffs(x); }
 inline int __reduce_max_sync(unsigned mask, int value) {
   const auto posted = emu::warp_values(mask, (unsigned)value);
   int best = INT32_MIN;

@@ -19,9 +19,8 @@
 // rows, computes column s - t at step s, and hands its last row to thread t+1), with two
 // differences: every target has its own query prefix, so scores come from the substitution
 // matrix in shared memory indexed by the query letters each thread holds, not from a
-// query profile; and each group stops as soon as its hit is settled: every thread has
-// passed the column before it, or holds rows too far from the end cell to reach B there (see
-// the loop). A later pass (rows further from the end cell) only scans the columns before
+// query profile; and each group stops as soon as every thread has passed the first column
+// with a hit. A later pass (rows further from the end cell) only scans the columns before
 // the best column found so far, which is all it could improve on, and runs at all only if
 // a cell of it could still reach B. A path from the last row's cell in column jr0 (its H,
 // or the F it hands down) to a column jr < limit gains at most, per column it enters, the
@@ -128,7 +127,6 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
     uint2 b0 = fetch_boundary(0), b1 = fetch_boundary(1), b2 = fetch_boundary(2);
 
     int hit_j = SW_INT_MAX, hit_r = 0;
-    int column_gains = 0, hit_gains = 0;  // P(j) at this thread's column; P(hit_j - 1)
     for (int s = 0;; ++s) {
       int in_code = __shfl_up_sync(group_mask, out_code, 1, G);
       reg_t in_HG = __shfl_up_sync(group_mask, out_HG, 1, G);
@@ -174,37 +172,18 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
         reach = max(reach, (i64)max((int)out_HG + gap_open, (int)F) - prefix);
       }
 
-      const bool in_pass = j >= 0 && j < pass_limit;
-      if (in_pass) column_gains += gain[in_code];
-      if (hit_j == SW_INT_MAX && in_pass) {
+      if (hit_j == SW_INT_MAX && j >= 0 && j < pass_limit) {
         const int column_best = (int)TreeMax<V, 0, R>::run(HG);
         if (column_best >= hit_hg) {
           hit_j = j;
-          hit_gains = column_gains - gain[in_code];
           for (int r = R - 1; r >= 0; --r)
             if ((int)HG[r] >= hit_hg) hit_r = r;
         }
       }
-      // Stop once some thread's hit, in column h, is known to be among the group's best:
-      // every thread has computed the columns before h, or its rows cannot hold a cell
-      // reaching B there. A cell (ir, jr) with ir > jr is reached through at least ir - jr
-      // rows of vertical gaps, and gains at most P(jr) on the way, so a thread whose first
-      // row ir0 is >= h can only reach P(h - 1) - go - (ir0 - h) x min(ge, go) before h.
-      // (Without this the group waited until its last thread had passed h: G - 1 steps
-      // after the first.) The minimum over the group, and its first row, are taken below.
-      if (pass_limit - 1 <= s - (G - 1)) break;  // every column of the pass computed
-      const u32 found = __ballot_sync(group_mask, hit_j != SW_INT_MAX);
-      if (found) {
-        const int source = __ffs((int)found) - 1;
-        const int h = __shfl_sync(group_mask, hit_j, source, G);
-        const int before = __shfl_sync(group_mask, hit_gains, source, G);
-        const int first_row = row0 + t * R;
-        const bool settled =
-            j >= h - 1 || (first_row >= h && before - gap_open -
-                                                     (first_row - h) * min(gap_extend, gap_open) <
-                                                 score);
-        if (!__any_sync(group_mask, !settled)) break;
-      }
+      // Every thread has computed the columns <= done; stop once a hit lies among them.
+      const int done = s - (G - 1);
+      const bool stop = __any_sync(group_mask, hit_j <= done) || done >= pass_limit - 1;
+      if (stop) break;
     }
 
     int cand_j = hit_j, cand_i = hit_j == SW_INT_MAX ? SW_INT_MAX : row0 + t * R + hit_r;
