@@ -28,9 +28,9 @@ WIDE_SHAPES = ((4, 8), (4, 16), (8, 16))
 #: The reverse (start cell) kernel's shape: 32 threads x 8 rows (passes of 256 query rows).
 #: W1 kernel with start cells on one H100 (benchmarks/NOTES-gpu.md; the items scoring 64 or
 #: more then in a launch of their own in passes of 512 rows, since removed), the same starts
-#: on every row: 2.70-2.73 s with (32, 8), 2.716-2.724 (32, 12), 2.722-2.735 (16, 16), 2.750-2.803
-#: (16, 8), 2.764 (32, 16), 2.813-2.830 (8, 16, the shape before), 2.866-2.897 (16, 32),
-#: 2.907-2.911 (8, 8), 2.98-2.99 (4, 16), 3.17-3.18 (4, 8).
+#: on every row: 2.70-2.73 s with (32, 8), 2.716-2.724 (32, 12), 2.722-2.735 (16, 16),
+#: 2.750-2.803 (16, 8), 2.764 (32, 16), 2.813-2.830 (8, 16, the shape before), 2.866-2.897
+#: (16, 32), 2.907-2.911 (8, 8), 2.98-2.99 (4, 16), 3.17-3.18 (4, 8).
 REVERSE_SHAPE = (32, 8)
 
 
@@ -111,8 +111,7 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
     rows = rows_per_thread(compute_capability)
     forward = [forward_name(2, group, r) for group in GROUP_SIZES for r in rows]
     forward += [forward_name(1, group, r) for group, r in WIDE_SHAPES]
-    variants = {"inter_task.cu": [PAIR_CODES_NAME] + forward,
-                "reverse.cu": [reverse_name()],
+    variants = {"inter_task.cu": [PAIR_CODES_NAME] + forward, "reverse.cu": [reverse_name()],
                 "traceback.cu": list(TRACEBACK_NAMES)}
     shapes = {"inter": sorted(set(PAIRS_ROUTED_INTER_SHAPES) | set(PAIRS_FORCED_INTER_SHAPES)),
               "intra": CHAIN_SHAPES, "long": CHAIN_SHAPES}
