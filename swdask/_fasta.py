@@ -756,20 +756,30 @@ def _parse_stream(stream, path: str, first_line: int) -> pa.Table:
     decompression alone takes 1.2 s (benchmarks/NOTES-cpu.md)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    tables, carry, line, opened = [], b"", first_line, False
+    tables, pending, line, opened = [], [], first_line, False
     with ThreadPoolExecutor(1, thread_name_prefix="swdask-inflate") as pool:
         ahead = pool.submit(stream.read, _STREAM_PIECE)
         while True:
             chunk = ahead.result()
             if chunk:
                 ahead = pool.submit(stream.read, _STREAM_PIECE)
-            text = carry + chunk if carry else chunk
-            if not opened and text:
+                # the last record start in the chunk ('>' after a newline, maybe the one
+                # that ended the bytes before it); none: the chunk waits, uncopied, so a
+                # record far longer than a piece is joined once, not once per piece
+                cut = chunk.rfind(b"\n>") + 1
+                if not cut and chunk[:1] == b">" and pending and pending[-1][-1:] == b"\n":
+                    cut = 0
+                elif not cut:
+                    pending.append(chunk)
+                    continue
+                piece = b"".join(pending + [chunk[:cut]])
+                pending = [chunk[cut:]]
+            else:
+                piece, pending = b"".join(pending), []
+            if not opened and piece:
                 opened = True
-                if text.startswith(_BOM):  # a UTF-8 byte-order mark: not text
-                    text = text[len(_BOM):]
-            cut = text.rfind(b"\n>") + 1 if chunk else len(text)
-            piece, carry = text[:cut], text[cut:]  # up to the last record start
+                if piece.startswith(_BOM):  # a UTF-8 byte-order mark: not text
+                    piece = piece[len(_BOM):]
             if piece or not (chunk or tables):
                 tables.append(_parse_scanned(np.frombuffer(piece, dtype=np.uint8), path,
                                              line))
