@@ -30,7 +30,11 @@ WIDE_SHAPES = ((4, 8), (4, 16), (8, 16))
 #: more then in a launch of their own in passes of 512 rows, since removed), the same starts
 #: on every row: 2.70-2.73 s with (32, 8), 2.716-2.724 (32, 12), 2.722-2.735 (16, 16),
 #: 2.750-2.803 (16, 8), 2.764 (32, 16), 2.813-2.830 (8, 16, the shape before), 2.866-2.897
-#: (16, 32), 2.907-2.911 (8, 8), 2.98-2.99 (4, 16), 3.17-3.18 (4, 8).
+#: (16, 32), 2.907-2.911 (8, 8), 2.98-2.99 (4, 16), 3.17-3.18 (4, 8). With passes that end
+#: once every thread is settled (reverse.cu), on another H100: 2.640-2.663 s with (32, 8),
+#: 2.640-2.656 (32, 10), 2.649-2.684 (32, 12), 2.685-2.694 (32, 14), 2.674-2.675 (32, 16),
+#: 2.666-2.672 (32, 20), 2.705-2.710 (16, 24), 2.872-2.874 (16, 8); fewer registers
+#: (``__launch_bounds__`` with 3 to 6 blocks) gained nothing either.
 REVERSE_SHAPE = (32, 8)
 
 

@@ -237,6 +237,16 @@ inline unsigned __ballot_sync(unsigned mask, int predicate) {
   return bits;
 }
 inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask, predicate) != 0; }
+inline int __all_sync(unsigned mask, int predicate) {
+  return __ballot_sync(mask, predicate) == mask;
+}
+inline int __reduce_min_sync(unsigned mask, int value) {
+  const auto posted = emu::warp_values(mask, (unsigned)value);
+  int best = INT32_MAX;
+  for (unsigned k = 0; k < 32; ++k)
+    if (mask >> k & 1) best = std::min(best, (int)(unsigned)posted[k]);
+  return best;
+}
 inline int __reduce_max_sync(unsigned mask, int value) {
   const auto posted = emu::warp_values(mask, (unsigned)value);
   int best = INT32_MIN;

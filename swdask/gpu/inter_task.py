@@ -920,46 +920,44 @@ def _align_long(targets: DeviceTargets, codes, scoring, mode: str, result) -> No
 
 def _run_reverse(targets: DeviceTargets, inter_rows, codes, matrix, scoring, result):
     """Start cells of the rows of ``inter_rows`` that score above 0 (``result`` holds their
-    scores and end cells), by the reverse kernel in one launch, one item per group of
-    :data:`~swdask.gpu._kernels.REVERSE_SHAPE` threads, written into ``result`` by row.
+    scores and end cells), by the reverse kernel in one launch, one row per group of
+    :data:`~swdask.gpu._kernels.REVERSE_SHAPE` threads. The kernel reads the scores and end
+    cells from ``result`` by row and writes the start cells into it (-1 where the score is
+    0): no rows are gathered or compacted first, and nothing is read back unless the query
+    takes more than one pass (the boundary's size).
 
     Tried and not kept: the items of long alignments (scoring 64 or more, their end past the
     first pass) in a launch of their own beside the others, in passes twice as long. With
     passes of 128 rows it gained (W1 with start cells on one H100: 2.796 s against 2.940 s);
-    with passes of 256 rows it lost (2.705 s against 2.693-2.697 s;
-    benchmarks/NOTES-gpu.md)."""
+    with passes of 256 rows it lost (2.705 s against 2.693-2.697 s). The items ordered by
+    score (longest alignments first), and blocks of 64 or 128 threads: no gain either
+    (benchmarks/NOTES-gpu.md)."""
     runtime = targets.runtime
     xp = runtime.xp
-    rows = inter_rows[result["score"][inter_rows] > 0]
-    num_items = int(rows.shape[0])
+    num_items = int(inter_rows.shape[0])
     if num_items == 0:
         return
-    item_row = rows.astype(xp.int32)
-    item_score = xp.ascontiguousarray(result["score"][rows])
-    item_end_i = xp.ascontiguousarray(result["query_end"][rows])
-    item_end_j = xp.ascontiguousarray(result["target_end"][rows])
-    widths = item_end_j.astype(xp.int64) + 1
-    item_boundary = xp.zeros(num_items, dtype=xp.int64)
-    if num_items > 1:
-        item_boundary[1:] = xp.cumsum(widths[:-1])
+    item_row = inter_rows.astype(xp.int32, copy=False)
     group, rows_per_thread = _kernels.REVERSE_SHAPE
-    needs_boundary = int(item_end_i.max()) + 1 > group * rows_per_thread
-    boundary = xp.empty(2 * int(widths.sum()) if needs_boundary else 2, dtype=xp.uint32)
+    if len(codes) > group * rows_per_thread:  # later passes: each item's boundary columns
+        widths = xp.maximum(result["target_end"][inter_rows].astype(xp.int64) + 1, 0)
+        ends = xp.cumsum(widths)
+        item_boundary = ends - widths
+        boundary = xp.empty(2 * max(int(ends[-1]), 1), dtype=xp.uint32)
+    else:
+        item_boundary = xp.zeros(1, dtype=xp.int64)
+        boundary = xp.empty(2, dtype=xp.uint32)
     alpha1 = matrix.shape[0] + 1
     subst = substitution_table(matrix, (alpha1, alpha1), pad=scoring.gap_open + _LANE32_PAD,
                                offset=scoring.gap_open, dtype=np.int32)
     subst = xp.asarray(subst.reshape(-1))
     query = xp.asarray(codes)
-    out_start_i = xp.empty(num_items, dtype=xp.int32)
-    out_start_j = xp.empty(num_items, dtype=xp.int32)
-    function = runtime.function("reverse.cu", _kernels.reverse_name())
+    function = runtime.function("reverse.cu", _kernels.reverse_name(group, rows_per_thread))
     block = runtime.block_threads
     grid = (num_items + block // group - 1) // (block // group)
     runtime.launch(function, grid, block,
                    [subst, np.int32(alpha1), query, np.int32(len(codes)), targets.residues,
-                    targets.offsets,
-                    item_row, item_score, item_end_i, item_end_j, item_boundary,
-                    np.int32(num_items), boundary, np.int32(scoring.gap_open),
-                    np.int32(scoring.gap_extend), out_start_i, out_start_j])
-    result["query_start"][rows] = out_start_i
-    result["target_start"][rows] = out_start_j
+                    targets.offsets, item_row, np.int32(num_items), result["score"],
+                    result["query_end"], result["target_end"], item_boundary, boundary,
+                    np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
+                    result["query_start"], result["target_start"]])

@@ -19,10 +19,10 @@
 // rows, computes column s - t at step s, and hands its last row to thread t+1), with two
 // differences: every target has its own query prefix, so scores come from the substitution
 // matrix in shared memory indexed by the query letters each thread holds, not from a
-// query profile; and each group stops as soon as every thread has passed the first column
-// with a hit. A later pass (rows further from the end cell) only scans the columns before
-// the best column found so far, which is all it could improve on, and runs at all only if
-// a cell of it could still reach B. A path from the last row's cell in column jr0 (its H,
+// query profile; and each group stops as soon as no thread can still find a hit before
+// the earliest one (below). A later pass (rows further from the end cell) only scans the
+// columns before the best column found so far, which is all it could improve on, and runs
+// at all only if a cell of it could still reach B. A path from the last row's cell in column jr0 (its H,
 // or the F it hands down) to a column jr < limit gains at most, per column it enters, the
 // largest score of that column's target letter against any query letter (its gain, >= 0;
 // a step down or right only costs). With P(x) the sum of the gains of columns 0..x, once
@@ -30,21 +30,36 @@
 // Far from the end cell the anchored scores have paid for a long gap, so for most targets
 // a pass or two is all it takes, where the passes of a local scoring went on to the end of
 // the query prefix.
+//
+// The same bound ends a pass early. Once some thread of the group has a hit in column c*
+// (the group's earliest so far), only cells in columns before c* can still change the
+// answer. Thread t's frontier (the H, E and F of its last column j, and the row above's H
+// it keeps for the next diagonal) bounds every cell it or a later thread will compute:
+// such a cell in column c' holds at most (frontier) + P(c') - P(j). A thread is settled
+// when it has computed column c* - 1, or when (frontier) + P(c* - 1) - P(j) < B; thread 0
+// of a pass that reads a boundary (whose later columns are not bounded) only the first
+// way. The pass stops once every thread of the group is settled: without the bound, each
+// thread had to reach c*, G - 1 steps after the first thread, though most of a chance
+// hit's deep rows are out of reach long before. The next pass reads the boundary columns
+// the last thread did not write as minus infinity, which the bound allows: no cell reached
+// through them can reach B before c*, and c* is the next pass's limit.
 #include "sw_common.cuh"
 
 namespace swdask {
 
 // subst[b * alpha1 + a] = matrix[b][a] + gap_open (b: target letter, a: query letter); the
-// row and column alpha1 - 1 are PAD (pad_score).
+// row and column alpha1 - 1 are PAD (pad_score). Item k is target row item_row[k]; its score
+// and end cell are read from, and its start cell (-1, -1 where there is none) written to,
+// the by-row arrays. item_boundary[k] is its first boundary column (2 words each), used only
+// where the query prefix takes more than one pass.
 template <int G, int R>
 __global__ void __launch_bounds__(256)
 sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ query,
            int query_length, const u8* __restrict__ residues, const i64* __restrict__ offsets,
-           const int* __restrict__ item_row, const int* __restrict__ item_score,
-           const int* __restrict__ item_end_i, const int* __restrict__ item_end_j,
-           const i64* __restrict__ item_boundary, int num_items, u32* __restrict__ boundary,
-           int gap_open, int gap_extend, int* __restrict__ out_start_i,
-           int* __restrict__ out_start_j) {
+           const int* __restrict__ item_row, int num_items, const int* __restrict__ row_score,
+           const int* __restrict__ row_end_i, const int* __restrict__ row_end_j,
+           const i64* __restrict__ item_boundary, u32* __restrict__ boundary, int gap_open,
+           int gap_extend, int* __restrict__ row_start_i, int* __restrict__ row_start_j) {
   typedef Lanes32 V;
   typedef V::reg_t reg_t;
   static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G must be a power of two <= 32");
@@ -66,18 +81,19 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
   const u32 group_mask =
       G == 32 ? SW_FULL_MASK : (((1u << G) - 1u) << ((threadIdx.x % 32) / G * G));
 
-  const int score = item_score[item];
-  const int end_i = item_end_i[item];
-  const int end_j = item_end_j[item];
-  const i64 target_start = offsets[item_row[item]];
+  const int row = item_row[item];
+  const int score = row_score[row];
+  const int end_i = row_end_i[row];
+  const int end_j = row_end_j[row];
+  const i64 target_start = offsets[row];
   if (score <= 0 || end_i < 0 || end_i >= query_length || end_j < 0 ||
-      end_j >= offsets[item_row[item] + 1] - target_start) {  // not an end cell: no start
-    if (t == 0) out_start_i[item] = out_start_j[item] = -1;
+      end_j >= offsets[row + 1] - target_start) {  // not an end cell: no start
+    if (t == 0) row_start_i[row] = row_start_j[row] = -1;
     return;
   }
   const u8* target = residues + target_start;
-  u32* my_boundary = boundary + 2 * item_boundary[item];
   const int passes = (end_i + 1 + ROWS - 1) / ROWS;
+  u32* my_boundary = boundary + (passes > 1 ? 2 * item_boundary[item] : 0);
   const int pad_code = alpha1 - 1;
 
   const reg_t go_neg = V::splat(-gap_open);
@@ -90,6 +106,7 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
   int limit = end_j + 1;  // columns [0, limit) can still hold the answer
   int best_jr = SW_INT_MAX, best_ir = SW_INT_MAX;
   bool reachable = true;  // some cell below the passes done could still reach B
+  int written = 0;        // boundary columns [0, written) hold the last pass's bottom row
   for (int pass = 0; pass < passes && limit > 0 && reachable; ++pass) {
     const int row0 = pass * ROWS;
     int qletter[R];  // query letters of this thread's rows (PAD past the prefix)
@@ -112,22 +129,29 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
     const bool reads_boundary = pass > 0;
     const bool writes_boundary = pass + 1 < passes;
     const int pass_limit = limit;
-    // thread G-1: max over the columns jr0 it hands down of max(H, F) - P(jr0)
-    i64 reach = -((i64)1 << 62), prefix = 0;
+    // P(j) of this thread's last column; thread G-1: max over the columns jr0 it hands down
+    // of max(H, F) - P(jr0)
+    i64 reach = -((i64)1 << 62);
+    int prefix = 0;
 
     // loaded three columns ahead from clamped addresses, checked when used (as forward)
     const int last_col = pass_limit - 1;  // >= 0 here
     const u32* boundary_at = reads_boundary ? my_boundary : boundary;
-    const int boundary_last = reads_boundary ? last_col : 0;
+    const int boundary_last = reads_boundary ? max(min(last_col, written - 1), 0) : 0;
+    const int boundary_end = reads_boundary ? written : 0;  // columns past it: minus infinity
     auto fetch_code = [&](int col) -> int { return (int)target[end_j - min(col, last_col)]; };
     auto fetch_boundary = [&](int col) -> uint2 {
-      return *reinterpret_cast<const uint2*>(boundary_at + 2 * min(col, boundary_last));
+      const uint2 held =
+          *reinterpret_cast<const uint2*>(boundary_at + 2 * min(col, boundary_last));
+      return col < boundary_end ? held : make_uint2((u32)V::neg, (u32)V::neg);
     };
     int c0 = fetch_code(0), c1 = fetch_code(1), c2 = fetch_code(2);
     uint2 b0 = fetch_boundary(0), b1 = fetch_boundary(1), b2 = fetch_boundary(2);
 
     int hit_j = SW_INT_MAX, hit_r = 0;
-    for (int s = 0;; ++s) {
+    int hit_prefix = SW_INT_MAX;  // P(hit_j - 1)
+    int s = 0;
+    for (;; ++s) {
       int in_code = __shfl_up_sync(group_mask, out_code, 1, G);
       reg_t in_HG = __shfl_up_sync(group_mask, out_HG, 1, G);
       reg_t in_F = __shfl_up_sync(group_mask, out_F, 1, G);
@@ -166,25 +190,41 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
       out_code = in_code;
       out_HG = HG[R - 1];
       out_F = F;
-      if (writes_boundary && t == G - 1 && j >= 0 && j < pass_limit) {
+      const bool real_column = j >= 0 && j < pass_limit;
+      const int prefix_before = prefix;
+      if (real_column) prefix += gain[in_code];
+      if (writes_boundary && t == G - 1 && real_column) {
         *reinterpret_cast<uint2*>(my_boundary + 2 * j) = make_uint2(out_HG, F);
-        prefix += gain[in_code];
         reach = max(reach, (i64)max((int)out_HG + gap_open, (int)F) - prefix);
       }
 
-      if (hit_j == SW_INT_MAX && j >= 0 && j < pass_limit) {
+      if (hit_j == SW_INT_MAX && real_column) {
         const int column_best = (int)TreeMax<V, 0, R>::run(HG);
         if (column_best >= hit_hg) {
           hit_j = j;
+          hit_prefix = prefix_before;
           for (int r = R - 1; r >= 0; --r)
             if ((int)HG[r] >= hit_hg) hit_r = r;
         }
       }
-      // Every thread has computed the columns <= done; stop once a hit lies among them.
+      // Every thread has computed the columns <= done.
       const int done = s - (G - 1);
-      const bool stop = __any_sync(group_mask, hit_j <= done) || done >= pass_limit - 1;
-      if (stop) break;
+      if (done >= pass_limit - 1) break;
+      if (__any_sync(group_mask, hit_j != SW_INT_MAX)) {  // settled threads (see the top)
+        const int first_col = __reduce_min_sync(group_mask, hit_j);
+        const int first_prefix = __reduce_min_sync(group_mask, hit_prefix);  // P(first_col-1)
+        bool settled = j >= first_col - 1;
+        if (!settled && (t > 0 || !reads_boundary)) {
+          reg_t frontier = V::max2(F, prev_in_HG + (reg_t)gap_open);
+#pragma unroll
+          for (int r = 0; r < R; ++r)
+            frontier = V::max3(frontier, E[r], HG[r] + (reg_t)gap_open);
+          settled = (int)frontier - prefix + first_prefix < score;
+        }
+        if (__all_sync(group_mask, settled)) break;
+      }
     }
+    written = min(max(s - (G - 1) + 1, 0), pass_limit);  // the columns thread G-1 computed
 
     int cand_j = hit_j, cand_i = hit_j == SW_INT_MAX ? SW_INT_MAX : row0 + t * R + hit_r;
 #pragma unroll
@@ -212,8 +252,8 @@ sw_reverse(const int* __restrict__ subst, int alpha1, const u8* __restrict__ que
   }
   if (t == 0) {
     const bool found = best_jr != SW_INT_MAX;
-    out_start_i[item] = found ? end_i - best_ir : -1;
-    out_start_j[item] = found ? end_j - best_jr : -1;
+    row_start_i[row] = found ? end_i - best_ir : -1;
+    row_start_j[row] = found ? end_j - best_jr : -1;
   }
 }
 
