@@ -661,13 +661,19 @@ def check_flags(flags) -> list[bool]:
     internal error, raised."""
     if not flags:
         return []
+    return [bool(v) for v in _read_checks(flags)[:, 0]]
+
+
+def _read_checks(flags) -> np.ndarray:
+    """The checks ``flags`` (device arrays ``[saturated, bad end cell, ...]``) on the host,
+    read in one transfer; a bad end cell raises (see :func:`check_flags`)."""
     xp = array_module(flags[0])
     values = xp.stack(flags)
     values = values.get() if xp is not np else values
     if bool(values[:, 1].any()):
         raise RuntimeError("internal error: the GPU forward kernel returned an end cell "
                            "outside the matrix; please report it with the input")
-    return [bool(v) for v in values[:, 0]]
+    return values
 
 
 def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
@@ -835,6 +841,7 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
                     _align_long(targets, codes, scoring, mode, result)
             return results
         saturated = [None] * len(codes_list)
+        reverse = [None] * len(codes_list)  # mode "full": each query's _ReverseInputs
         if forward is not None:
             scores, ends_i, ends_j = forward
             slot_rows = targets.pairs.slot_rows
@@ -854,7 +861,19 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
                 flags = xp.stack([over.any(), bad_end])
                 if checks is not None and mode != "full":
                     checks.append(flags)
-                elif check_flags([flags])[0]:
+                    continue
+                if mode == "full" and wide_rows is None:
+                    # the start cells' inputs queued before the checks are read, so that the
+                    # host's work on them overlaps the forward kernels; the boundary's size
+                    # comes back with the checks
+                    reverse[k] = _ReverseInputs(targets, inter_rows, codes, matrix, scoring,
+                                                result)
+                    flags = xp.concatenate([flags.astype(xp.int64),
+                                            reverse[k].boundary_columns])
+                values = _read_checks([flags])[0]
+                if reverse[k] is not None:
+                    reverse[k].boundary_count = int(values[2])
+                if values[0]:
                     saturated[k] = targets.order[over[targets.order]]
         for k, (codes, result) in enumerate(zip(codes_list, results)):
             again = wide_rows
@@ -862,8 +881,12 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
                 again = saturated[k] if again is None else xp.concatenate([again, saturated[k]])
             if again is not None and again.shape[0]:
                 _align_wide(targets, codes, scoring, again, track_end, result)
+                reverse[k] = None  # end cells changed: the boundary's layout with them
             if mode == "full":
-                _run_reverse(targets, inter_rows, codes, matrix, scoring, result)
+                if reverse[k] is None:
+                    reverse[k] = _ReverseInputs(targets, inter_rows, codes, matrix, scoring,
+                                                result)
+                reverse[k].launch(result)
             if on_long_kernel[k]:  # last: the 16-bit pass above rewrites whole columns
                 _align_long(targets, codes, scoring, mode, result)
         return results
@@ -918,13 +941,20 @@ def _align_long(targets: DeviceTargets, codes, scoring, mode: str, result) -> No
             result[key][rows] = found[key]
 
 
-def _run_reverse(targets: DeviceTargets, inter_rows, codes, matrix, scoring, result):
-    """Start cells of the rows of ``inter_rows`` that score above 0 (``result`` holds their
-    scores and end cells), by the reverse kernel in one launch, one row per group of
-    :data:`~swdask.gpu._kernels.REVERSE_SHAPE` threads. The kernel reads the scores and end
-    cells from ``result`` by row and writes the start cells into it (-1 where the score is
-    0): no rows are gathered or compacted first, and nothing is read back unless the query
-    takes more than one pass (the boundary's size).
+class _ReverseInputs:
+    """The reverse kernel's inputs for the start cells of the rows of ``inter_rows`` that
+    score above 0 (``result`` holds their scores and end cells), queued on the device
+    without waiting for it; :meth:`launch` then runs the kernel in one launch, one row per
+    group of :data:`~swdask.gpu._kernels.REVERSE_SHAPE` threads. The kernel reads the scores
+    and end cells from ``result`` by row and writes the start cells into it (-1 where the
+    score is 0): no rows are gathered or compacted first.
+
+    Where the query takes more than one pass, each row has its boundary columns (its end
+    column + 1) from an exclusive sum; ``boundary_columns`` (a device array of one element)
+    is their total, which the caller reads back with its checks into ``boundary_count``
+    (else :meth:`launch` reads it). ``search`` queues these before it reads the forward
+    kernels' checks, so the host's part overlaps the forward kernels and one read serves
+    both.
 
     Tried and not kept: the items of long alignments (scoring 64 or more, their end past the
     first pass) in a launch of their own beside the others, in passes twice as long. With
@@ -932,32 +962,50 @@ def _run_reverse(targets: DeviceTargets, inter_rows, codes, matrix, scoring, res
     with passes of 256 rows it lost (2.705 s against 2.693-2.697 s). The items ordered by
     score (longest alignments first), and blocks of 64 or 128 threads: no gain either
     (benchmarks/NOTES-gpu.md)."""
-    runtime = targets.runtime
-    xp = runtime.xp
-    num_items = int(inter_rows.shape[0])
-    if num_items == 0:
-        return
-    item_row = inter_rows.astype(xp.int32, copy=False)
-    group, rows_per_thread = _kernels.REVERSE_SHAPE
-    if len(codes) > group * rows_per_thread:  # later passes: each item's boundary columns
-        widths = xp.maximum(result["target_end"][inter_rows].astype(xp.int64) + 1, 0)
-        ends = xp.cumsum(widths)
-        item_boundary = ends - widths
-        boundary = xp.empty(2 * max(int(ends[-1]), 1), dtype=xp.uint32)
-    else:
-        item_boundary = xp.zeros(1, dtype=xp.int64)
-        boundary = xp.empty(2, dtype=xp.uint32)
-    alpha1 = matrix.shape[0] + 1
-    subst = substitution_table(matrix, (alpha1, alpha1), pad=scoring.gap_open + _LANE32_PAD,
-                               offset=scoring.gap_open, dtype=np.int32)
-    subst = xp.asarray(subst.reshape(-1))
-    query = xp.asarray(codes)
-    function = runtime.function("reverse.cu", _kernels.reverse_name(group, rows_per_thread))
-    block = runtime.block_threads
-    grid = (num_items + block // group - 1) // (block // group)
-    runtime.launch(function, grid, block,
-                   [subst, np.int32(alpha1), query, np.int32(len(codes)), targets.residues,
-                    targets.offsets, item_row, np.int32(num_items), result["score"],
-                    result["query_end"], result["target_end"], item_boundary, boundary,
-                    np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
-                    result["query_start"], result["target_start"]])
+
+    def __init__(self, targets: DeviceTargets, inter_rows, codes, matrix, scoring, result):
+        runtime = targets.runtime
+        xp = runtime.xp
+        self.targets, self.codes, self.scoring = targets, codes, scoring
+        self.inter_rows = inter_rows
+        self.shape = _kernels.REVERSE_SHAPE
+        group, rows_per_thread = self.shape
+        self.boundary_count = None
+        if len(codes) > group * rows_per_thread:  # later passes: each row's boundary columns
+            widths = xp.maximum(result["target_end"][inter_rows].astype(xp.int64) + 1, 0)
+            ends = xp.cumsum(widths)
+            self.item_boundary = ends - widths
+            self.boundary_columns = ends[-1:] if ends.shape[0] else xp.zeros(1, xp.int64)
+        else:
+            self.item_boundary = xp.zeros(1, dtype=xp.int64)
+            self.boundary_columns = xp.zeros(1, dtype=xp.int64)
+            self.boundary_count = 0
+        self.item_row = inter_rows.astype(xp.int32, copy=False)
+        self.alpha1 = matrix.shape[0] + 1
+        subst = substitution_table(matrix, (self.alpha1, self.alpha1),
+                                   pad=scoring.gap_open + _LANE32_PAD, offset=scoring.gap_open,
+                                   dtype=np.int32)
+        self.subst = xp.asarray(subst.reshape(-1))
+        self.query = xp.asarray(codes)
+
+    def launch(self, result) -> None:
+        targets = self.targets
+        runtime = targets.runtime
+        xp = runtime.xp
+        num_items = int(self.inter_rows.shape[0])
+        if num_items == 0:
+            return
+        if self.boundary_count is None:
+            self.boundary_count = int(self.boundary_columns[0])
+        boundary = xp.empty(2 * max(self.boundary_count, 1), dtype=xp.uint32)
+        group, rows_per_thread = self.shape
+        function = runtime.function("reverse.cu", _kernels.reverse_name(group, rows_per_thread))
+        block = runtime.block_threads
+        grid = (num_items + block // group - 1) // (block // group)
+        runtime.launch(function, grid, block,
+                       [self.subst, np.int32(self.alpha1), self.query, np.int32(len(self.codes)),
+                        targets.residues, targets.offsets, self.item_row, np.int32(num_items),
+                        result["score"], result["query_end"], result["target_end"],
+                        self.item_boundary, boundary, np.int32(self.scoring.gap_open),
+                        np.int32(self.scoring.gap_extend), result["query_start"],
+                        result["target_start"]])
