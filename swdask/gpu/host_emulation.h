@@ -240,19 +240,22 @@ inline int __any_sync(unsigned mask, int predicate) { return __ballot_sync(mask,
 inline int __all_sync(unsigned mask, int predicate) {
   return __ballot_sync(mask, predicate) == mask;
 }
-inline int __reduce_min_sync(unsigned mask, int value) {
-  const auto posted = emu::warp_values(mask, (unsigned)value);
-  int best = INT32_MAX;
+namespace emu {
+// The mask's threads' values reduced by `pick` (a min or a max of two ints).
+template <class Pick>
+int reduce(unsigned mask, int value, int start, Pick pick) {
+  const auto posted = warp_values(mask, (unsigned)value);
+  int best = start;
   for (unsigned k = 0; k < 32; ++k)
-    if (mask >> k & 1) best = std::min(best, (int)(unsigned)posted[k]);
+    if (mask >> k & 1) best = pick(best, (int)(unsigned)posted[k]);
   return best;
 }
+}  // namespace emu
+inline int __reduce_min_sync(unsigned mask, int value) {
+  return emu::reduce(mask, value, INT32_MAX, [](int a, int b) { return std::min(a, b); });
+}
 inline int __reduce_max_sync(unsigned mask, int value) {
-  const auto posted = emu::warp_values(mask, (unsigned)value);
-  int best = INT32_MIN;
-  for (unsigned k = 0; k < 32; ++k)
-    if (mask >> k & 1) best = std::max(best, (int)(unsigned)posted[k]);
-  return best;
+  return emu::reduce(mask, value, INT32_MIN, [](int a, int b) { return std::max(a, b); });
 }
 
 inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
