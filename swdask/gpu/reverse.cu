@@ -25,8 +25,9 @@
 // at all only if a cell of it could still reach B. A path from the last row's cell in
 // column jr0 (its H, or the F it hands down) to a column jr < limit gains at most, per
 // column it enters, the largest score of that column's target letter against any query
-// letter (its gain, >= 0; a step down or right only costs). With P(x) the sum of the gains of columns 0..x, once
-// max over jr0 of (max(H, F) at jr0 - P(jr0)) + P(limit - 1) < B, no later pass can hit.
+// letter (its gain, >= 0; a step down or right only costs). With P(x) the sum of the gains
+// of columns 0..x, once max over jr0 of (max(H, F) at jr0 - P(jr0)) + P(limit - 1) < B, no
+// later pass can hit.
 // Far from the end cell the anchored scores have paid for a long gap, so for most targets
 // a pass or two is all it takes, where the passes of a local scoring went on to the end of
 // the query prefix.
