@@ -234,6 +234,41 @@ def test_emulated_overflow_and_shapes(emulated):
 
 
 @needs_gxx
+def test_emulated_profile_shift_and_lane_offsets(emulated):
+    # The 16-bit forward kernel keeps lane 0 offset by gap_open and shifts the profile so
+    # that no entry is negative (inter_task.cu, "Adds on the FMA pipe"): scorings whose
+    # sub + gap_open goes below 0 (shift 3, 11 and 2,500 here), one that saturates with a
+    # shift (its bound is lower by gap_open + shift), and pairs of equal lengths, so that
+    # a saturating target and a plain one share a register in either lane.
+    from swdask.gpu import inter_task
+
+    rng = np.random.default_rng(41)
+    protein = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    query = "".join(rng.choice(protein, 90))
+    targets = _targets(rng, query, protein, 24)
+    for options, shift in ((dict(matrix="BLOSUM62", gap_open=1, gap_extend=1), 3),
+                           (dict(matrix="PAM30", gap_open=6, gap_extend=2), 11)):
+        scoring = make_scoring(**options)
+        assert inter_task.profile_shift(scoring.matrix, scoring.gap_open) == shift
+        with dask.config.set({"swdask.gpu.shape": "8,8"}):  # two passes of 8 x 8 rows
+            _compare(query, targets, options)
+    dna = np.array(list("ACGT"))
+    query = "".join(rng.choice(dna, 60))
+    rand = _letters(rng, dna)
+    options = dict(matrix=None, match=1000, mismatch=-3000, gap_open=500, gap_extend=100)
+    scoring = make_scoring(**options)
+    assert inter_task.profile_shift(scoring.matrix, scoring.gap_open) == 2500
+    assert inter_task.lane16_bound(scoring) == 32767 - 3000 - 1000
+    targets = []
+    for length in (20, 31, 45, 60):  # a matching target and a random one of each length
+        targets += [query[:length], rand(length), rand(length), query[-length:]]
+    targets += _targets(rng, query, dna, 12)
+    with dask.config.set({"swdask.gpu.shape": "4,8"}):
+        _compare(query, targets, options, modes=("end", "full"))
+    _compare(query, targets, options, modes=("none",))
+
+
+@needs_gxx
 def test_emulated_length_buckets(emulated):
     # one launch per length bucket of the sorted pairs (G = 8 for the longest targets, 4
     # below), and a single forced shape for every length

@@ -70,12 +70,37 @@
 // it has `top` rows of the slice scoring more, so it is not among the query's best.
 //
 // Padding and the fill of the wavefront never win. A PAD cell (past a target's end, or a
-// row past the query's end) has diag + sub <= 0, so its H is E or F (or 0); following
-// E (one column left) or F (one row up) leads back to a real cell at a smaller (j, i) whose
-// H is at least as large. So a PAD cell never exceeds the best real cell and, when it
-// equals it, that real cell comes first in (j asc, i asc); the reductions keep the real one.
-// Fill steps (j < 0) only see zeros. The same argument bounds the 16-bit lanes: no value
-// exceeds the best real cell, which the host checks against 32767 - max substitution.
+// row past the query's end) scores sub <= 0 against everything (-gap_open in the 16-bit
+// kernels), so its H is at most that of the cell it comes from (diagonal, E from the left,
+// F from above), and following those leads back to a real cell at a smaller (j, i), or to
+// 0. So a PAD cell never exceeds the best real cell and, when it equals it, that real cell
+// comes first in (j asc, i asc); the reductions keep the real one. Fill steps (j < 0) only
+// see zeros. The same argument bounds the 16-bit lanes: no value exceeds the best real
+// cell plus the largest substitution, which the host checks (see "Adds on the FMA pipe").
+//
+// Adds on the FMA pipe. The kernel is bound by the ALU pipe, which runs the DPX
+// instructions, the maxima and the byte permutes (benchmarks/NOTES-gpu.md, "The ALU pipe").
+// Of the five operations per row, the diagonal's add and U = T - go are plain adds; written
+// as 32-bit integer adds of the two lanes at once, they compile to IMAD on the FMA pipe,
+// which is nearly idle, leaving four ALU instructions per row (the maxima of E, T, HG and F;
+// T becomes a three-input max with its floor). A 32-bit add is exact per lane only while
+// lane 0 neither borrows from nor carries into lane 1, so the values are kept offset:
+// - lane 0 of HG and F holds its value + gap_open (low_bias), so HG >= -go is >= 0 there;
+// - the profile holds sub + gap_open + profile_shift, with profile_shift the least that
+//   makes every entry >= 0, so HG_diag + profile adds two non-negative lane-0 values;
+// - E and T hold their value + profile_shift in both lanes (+ low_bias in lane 0): E is
+//   max(E - ge, HG + profile_shift), T = max(HG_diag + profile, E, t_zero) with t_zero
+//   the offset H = 0, and U = T - (gap_open + profile_shift) is back in HG's offsets, >= 0
+//   in lane 0 since T >= t_zero.
+// No add of lane 0 ever carries into or borrows from lane 1, even in a lane that
+// saturates: the signed maxima keep T in [t_zero, 32767] and HG in [0, 32767] in lane 0,
+// so T - (gap_open + profile_shift) >= 0, and HG + profile_shift and HG_diag + profile
+// (both terms in [0, 32767]) stay below 65536. Lane 1 takes the wrap of its own adds in
+// the register's top bits. Every compare is between values of one offset. A lane's values
+// pass 32767 only after its best has reached 32767 - gap_open - profile_shift - max
+// substitution (each cell is at most the best so far plus one substitution), which the
+// host checks (and recomputes that lane). The 32-bit lanes (Lanes32) take the same code
+// with no offsets.
 #include "sw_common.cuh"
 
 namespace swdask {
@@ -116,14 +141,17 @@ __global__ void sw_pair_codes(const u8* __restrict__ residues, const i64* __rest
   }
 }
 
-// The forward pass. profile[letter * m + i] = sub(letter, q_i) + gap_open for letter <
-// alpha1 - 1 and the m rows of the stack (m = num_segments * R; PAD's score on padding
-// rows); letter alpha1 - 1 is PAD. seg_query: the query of each R-row segment (see above);
+// The forward pass. profile[letter * m + i] = sub(letter, q_i) + gap_open + profile_shift
+// for letter < alpha1 - 1 and the m rows of the stack (m = num_segments * R; PAD's score on
+// padding rows); letter alpha1 - 1 is PAD. For Lanes16 every entry is >= 0 (profile_shift
+// makes it so; PAD is profile_shift, a substitution of -gap_open); for Lanes32,
+// profile_shift is 0. seg_query: the query of each R-row segment (see above);
 // query_row0: each query's first row in the stack; query_floor: each query's floor (0: none,
 // see "Floors from a scout" below). Results per query q and slot (pair * lanes + lane), at
 // q * out_stride + slot: the best score and its inclusive end cell (the query's own row; -1
 // when the score is 0); a slot whose best is at most its query's floor reports 0. Scores are
-// exact unless they reach 32767 - max substitution (Lanes16): the host recomputes those. (A
+// exact unless a lane's reaches 32767 - gap_open - profile_shift - max substitution
+// (Lanes16, see "Adds on the FMA pipe"): the host recomputes those. (A
 // scores-only variant, without the end cell, was slower on an H200: benchmarks/NOTES-gpu.md,
 // v4.)
 template <class V, int G, int R>
@@ -133,7 +161,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
                  const i64* __restrict__ pair_start, const int* __restrict__ pair_len,
                  const int* __restrict__ block_len, int num_pairs, u32* __restrict__ boundary,
                  i64 boundary_base, i64 boundary_stride, int gap_open, int gap_extend,
-                 const int* __restrict__ seg_query, int num_segments,
+                 int profile_shift, const int* __restrict__ seg_query, int num_segments,
                  const int* __restrict__ part_segments, int parts,
                  const int* __restrict__ query_row0, const int* __restrict__ query_floor,
                  i64 out_stride,
@@ -169,7 +197,13 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   // F[i+1] = max(F[i] - ge, H[i] - go) with H[i] = max(T[i], F[i]) (T: the diagonal and E
   // terms, >= 0) is max(F[i] - min(ge, go), T[i] - go): one add-max per row on the chain.
   const reg_t fe_neg = V::splat(-min(gap_extend, gap_open));
-  const reg_t hg_zero = V::splat(-gap_open);  // HG of a cell with H = 0
+  // The lanes' offsets ("Adds on the FMA pipe" above): HG and F hold their value + low_bias
+  // in lane 0, E and T theirs + low_bias + profile_shift in lane 0, + profile_shift in lane 1.
+  const int low_bias = L == 2 ? gap_open : 0;
+  const reg_t hg_zero = V::pack(low_bias - gap_open, -gap_open);  // HG of a cell with H = 0
+  const reg_t t_zero = V::pack(low_bias + profile_shift, profile_shift);  // T's floor, H = 0
+  const reg_t to_e = V::splat(profile_shift);             // HG + this: E's offsets
+  const reg_t to_u = V::splat(gap_open + profile_shift);  // T - this: U = T - go, HG's offsets
   const reg_t neg = V::splat(V::neg);
   const reg_t minus_one = V::splat(-1);
   const u32 pad_code = (u32)(alpha1 - 1);
@@ -247,7 +281,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     for (int l = 0; l < L; ++l) {
       const int thr =
           max(carried && run_score[l] > 0 ? run_score[l] - 1 : 0, floor_score) - gap_open;
-      best |= (V::splat(thr) & (L == 2 ? (l ? 0xffff0000u : 0x0000ffffu) : 0xffffffffu));
+      best |= (V::splat(thr + (l ? 0 : low_bias)) &
+               (L == 2 ? (l ? 0xffff0000u : 0x0000ffffu) : 0xffffffffu));
       best_j[l] = -1;
       best_r[l] = 0;
     }
@@ -277,12 +312,13 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       // Per row: E (from the previous column), T = max(diag + sub, E, 0), U = T - go, then
       // HG = max(T, F) - go and the next row's F = max(F - min(ge, go), U): the only chain
       // through the rows is that last add-max. T and E of row r+1 are computed before HG[r]
-      // is overwritten (they read the old HG[r]), so every HG[r] updates in place.
+      // is overwritten (they read the old HG[r]), so every HG[r] updates in place. The adds
+      // written `+` and `-` run on the FMA pipe ("Adds on the FMA pipe" above).
       reg_t F = in_F;  // F of this thread's first row, column j
       reg_t sc[R];     // scores of the rows, loaded one chunk ahead of their use
       V::template load_scores<CHUNK>(pa, pb, *reinterpret_cast<reg_t(*)[CHUNK]>(sc));
-      E[0] = V::add_max(E[0], ge_neg, HG[0]);
-      reg_t term = V::add_max_relu(prev_in_HG, sc[0], E[0]);  // T of row 0
+      E[0] = V::add_max(E[0], ge_neg, HG[0] + to_e);
+      reg_t term = V::max3(prev_in_HG + sc[0], E[0], t_zero);  // T of row 0
       prev_in_HG = in_HG;
 #pragma unroll
       for (int r = 0; r < R; ++r) {
@@ -291,10 +327,10 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
                                          *reinterpret_cast<reg_t(*)[CHUNK]>(sc + r + CHUNK));
         reg_t next_term = 0;
         if (r + 1 < R) {
-          E[r + 1] = V::add_max(E[r + 1], ge_neg, HG[r + 1]);  // E[i+1][j]
-          next_term = V::add_max_relu(HG[r], sc[r + 1], E[r + 1]);
+          E[r + 1] = V::add_max(E[r + 1], ge_neg, HG[r + 1] + to_e);  // E[i+1][j]
+          next_term = V::max3(HG[r] + sc[r + 1], E[r + 1], t_zero);
         }
-        const reg_t U = V::add_max(term, go_neg, neg);  // T - go
+        const reg_t U = term - to_u;                    // T - go
         HG[r] = V::add_max(F, go_neg, U);               // H[i][j] - go
         F = V::add_max(F, fe_neg, U);                   // F[i+1][j]
         term = next_term;
@@ -362,7 +398,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     for (int l = 0; l < L; ++l) {
       int cand_score = 0, cand_j = SW_INT_MAX, cand_i = SW_INT_MAX;
       if (best_j[l] >= 0) {
-        cand_score = V::lane(best, l) + gap_open;
+        cand_score = V::lane(best, l) - (l ? 0 : low_bias) + gap_open;
         cand_j = best_j[l];
         cand_i = row0 + t * R + best_r[l];
       }

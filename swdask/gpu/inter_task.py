@@ -418,14 +418,36 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
 # ----------------------------------------------------------------------------------- kernels
 
 
+def profile_shift(matrix, gap_open: int, lanes: int = 2) -> int:
+    """What the 16-bit forward kernel's profile adds to every ``sub + gap_open`` so that none
+    is negative (inter_task.cu, "Adds on the FMA pipe"): 0 for BLOSUM62 with gap_open 11,
+    for instance; 0 for the 32-bit kernel, whose adds need no offsets."""
+    if lanes != 2:
+        return 0
+    return max(0, -(int(np.min(matrix)) + int(gap_open)))
+
+
+def lane16_bound(scoring) -> int:
+    """A 16-bit forward lane whose best reaches this may have wrapped: it is recomputed in
+    32 bits. Lane 0 holds its values offset by gap_open plus the profile's shift
+    (inter_task.cu, "Adds on the FMA pipe"), which leaves it that much less room."""
+    offset = scoring.gap_open + profile_shift(scoring.matrix, scoring.gap_open)
+    return scoring.saturation_bound(_LANE16_MAX - offset)
+
+
 def _profile(runtime, matrix, codes, gap_open, lanes):
-    """``profile[a, i] = matrix[a, q_i] + gap_open`` plus a PAD row, as the kernels read it;
-    a query row of code ``alphabet`` (the padding between stacked queries) scores PAD's
-    score against every letter, as the rows past the stack's end do."""
+    """``(profile, pad)``: ``profile[a, i] = matrix[a, q_i] + gap_open`` (+ the 16-bit
+    kernel's :func:`profile_shift`) plus a PAD row, as the kernels read it; a query row of
+    code ``alphabet`` (the padding between stacked queries) scores PAD's score against every
+    letter, as the rows past the stack's end do. PAD is a substitution of ``-gap_open`` in
+    the 16-bit kernel (so its entries are the shift, >= 0) and far below any score in the
+    32-bit one; either way a PAD cell never wins (inter_task.cu)."""
     alphabet = matrix.shape[0]
     dtype = np.int16 if lanes == 2 else np.int32
-    pad = gap_open - _LANE16_MAX if lanes == 2 else gap_open + _LANE32_PAD
-    table = substitution_table(matrix, (alphabet + 1, alphabet + 1), pad=pad, offset=gap_open)
+    shift = profile_shift(matrix, gap_open, lanes)
+    pad = shift if lanes == 2 else gap_open + _LANE32_PAD
+    table = substitution_table(matrix, (alphabet + 1, alphabet + 1), pad=pad,
+                               offset=gap_open + shift)
     # row-major, as the kernels read it (a column gather alone would come out column-major)
     return runtime.xp.asarray(np.ascontiguousarray(table[:, codes], dtype=dtype)), pad
 
@@ -468,6 +490,7 @@ class _Stack:
             self.starts = starts
         self.profile_rows = int(joined.shape[0])
         self.profile, self.pad = _profile(runtime, matrix, joined, gap_open, lanes)
+        self.shift = profile_shift(matrix, gap_open, lanes)
         self._segments = {}
         self._part_cuts = {}
 
@@ -614,7 +637,7 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
                           layout.pair_len[first:end], block_len, np.int32(count),
                           launch_boundary, np.int64(boundary_base), np.int64(boundary_stride),
                           np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
-                          seg_query, np.int32(num_segments), cuts, np.int32(parts), row0,
+                          np.int32(stack.shift), seg_query, np.int32(num_segments), cuts, np.int32(parts), row0,
                           no_floors if scout and k == 0 else floors,  # (the scout's none)
                           np.int64(stride),
                           out_score.reshape(-1)[first * lanes:],
@@ -634,8 +657,7 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
             runtime.launch(function, grid, block, args, shared_mem=shared, stream=streams[0])
             with on_stream(streams[0]):
                 first, end = scout[0] * lanes, scout[1] * lanes
-                _floors(xp, out_score[:, first:end], top,
-                        scoring.saturation_bound(_LANE16_MAX), floors)
+                _floors(xp, out_score[:, first:end], top, lane16_bound(scoring), floors)
             runtime.follow(streams[0], streams[1:])
         for (function, grid, shared, args), stream in zip(launches[scout is not None:],
                                                           streams):
@@ -845,7 +867,7 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
         if forward is not None:
             scores, ends_i, ends_j = forward
             slot_rows = targets.pairs.slot_rows
-            limit = scoring.saturation_bound(_LANE16_MAX)
+            limit = lane16_bound(scoring)
             for k, (codes, result) in enumerate(zip(codes_list, results)):
                 score, end_i, end_j = scores[k], ends_i[k], ends_j[k]
                 result["score"] = _scatter(xp, n, slot_rows, score, 0)
@@ -854,9 +876,11 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
                     result["target_end"] = _scatter(xp, n, slot_rows, end_j, -1)
                 # a lane whose best reached this may have wrapped: recompute it in 32 bits
                 over = result["score"] >= limit
-                # both checks come back in one transfer (each read waits for the kernels)
+                # both checks come back in one transfer (each read waits for the kernels);
+                # a wrapped lane's end cell is the recompute's to give
                 m = int(codes.shape[0])
-                bad_end = (((score > 0) & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any()
+                bad_end = (((score > 0) & (score < limit)
+                            & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any()
                            if track_end else xp.zeros((), dtype=bool))
                 flags = xp.stack([over.any(), bad_end])
                 if checks is not None and mode != "full":

@@ -48,6 +48,10 @@ struct Lanes16 {
   static __device__ __forceinline__ reg_t splat(int v) {
     return (u32)(u16)(short)v * 0x10001u;
   }
+  // Lane 0 (low) = low, lane 1 = high.
+  static __device__ __forceinline__ reg_t pack(int low, int high) {
+    return (u32)(u16)(short)low | ((u32)(u16)(short)high << 16);
+  }
   static __device__ __forceinline__ reg_t add_max(reg_t a, reg_t b, reg_t c) {
     return __viaddmax_s16x2(a, b, c);  // max(a + b, c) per lane
   }
@@ -116,6 +120,7 @@ struct Lanes32 {
   static constexpr int lanes = 1;
   static constexpr int neg = -(1 << 29);
   static __device__ __forceinline__ reg_t splat(int v) { return (u32)v; }
+  static __device__ __forceinline__ reg_t pack(int low, int) { return (u32)low; }
   static __device__ __forceinline__ reg_t add_max(reg_t a, reg_t b, reg_t c) {
     return (u32)__viaddmax_s32((int)a, (int)b, (int)c);
   }
