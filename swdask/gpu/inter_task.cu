@@ -78,13 +78,16 @@
 // see zeros. The same argument bounds the 16-bit lanes: no value exceeds the best real
 // cell plus the largest substitution, which the host checks (see "Adds on the FMA pipe").
 //
-// Adds on the FMA pipe. The kernel is bound by the ALU pipe, which runs the DPX
+// Adds on the FMA pipe. The kernel was bound by the ALU pipe (95% busy), which runs the DPX
 // instructions, the maxima and the byte permutes (benchmarks/NOTES-gpu.md, "The ALU pipe").
 // Of the five operations per row, the diagonal's add and U = T - go are plain adds; written
 // as 32-bit integer adds of the two lanes at once, they compile to IMAD on the FMA pipe,
-// which is nearly idle, leaving four ALU instructions per row (the maxima of E, T, HG and F;
-// T becomes a three-input max with its floor). A 32-bit add is exact per lane only while
-// lane 0 neither borrows from nor carries into lane 1, so the values are kept offset:
+// which was nearly idle, leaving four ALU instructions per row (the maxima of E, T, HG and
+// F; T becomes a three-input max with its floor): 209 ALU instructions per step of
+// <Lanes16, 4, 32> instead of 240. The ALU pipe is then 72% busy and the kernel waits on
+// latencies instead (25% occupancy); W1 ran 0.6-1.3% faster on an H100 (NOTES-gpu.md,
+// "Adds on the FMA pipe"). A 32-bit add is exact per lane only while lane 0 neither borrows
+// from nor carries into lane 1, so the values are kept offset:
 // - lane 0 of HG and F holds its value + gap_open (low_bias), so HG >= -go is >= 0 there;
 // - the profile holds sub + gap_open + profile_shift, with profile_shift the least that
 //   makes every entry >= 0, so HG_diag + profile adds two non-negative lane-0 values;

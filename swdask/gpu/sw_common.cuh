@@ -9,8 +9,9 @@
 //
 // The kernels keep HG = H - gap_open instead of H: E then needs a single add-and-max from
 // it (E' = max(E - ge, HG)), and the diagonal term H_diag + sub becomes HG_diag +
-// (sub + gap_open), so the query profile stores sub + gap_open. Five DPX instructions per
-// cell (see inter_task.cu), only one of them on the dependency chain down the rows.
+// (sub + gap_open), so the query profile stores sub + gap_open. Five operations per cell,
+// only one of them on the dependency chain down the rows; in the forward kernel two of them
+// are plain adds on the FMA pipe (inter_task.cu, "Adds on the FMA pipe").
 //
 // This file compiles three ways: NVRTC (through cupy.RawModule), nvcc (tests), and plain
 // g++ with host_emulation.h (tests on machines without a GPU).
