@@ -637,7 +637,8 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
                           layout.pair_len[first:end], block_len, np.int32(count),
                           launch_boundary, np.int64(boundary_base), np.int64(boundary_stride),
                           np.int32(scoring.gap_open), np.int32(scoring.gap_extend),
-                          np.int32(stack.shift), seg_query, np.int32(num_segments), cuts, np.int32(parts), row0,
+                          np.int32(stack.shift), seg_query, np.int32(num_segments), cuts,
+                          np.int32(parts), row0,
                           no_floors if scout and k == 0 else floors,  # (the scout's none)
                           np.int64(stride),
                           out_score.reshape(-1)[first * lanes:],
