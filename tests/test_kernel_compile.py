@@ -178,12 +178,22 @@ def _targets(rng, query, alphabet, count):
     return targets
 
 
+PROTEIN = "ACDEFGHIKLMNPQRSTVWY"
+
+
+def _case(seed: int, letters: str, length: int, count: int):
+    """``(rng, alphabet, query, targets)``: a random query of ``length`` letters and
+    :func:`_targets` of it, drawn in that order from ``default_rng(seed)``."""
+    rng = np.random.default_rng(seed)
+    alphabet = np.array(list(letters))
+    query = "".join(rng.choice(alphabet, length))
+    return rng, alphabet, query, _targets(rng, query, alphabet, count)
+
+
 @needs_gxx
 def test_emulated_protein_matches_cpu(emulated):
-    rng = np.random.default_rng(7)
-    alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWYBZX"))
-    query = "".join(rng.choice(alphabet, 150))  # two passes of 4 x 20 rows
-    _compare(query, _targets(rng, query, alphabet, 40), BLOSUM62)
+    _, _, query, targets = _case(7, PROTEIN + "BZX", 150, 40)  # two passes of 4 x 20 rows
+    _compare(query, targets, BLOSUM62)
 
 
 @needs_gxx
@@ -208,11 +218,8 @@ def test_emulated_start_cells_many_passes_back(emulated):
     # The reverse kernel's passes are 256 query rows; its later passes run only while a cell
     # of theirs could still reach the score. Alignments spanning up to 600 rows, with long
     # gaps on either side and repeats (equal scores further back), need several of them.
-    rng = np.random.default_rng(29)
-    alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    rng, alphabet, query, targets = _case(29, PROTEIN, 700, 30)
     rand = _letters(rng, alphabet)
-    query = rand(700)
-    targets = _targets(rng, query, alphabet, 30)
     targets += [query[50:650], query[100:180] + query[400:480], query[300:340] * 3,
                 query[:60] + rand(200) + query[60:120], _mutate(rng, query[20:620], alphabet),
                 query[600:700] + query[600:700], rand(5) + query[650:] + rand(400)]
@@ -224,11 +231,8 @@ def test_emulated_start_cells_many_passes_back(emulated):
 def test_emulated_overflow_and_shapes(emulated):
     # DNA with match 1000: a few dozen matching residues pass 32767, so the 16-bit lanes
     # saturate and those rows are recomputed in 32 bits.
-    rng = np.random.default_rng(11)
-    alphabet = np.array(list("ACGT"))
-    query = "".join(rng.choice(alphabet, 70))
+    _, _, query, targets = _case(11, "ACGT", 70, 24)
     options = dict(matrix=None, match=1000, mismatch=-1000, gap_open=1500, gap_extend=300)
-    targets = _targets(rng, query, alphabet, 24)
     with dask.config.set({"swdask.gpu.shape": "8,8"}):  # two passes of 8 threads x 8 rows
         _compare(query, targets, options, modes=("end", "full"))
 
@@ -242,10 +246,7 @@ def test_emulated_profile_shift_and_lane_offsets(emulated):
     # a saturating target and a plain one share a register in either lane.
     from swdask.gpu import inter_task
 
-    rng = np.random.default_rng(41)
-    protein = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
-    query = "".join(rng.choice(protein, 90))
-    targets = _targets(rng, query, protein, 24)
+    rng, _, query, targets = _case(41, PROTEIN, 90, 24)
     for options, shift in ((dict(matrix="BLOSUM62", gap_open=1, gap_extend=1), 3),
                            (dict(matrix="PAM30", gap_open=6, gap_extend=2), 11)):
         scoring = make_scoring(**options)
@@ -274,10 +275,7 @@ def test_emulated_length_buckets(emulated):
     # below), and a single forced shape for every length
     from swdask.gpu import inter_task
 
-    rng = np.random.default_rng(17)
-    alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
-    query = "".join(rng.choice(alphabet, 140))
-    targets = _targets(rng, query, alphabet, 48)
+    _, _, query, targets = _case(17, PROTEIN, 140, 48)
     encoded = encode(targets, make_scoring(**BLOSUM62))
     prepared = inter_task.prepare_targets(encoded.residues, encoded.offsets, encoded.valid,
                                           alphabet_size=20)
@@ -312,11 +310,9 @@ def test_emulated_length_buckets(emulated):
 def test_emulated_chunks_and_wide_scoring(emulated):
     # gap costs too large for 16-bit lanes: the whole search runs in 32 bits; a tiny
     # memory budget cuts the rows into many chunks.
-    rng = np.random.default_rng(5)
-    alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
-    query = "".join(rng.choice(alphabet, 40))
+    _, _, query, targets = _case(5, PROTEIN, 40, 20)
     with dask.config.set({"swdask.gpu.chunk-bytes": 6000}):
-        _compare(query, _targets(rng, query, alphabet, 20),
+        _compare(query, targets,
                  dict(matrix="BLOSUM62", gap_open=9000, gap_extend=10), modes=("full",))
 
 
@@ -337,10 +333,7 @@ def test_emulated_long_rows_are_routed_and_merged(emulated, monkeypatch):
         return real(query_codes, residues, offsets, rows, scoring, mode, lengths=lengths)
 
     monkeypatch.setattr(_pairs, "align_long_rows", spy)
-    rng = np.random.default_rng(31)
-    alphabet = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
-    query = "".join(rng.choice(alphabet, 45))
-    targets = _targets(rng, query, alphabet, 24)
+    rng, alphabet, query, targets = _case(31, PROTEIN, 45, 24)
     targets += [query[:30] * 3, "".join(rng.choice(alphabet, 59)), query + query[:15]]
     lengths = np.array([len(t) if t else 0 for t in targets])
     long_rows = np.flatnonzero(lengths >= 60)
