@@ -436,7 +436,7 @@ def lane16_bound(scoring) -> int:
 
 
 def _profile(runtime, matrix, codes, gap_open, lanes):
-    """``(profile, pad)``: ``profile[a, i] = matrix[a, q_i] + gap_open`` (+ the 16-bit
+    """``(profile, pad, shift)``: ``profile[a, i] = matrix[a, q_i] + gap_open`` (+ the 16-bit
     kernel's :func:`profile_shift`) plus a PAD row, as the kernels read it; a query row of
     code ``alphabet`` (the padding between stacked queries) scores PAD's score against every
     letter, as the rows past the stack's end do. PAD is a substitution of ``-gap_open`` in
@@ -449,7 +449,7 @@ def _profile(runtime, matrix, codes, gap_open, lanes):
     table = substitution_table(matrix, (alphabet + 1, alphabet + 1), pad=pad,
                                offset=gap_open + shift)
     # row-major, as the kernels read it (a column gather alone would come out column-major)
-    return runtime.xp.asarray(np.ascontiguousarray(table[:, codes], dtype=dtype)), pad
+    return runtime.xp.asarray(np.ascontiguousarray(table[:, codes], dtype=dtype)), pad, shift
 
 
 #: Most rows and queries of one stack of queries (:func:`search_stack`), and most bytes of
@@ -489,8 +489,7 @@ class _Stack:
                 joined[start:start + codes.shape[0]] = codes
             self.starts = starts
         self.profile_rows = int(joined.shape[0])
-        self.profile, self.pad = _profile(runtime, matrix, joined, gap_open, lanes)
-        self.shift = profile_shift(matrix, gap_open, lanes)
+        self.profile, self.pad, self.shift = _profile(runtime, matrix, joined, gap_open, lanes)
         self._segments = {}
         self._part_cuts = {}
 
