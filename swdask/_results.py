@@ -159,11 +159,18 @@ def _take(values, rows):
 
 def put_rows(columns: dict, rows, values: dict) -> None:
     """``columns[name][rows] = values[name]`` for every name of ``values``, in place (the
-    host arrays written, an Arrow column replaced by the one with those rows changed)."""
+    host arrays written, an Arrow column replaced by the one with those rows changed; every
+    column replaced whole when ``rows`` is every row in order, as for a batch of reads that
+    all align)."""
     rows = np.asarray(rows, dtype=np.int64)
+    whole = bool(values) and rows.size == len(next(iter(columns.values()))) and bool(
+        (rows == np.arange(rows.size)).all())
     for name, new in values.items():
         old = columns[name]
-        if isinstance(old, pa.Array):  # Arrow has no scatter: one take over old + new
+        if whole:
+            columns[name] = (new.cast(old.type) if isinstance(old, pa.Array)
+                             else np.asarray(new, dtype=old.dtype))
+        elif isinstance(old, pa.Array):  # Arrow has no scatter: one take over old + new
             pick = np.arange(len(old), dtype=np.int64)
             pick[rows] = len(old) + np.arange(rows.size, dtype=np.int64)
             columns[name] = pa.concat_arrays([old, new.cast(old.type)]).take(pa.array(pick))

@@ -255,3 +255,32 @@ def test_upload_equals_the_host_array(size, dtype):
     host[:] = 0
     assert device.dtype == expected.dtype and device.shape == expected.shape
     assert np.array_equal(cupy.asnumpy(device), expected)
+
+
+def test_staged_upload_in_parts(monkeypatch):
+    """A staged upload in three parts, through buffers far smaller than a part (each buffer
+    refilled only after its copy is done): after a part's event the device holds that
+    part's bytes, a part with no bytes has no event, and once the upload is closed the host
+    arrays may change. A range outside its array is refused before anything is copied."""
+    from swdask.gpu import _runtime
+
+    monkeypatch.setattr(_runtime, "_STAGE_BYTES", 1000)
+    runtime = _runtime.get_runtime()
+    rng = np.random.default_rng(3)
+    letters = rng.integers(0, 256, 100_003).astype(np.uint8)
+    numbers = rng.integers(-(1 << 40), 1 << 40, 5_000)
+    want = [letters.copy(), numbers.copy()]
+    parts = [[(0, 50_000), (0, 8_000)], [(7, 7), (0, 0)],
+             [(50_000, letters.size), (8_000, numbers.nbytes)]]
+    with runtime.staged_upload([letters, numbers], parts) as staged:
+        staged.ready(0).synchronize()
+        assert np.array_equal(cupy.asnumpy(staged.device[0][:50_000]), want[0][:50_000])
+        assert np.array_equal(cupy.asnumpy(staged.device[1][:1_000]), want[1][:1_000])
+        assert staged.ready(1) is None
+    letters[:] = 0
+    numbers[:] = 0
+    for device, expected in zip(staged.device, want):
+        assert device.dtype == expected.dtype and device.shape == expected.shape
+        assert np.array_equal(cupy.asnumpy(device), expected)
+    with pytest.raises(ValueError, match="outside its array of 40000 bytes"):
+        runtime.staged_upload([letters, numbers], [[(0, 10), (0, 40_001)]])

@@ -349,6 +349,43 @@ def test_gpu_traceback_equals_cpu_on_real_pairs(kind, protein_queries, protein_d
             assert as_list(gpu.columns[name]) == as_list(cpu.columns[name]), name
 
 
+def test_gpu_traceback_jobs_largest_first_and_groups_in_pair_order():
+    """The traceback's plan (no kernel): with more jobs than warps, the jobs come largest
+    pair first and a pair's strips stay in order (a strip waits only for jobs taken before
+    it); with fewer, in pair order. Pairs that fit the budget are one group in pair order;
+    otherwise groups of like-sized pairs, each within the budget (a pair above it alone),
+    each in pair order, together every pair once."""
+    from swdask.gpu import _traceback as gpu_traceback
+
+    rng = np.random.default_rng(41)
+    m = rng.integers(1, 900, 60)
+    n = rng.integers(1, 900, 60)
+    for fill_warps in (8, 100, 1000):
+        jobs = gpu_traceback._jobs(m, n, fill_warps)
+        pair, first = jobs[:, 0], jobs[:, 1]
+        work = (-(-m // 256)) * (n + 31)
+        if len(jobs) > fill_warps:
+            assert (np.diff(work[pair]) <= max(work) // 65535 + 1).all()  # largest first
+            assert not np.array_equal(pair, np.sort(pair))
+        else:
+            assert np.array_equal(pair, np.sort(pair))
+        for p in np.unique(pair):  # each pair's strips once each, in order
+            assert np.array_equal(first[pair == p], np.arange((pair == p).sum()))
+    sizes = gpu_traceback.pair_bytes(m, n)
+    order = np.arange(60)
+    assert [g.tolist() for g in gpu_traceback._groups(order, sizes, m * n,
+                                                      int(sizes.sum()))] == [order.tolist()]
+    budget = int(np.sort(sizes)[-3:].sum())
+    groups = gpu_traceback._groups(order, sizes, m * n, budget)
+    assert len(groups) > 1
+    assert np.array_equal(np.sort(np.concatenate(groups)), order)
+    for group in groups:
+        assert np.array_equal(group, np.sort(group))
+        assert sizes[group].sum() <= budget or len(group) == 1
+    biggest = np.argsort(-(m * n), kind="stable")
+    assert set(groups[0].tolist()) == set(biggest[:len(groups[0])].tolist())
+
+
 @pytest.mark.parametrize("kind", GPU_KINDS)
 @pytest.mark.parametrize("warps_per_multiprocessor", [0, 64])
 def test_gpu_traceback_strips_on_one_warp_or_spread(kind, warps_per_multiprocessor,
@@ -370,7 +407,7 @@ def test_gpu_traceback_strips_on_one_warp_or_spread(kind, warps_per_multiprocess
     q, t, rows, found, cpu = _pairs_on_cpu(queries, targets, DNA)
     m = np.asarray(found.columns["query_end"]) - np.asarray(found.columns["query_start"])
     assert (m > gpu_traceback._STRIP).sum() >= 4
-    jobs = gpu_traceback._jobs(m, 2 * warps_per_multiprocessor)
+    jobs = gpu_traceback._jobs(m, m, 2 * warps_per_multiprocessor)
     assert len(jobs) == (len(m) if warps_per_multiprocessor == 0 else (-(-m // 256)).sum())
     gpu = _trace_on(kind, q, rows, t, rows, found, DNA)
     for name in ALIGNMENT:
@@ -428,12 +465,16 @@ def test_gpu_traceback_leaves_oversized_pairs_to_the_cpu(kind, monkeypatch, prot
 def test_gpu_pairs_and_search_with_alignments_equal_cpu(kind, protein_queries, protein_db,
                                                         dna_region, monkeypatch):
     """``align_pairs`` and ``.sw.search`` with ``positions="alignment"`` on the GPU backend
-    (each chunk of pairs traced on the device while it is there, chunks forced small) give
-    the CPU backend's frames, every column."""
-    from swdask.gpu import _pairs
+    (each chunk of pairs traced on the device while it is there, chunks forced small, their
+    residues going up through a staged upload of buffers smaller than a chunk, so that the
+    buffers are refilled within one chunk and across chunks) give the CPU backend's frames,
+    every column."""
+    from swdask.gpu import _pairs, _runtime
 
     monkeypatch.setattr(_pairs, "_CHUNK_BYTES", 2000)  # several chunks of pairs
     monkeypatch.setattr(_pairs, "_CHUNK_MIN_PAIRS", 4)
+    monkeypatch.setattr(_pairs, "STAGED_UPLOAD_BYTES", 1000)
+    monkeypatch.setattr(_runtime, "_STAGE_BYTES", 300)
     rng = np.random.default_rng(5)
     pieces = [dna_region[s:s + int(rng.integers(30, 300))]
               for s in rng.integers(0, len(dna_region) - 300, 30)]

@@ -20,6 +20,7 @@ benchmarks/NOTES-w2.md gives the measurements behind them.
 """
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +29,7 @@ from .._results import (Alignments, best_cell, empty_alignment_columns, empty_ce
                         kernel_mode, put_rows, stack_rows)
 from .._scoring import substitution_table
 from . import _kernels
-from ._runtime import get_runtime, on_stream
+from ._runtime import STAGED_UPLOAD_BYTES, get_runtime, on_stream
 
 #: Query rows above which a pair leaves the inter-task kernel for the intra-task kernel.
 INTER_MAX_ROWS = 1024
@@ -227,28 +228,27 @@ class DevicePairs:
         return len(self.q_len_host)
 
 
-def to_device(queries, targets, runtime=None) -> DevicePairs:
-    """Copy (or wrap, when already there) two EncodedSequences columns to the device."""
+def to_device(queries, targets, runtime=None, rows=None, residues=None) -> DevicePairs:
+    """Copy (or wrap, when already there) two EncodedSequences columns to the device:
+    rows ``rows = (first, stop)`` of them, else all; ``residues``: both columns' residues
+    already on the device whole (a staged upload), which the rows' starts index."""
     runtime = runtime or get_runtime()
     xp = runtime.xp
+    first, stop = rows if rows is not None else (0, len(queries))
     parts = []
-    for enc in (queries, targets):
-        offsets = runtime.to_host(enc.offsets).astype(np.int64, copy=False)
+    for k, enc in enumerate((queries, targets)):
+        offsets = runtime.to_host(enc.offsets).astype(np.int64, copy=False)[first:stop + 1]
         lengths = np.diff(offsets)
-        residues = enc.residues if len(enc.residues) else np.zeros(1, np.uint8)
-        parts.append((xp.asarray(residues, dtype=xp.uint8), xp.asarray(offsets[:-1]),
-                      xp.asarray(lengths.astype(np.int32)), lengths))
+        if residues is not None:  # the whole column's, indexed by the rows' own offsets
+            device = residues[k]
+        else:  # only the rows' residues go up, their offsets from 0
+            own = enc.residues[offsets[0]:offsets[-1]]
+            offsets = offsets - offsets[0]
+            device = xp.asarray(own if len(own) else np.zeros(1, np.uint8), dtype=xp.uint8)
+        parts.append((device, xp.asarray(offsets[:-1]), xp.asarray(lengths.astype(np.int32)),
+                      lengths))
     (q_res, q_start, q_len, q_host), (t_res, t_start, t_len, t_host) = parts
     return DevicePairs(q_res, q_start, q_len, t_res, t_start, t_len, q_host, t_host)
-
-
-def _row_slice(enc, first: int, stop: int):
-    """Rows [first, stop) of host-side EncodedSequences, without copying residues."""
-    from .._sequences import EncodedSequences
-
-    offsets = enc.offsets[first:stop + 1]
-    return EncodedSequences(enc.residues[offsets[0]:offsets[-1]], offsets - offsets[0],
-                            enc.valid[first:stop])
 
 
 def _chunk_bounds(q_off: np.ndarray, t_off: np.ndarray, count: int) -> list[int]:
@@ -280,7 +280,7 @@ def _run_inter(runtime, batch: DevicePairs, cells: dict, rows: np.ndarray, ks: K
     m = batch.q_len_host[rows]
     n = batch.t_len_host[rows]
     klass = np.searchsorted(_ROW_CLASSES, m)
-    for k in np.unique(klass):
+    for k in np.flatnonzero(np.bincount(klass)):  # the classes present (np.unique: 0.3 ms)
         pick = klass == k
         bucket, bm, bn = rows[pick], m[pick], n[pick]
         g, r = shape or inter_shape_for(int(bm.max()))
@@ -426,12 +426,16 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
     arrays); ``mode`` is ``"alignment"``, ``"full"``, ``"end"`` or ``"none"``. Returns
     :class:`~swdask._results.Alignments` of NumPy arrays, equal to the CPU engine's.
 
-    Host-side batches go up in chunks of rows on two streams: while the GPU aligns one chunk
-    the next one is copied (a copy from pageable memory holds the host, not the GPU). With
-    ``"alignment"``, each chunk's hits are traced back (:mod:`swdask.gpu._traceback`) on its
-    device batch, every chunk's traceback queued before any is read back, so the GPU does
-    not wait for the host between chunks; a hit the GPU leaves (``cigar`` null) is the
-    engine's to trace on the CPU.
+    Host-side batches go up in chunks of rows, aligned on two streams in turn; from
+    :data:`~swdask.gpu._runtime.STAGED_UPLOAD_BYTES` of residues on, through a staged upload
+    (threads fill page-locked buffers, the host never waits for the copies: a chunk's
+    kernels wait for its own bytes while the next chunk's go up). Each chunk's cells are
+    read back while the next chunk's kernels run. With ``"alignment"``, its hits' traceback
+    (:mod:`swdask.gpu._traceback`, on its device batch) is queued then, and read back two
+    chunks later, so that the host plans the tracebacks and collects their columns while
+    the GPU works; a hit the GPU leaves (``cigar`` null) is the engine's to trace on the
+    CPU. W2's 100,000 reads with alignments: 72.6-87.6 ms before, 52.5-53.9 ms so on one
+    H100 host (benchmarks/NOTES-gpu.md, "The reads' pipeline").
     """
     runtime = get_runtime()
     count = len(targets)
@@ -453,33 +457,32 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
                       (queries.residues, targets.residues, queries.offsets, targets.offsets))
         bounds = _chunk_bounds(q_off, t_off, count) if on_host else [0, count]
         chunks = list(zip(bounds[:-1], bounds[1:]))
-        with runtime.concurrent(min(2, len(chunks))) as streams:
-            pending = []
+        staged = None
+        if on_host and (queries.residues.nbytes + targets.residues.nbytes
+                        >= STAGED_UPLOAD_BYTES):  # each chunk's residues a part
+            staged = runtime.staged_upload(
+                [queries.residues, targets.residues],
+                [[(q_off[first], q_off[stop]), (t_off[first], t_off[stop])]
+                 for first, stop in chunks])
+        with staged or nullcontext(), runtime.concurrent(min(2, len(chunks))) as streams:
+            traces, collected, behind = [], [], None
             for k, (first, stop) in enumerate(chunks):
                 stream = streams[k % len(streams)]
                 with on_stream(stream):
-                    if len(chunks) > 1:
-                        batch = to_device(_row_slice(queries, first, stop),
-                                          _row_slice(targets, first, stop), runtime)
-                    else:
-                        batch = to_device(queries, targets, runtime)
+                    if staged is not None:  # this chunk's residues, the rest still going up
+                        runtime.wait_for([staged.ready(k)])
+                    batch = to_device(queries, targets, runtime, (first, stop),
+                                      staged and staged.device)
                     found = run_pairs(batch, np.flatnonzero(work[first:stop]), scoring, kernel,
                                       force=force, shape=shape, ks=ks, runtime=runtime)
-                pending.append((first, stop, stream, found, batch))
-            traces = []
-            for first, stop, stream, found, batch in pending:
-                with on_stream(stream):
-                    for name, values in found.items():
-                        cells[name][first:stop] = runtime.to_host(values)
-                    if alignment is not None:  # queued: the next chunk's cells come first
-                        traces.append((stream, _trace_chunk(runtime, batch, cells, valid,
-                                                            first, stop, scoring)))
-            collected = []
-            for stream, (rows, traced) in traces:
-                with on_stream(stream):
-                    hits, columns = traced.collect_traced()
-                if hits.size:
-                    collected.append((rows[hits], columns))
+                if behind is not None:  # the chunk before, while this one's kernels run
+                    traces.append(_read_back(runtime, behind, cells, alignment, valid, scoring))
+                behind = (first, stop, stream, found, batch)
+                while len(traces) > 2:  # tracebacks queued two chunks ago are done by now
+                    _collect(traces.pop(0), collected)
+            traces.append(_read_back(runtime, behind, cells, alignment, valid, scoring))
+            for trace in traces:
+                _collect(trace, collected)
             if collected:  # one move of every chunk's rows (Arrow's CIGARs have no scatter)
                 put_rows(alignment, np.concatenate([rows for rows, _ in collected]),
                          stack_rows([columns for _, columns in collected]))
@@ -487,6 +490,32 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
     if alignment is None:
         return found
     return Alignments({**found.columns, **alignment}, found.valid, "alignment")
+
+
+def _read_back(runtime, chunk, cells, alignment, valid, scoring):
+    """A chunk's kernel cells read back into ``cells`` (waiting for its kernels, which are
+    the last work on its stream: the next chunk's went to the other one), then, with
+    alignments, its hits' traceback queued behind them (:func:`_trace_chunk`'s pair), else
+    None. Called one chunk behind, so the host plans a chunk's traceback while the GPU
+    aligns the next chunk."""
+    first, stop, stream, found, batch = chunk
+    with on_stream(stream):
+        for name, values in found.items():
+            cells[name][first:stop] = runtime.to_host(values)
+        if alignment is None:
+            return None
+        return _trace_chunk(runtime, batch, cells, valid, first, stop, scoring)
+
+
+def _collect(trace, collected: list) -> None:
+    """Append the traced hits of one chunk (:func:`_read_back`'s value) to ``collected``
+    as (their rows, their alignment columns)."""
+    if trace is None:
+        return
+    rows, traced = trace
+    hits, columns = traced.collect_traced()
+    if hits.size:
+        collected.append((rows[hits], columns))
 
 
 def _trace_chunk(runtime, batch, cells, valid, first, stop, scoring):

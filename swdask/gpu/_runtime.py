@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from functools import lru_cache
 from pathlib import Path
@@ -193,10 +194,12 @@ class CudaRuntime:
                     joined.append(stream.record())
 
     def wait_for(self, events) -> None:
-        """The current stream waits for ``events`` (see :meth:`concurrent`'s ``joined``)."""
+        """The current stream waits for ``events`` (see :meth:`concurrent`'s ``joined``;
+        None: nothing to wait for)."""
         current = self.xp.cuda.get_current_stream()
         for event in events:
-            current.wait_event(event)
+            if event is not None:
+                current.wait_event(event)
 
     def follow(self, first, others) -> None:
         """Each of the streams ``others`` waits for the work queued so far on ``first``
@@ -205,6 +208,23 @@ class CudaRuntime:
         done = (first or current).record()
         for stream in others:
             (stream or current).wait_event(done)
+
+    def record(self):
+        """An event after the work queued so far on the current stream."""
+        return self.xp.cuda.get_current_stream().record()
+
+    @contextmanager
+    def reading_after(self, event):
+        """A stream that waits for ``event`` alone, made current: results of work before
+        ``event`` read back there do not wait for work queued after it on its own stream
+        (one stream per thread and device, for reading back; None: the current stream)."""
+        if event is None:
+            yield
+            return
+        stream = _own_stream(self.xp, "read")
+        stream.wait_event(event)
+        with stream:
+            yield
 
     def free_bytes(self) -> int:
         """Bytes swdask may still allocate: the device's free memory plus CuPy's pooled
@@ -233,40 +253,183 @@ class CudaRuntime:
         return self.xp.asnumpy(array)
 
     def upload(self, array: np.ndarray):
-        """A host array on the current device (synchronised: ``array`` may change once this
-        returns). From :data:`STAGED_UPLOAD_BYTES` on, the bytes go up in chunks through two
-        pinned buffers in turn (the next chunk is copied in while the last one goes up).
-        CuPy's copy from pageable memory stages through the driver's own buffers: as a
-        process's first large copy, sp500k's 231 MB took 0.12-0.14 s on an H200, against
-        0.03 s this way (benchmarks/NOTES-gpu.md); a whole pinned copy of the file costs
-        0.09-0.14 s to allocate."""
-        cupy = self.xp
+        """A host array on the current device, synchronised (``array`` may change once this
+        returns): from :data:`STAGED_UPLOAD_BYTES` on through :meth:`staged_upload`, below
+        that by CuPy's copy from pageable memory. That copy stages through the driver's own
+        buffers with one host thread: as a process's first large copy, sp500k's 231 MB took
+        0.12-0.14 s on an H200, against 0.03 s through two page-locked buffers in turn
+        (benchmarks/NOTES-gpu.md); a whole page-locked copy of the file costs 0.09-0.14 s to
+        allocate."""
         host = np.ascontiguousarray(array)
         if host.nbytes < STAGED_UPLOAD_BYTES:
-            return cupy.asarray(host)
-        flat = host.reshape(-1).view(np.uint8)
-        device = cupy.empty(host.shape, dtype=host.dtype)
-        target = device.reshape(-1).view(cupy.uint8)
-        stream = cupy.cuda.get_current_stream()
-        stages = [np.frombuffer(cupy.cuda.alloc_pinned_memory(_STAGE_BYTES), np.uint8,
-                                _STAGE_BYTES) for _ in range(2)]
-        copied = [None, None]
-        for k, start in enumerate(range(0, flat.size, _STAGE_BYTES)):
-            stop, slot = min(start + _STAGE_BYTES, flat.size), k % 2
-            if copied[slot] is not None:  # its last chunk has gone up
-                copied[slot].synchronize()
-            stages[slot][:stop - start] = flat[start:stop]
-            target[start:stop].set(stages[slot][:stop - start], stream=stream)
-            copied[slot] = stream.record()
-        for event in copied:  # the pinned buffers go back to CuPy's pool with nothing queued
-            if event is not None:
-                event.synchronize()
-        return device
+            return self.xp.asarray(host)
+        with self.staged_upload([host], [[(0, host.nbytes)]]) as staged:
+            pass
+        return staged.device[0]
+
+    def staged_upload(self, arrays, parts) -> "StagedUpload":
+        """The host ``arrays`` copied to new arrays of the current device in ``parts``
+        (lists of byte ranges, one per array), through page-locked buffers that threads
+        fill (:class:`StagedUpload`; a context manager that waits for its copies on
+        exit)."""
+        return StagedUpload(self.xp, arrays, parts)
 
 
-#: Host arrays from this many bytes go up through pinned chunks (:meth:`CudaRuntime.upload`).
+#: Host arrays from this many bytes go up through page-locked buffers (:meth:`CudaRuntime.upload`).
 STAGED_UPLOAD_BYTES = 32 << 20
-_STAGE_BYTES = 16 << 20
+#: One page-locked buffer of a staged upload, and how many buffers per filling thread.
+_STAGE_BYTES = 4 << 20
+_STAGES_PER_THREAD = 2
+
+
+@lru_cache(maxsize=1)
+def _upload_threads():
+    """``(fillers, how many, senders)``: the threads that fill page-locked buffers (setting
+    ``gpu.upload-threads``; ``null``: up to 4, fewer on a host with fewer cores), and those
+    that queue each staged upload's copies (one per upload while it sends). One thread
+    copies 6-9 GB/s on the H100 hosts lent to this project; 100 MB went up in 15.3 ms with
+    one filling thread, 8.5 with two, 4.9 with four and 3.7 with eight
+    (benchmarks/NOTES-gpu.md, "Uploads filled by threads")."""
+    count = max(1, _settings().get_int("gpu.upload-threads") or min(4, os.cpu_count() or 1))
+    return (ThreadPoolExecutor(count, thread_name_prefix="swdask-upload-fill"), count,
+            ThreadPoolExecutor(8, thread_name_prefix="swdask-upload-send"))
+
+
+def _own_stream(cupy, purpose: str):
+    """A non-blocking stream kept for one ``purpose`` per thread and device: "copy" for
+    staged uploads (copies queued on it never wait behind kernels, so a page-locked buffer
+    is free again as soon as its bytes are on the device), "read" for
+    :meth:`CudaRuntime.reading_after`."""
+    device_id = cupy.cuda.Device().id
+    cache = getattr(_STREAMS, "by_device", None)
+    if cache is None:
+        cache = _STREAMS.by_device = {}
+    stream = cache.get((device_id, purpose))
+    if stream is None:
+        stream = cache[(device_id, purpose)] = cupy.cuda.Stream(non_blocking=True)
+    return stream
+
+
+class StagedUpload:
+    """Host arrays copied to the device in parts, the caller never waiting for the copies.
+
+    The device arrays (:attr:`device`, each in its host array's shape and type) are
+    allocated on the current stream, which the copies wait for: the memory pool may hand out
+    memory that work queued on that stream still reads. ``parts`` lists the parts in the
+    order they are needed, each as byte ranges ``(start, stop)``, one per array. A thread of
+    :func:`_upload_threads` queues the parts' copies one after another; :meth:`ready` gives
+    the event after part ``k``'s copies (waiting only until they are queued), for the
+    stream that reads those bytes to wait for (:meth:`CudaRuntime.wait_for`), while the
+    later parts are still on their way. The copies run on their own stream
+    (:func:`_own_stream`) from page-locked buffers of :data:`_STAGE_BYTES` that the filling
+    threads fill ahead (NumPy's copy releases the interpreter's lock; a copy from
+    page-locked memory returns at once). A buffer is filled again only after its last copy
+    is done, and :meth:`close` (on exit; after an error it sends no more parts) waits for
+    every queued copy before the buffers go back to CuPy's pool (which does not know of
+    queued copies).
+
+    Why not CuPy's copy from pageable memory: the driver stages it through its own buffers
+    with the calling thread at 6-9 GB/s on these hosts, and the thread waits for it: 100 MB
+    took 18.2 ms on an H100 host, against 4.9 ms through four filling threads (W2's reads
+    move 125 MB per call). Why not page-lock the caller's arrays (``cudaHostRegister``):
+    pinning costs about as much as the copy, on every call."""
+
+    def __init__(self, cupy, arrays, parts):
+        self._cupy = cupy
+        self._hosts = [np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in arrays]
+        for ranges in parts:
+            for host, (start, stop) in zip(self._hosts, ranges, strict=True):
+                if not 0 <= int(start) <= int(stop) <= host.size:
+                    raise ValueError(f"a staged upload's range {start}..{stop} is outside "
+                                     f"its array of {host.size} bytes")
+        self.device = [cupy.empty(np.shape(a), dtype=np.asarray(a).dtype) for a in arrays]
+        self._targets = [d.reshape(-1).view(cupy.uint8) for d in self.device]
+        self._device_id = cupy.cuda.Device().id
+        self._stream = _own_stream(cupy, "copy")
+        self._stream.wait_event(cupy.cuda.get_current_stream().record())
+        self._fill_pool, threads, sender = _upload_threads()
+        slots = threads * _STAGES_PER_THREAD
+        self._buffer = np.frombuffer(cupy.cuda.alloc_pinned_memory(slots * _STAGE_BYTES),
+                                     np.uint8, slots * _STAGE_BYTES)
+        self._slots = [self._buffer[k * _STAGE_BYTES:(k + 1) * _STAGE_BYTES]
+                       for k in range(slots)]
+        self._copied = [None] * slots  # each buffer's last copy (an event), if any
+        self._next = 0
+        self._stopped = False
+        self._sent = [Future() for _ in parts]
+        self._sender = sender.submit(self._send_all, parts)
+
+    def __enter__(self) -> "StagedUpload":
+        return self
+
+    def __exit__(self, error_type, *exc) -> None:
+        self.close(stop=error_type is not None)
+
+    def ready(self, part: int):
+        """The event after part ``part``'s copies (None for a part with no bytes), once
+        they are queued; raises the error that stopped the sending, if any."""
+        return self._sent[part].result()
+
+    def close(self, stop: bool = False) -> None:
+        """Wait until every part is sent (with ``stop``, as after an error: send no more
+        parts) and every queued copy is done; the buffers go back to CuPy's pool."""
+        self._stopped = stop
+        self._sender.result()
+        self._stream.synchronize()
+        self._copied = [None] * len(self._slots)
+
+    def _send_all(self, parts) -> None:
+        with self._cupy.cuda.Device(self._device_id):
+            for k, ranges in enumerate(parts):
+                try:
+                    if self._stopped:
+                        raise RuntimeError("the staged upload was closed before this part")
+                    self._sent[k].set_result(self._send(ranges))
+                except BaseException as error:  # every later part fails with it
+                    for sent in self._sent[k:]:
+                        sent.set_exception(error)
+                    return
+
+    def _send(self, ranges):
+        pieces = [(k, first, min(first + _STAGE_BYTES, int(stop)))
+                  for k, (start, stop) in enumerate(ranges)
+                  for first in range(int(start), int(stop), _STAGE_BYTES)]
+        if not pieces:
+            return None
+        queued = []
+        waiting = iter(pieces)
+
+        def fill_next():
+            piece = next(waiting, None)
+            if piece is not None:
+                slot = self._next
+                self._next = (slot + 1) % len(self._slots)
+                queued.append((piece, slot, self._fill_pool.submit(
+                    self._fill, slot, self._copied[slot], piece)))
+
+        for _ in self._slots:
+            fill_next()
+        runtime_api = self._cupy.cuda.runtime
+        try:
+            while queued:
+                (k, first, stop), slot, filled = queued[0]
+                filled.result()
+                queued.pop(0)
+                runtime_api.memcpyAsync(self._targets[k].data.ptr + first,
+                                        self._slots[slot].ctypes.data, stop - first,
+                                        runtime_api.memcpyHostToDevice, self._stream.ptr)
+                self._copied[slot] = self._stream.record()
+                fill_next()
+        finally:  # after an error, no thread may still write a buffer that goes back
+            for _, _, filled in queued:
+                filled.exception()
+        return self._stream.record()
+
+    def _fill(self, slot: int, copied, piece) -> None:
+        if copied is not None:  # the buffer's last copy must be done before it is refilled
+            copied.synchronize()
+        k, first, stop = piece
+        self._slots[slot][:stop - first] = self._hosts[k][first:stop]
 
 
 def _env_memory_cap() -> int | None:
@@ -415,6 +578,14 @@ class EmulationRuntime:
     def follow(self, first, others) -> None:
         """Nothing to wait for: every launch is done on return."""
 
+    def record(self):
+        """None: every launch is done on return."""
+        return None
+
+    def reading_after(self, event):
+        """Nothing to wait for: every launch is done on return."""
+        return nullcontext()
+
     def launch(self, function, grid: int, block: int, args, shared_mem: int = 0,
                stream=None):
         if grid <= 0:
@@ -448,6 +619,30 @@ class EmulationRuntime:
 
     def upload(self, array: np.ndarray) -> np.ndarray:
         return np.asarray(array)
+
+    def staged_upload(self, arrays, parts) -> "_InPlace":
+        """The host arrays as they are (the emulation's device memory is the host's)."""
+        return _InPlace([np.asarray(a) for a in arrays])
+
+
+class _InPlace:
+    """:class:`StagedUpload`'s interface where there is nothing to copy: ``device`` is the
+    arrays themselves and every part is ready (its event is None)."""
+
+    def __init__(self, arrays):
+        self.device = arrays
+
+    def __enter__(self) -> "_InPlace":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    def ready(self, part: int):
+        return None
+
+    def close(self) -> None:
+        pass
 
 
 def get_runtime():

@@ -96,13 +96,10 @@ def launch_traces(batch, query_rows, target_rows, columns: dict, scoring,
     matrix = np.ascontiguousarray(scoring.matrix, dtype=np.int64)
     cost = max(int(scoring.gap_open) + int(scoring.gap_extend), int(np.abs(matrix).max()))
     sizes = pair_bytes(m, n)
-    cells = m * n
     order = np.flatnonzero((m + n + 2) * cost < _INT32_ROOM)
-    if order.size and cells.min() != cells.max():  # largest first (reads of one length: no sort)
-        order = order[np.argsort(-cells[order], kind="stable")]
     budget = max(_MIN_BUDGET, int(runtime.free_bytes() * _MEMORY_SHARE))
     while True:
-        groups = _groups(order[sizes[order] <= budget], sizes, budget)
+        groups = _groups(order[sizes[order] <= budget], sizes, m * n, budget)
         try:  # one trace buffer, the largest group's, that every group reuses in turn
             trace = _trace_buffer(xp, max((int(_trace_bytes(m[g], n[g]).sum())
                                            for g in groups), default=0))
@@ -121,10 +118,11 @@ def launch_traces(batch, query_rows, target_rows, columns: dict, scoring,
     table = xp.asarray(matrix.astype(np.int32).ravel())
     query_rows = np.asarray(query_rows, dtype=np.int64)
     target_rows = np.asarray(target_rows, dtype=np.int64)
-    for group in groups:  # largest first, one after another on this stream
+    for group in groups:  # one after another on this stream
         pending.groups.append((group, _launch_group(
             runtime, batch, query_rows[group], target_rows[group], q0[group], t0[group],
             m[group], n[group], table, matrix.shape[1], scoring, trace)))
+    pending.done = runtime.record()
     return pending
 
 
@@ -132,14 +130,21 @@ def _trace_buffer(xp, nbytes: int):
     return xp.empty(nbytes, dtype=xp.uint8)
 
 
-def _groups(order, sizes, budget: int) -> list:
-    """``order`` (pair numbers) cut into consecutive groups of at most ``budget`` bytes
-    together (:func:`pair_bytes`; a pair larger than the budget alone)."""
+def _groups(order, sizes, cells, budget: int) -> list:
+    """``order`` (pair numbers, ascending) cut into groups of at most ``budget`` bytes
+    together (:func:`pair_bytes`; a pair larger than the budget alone): one group when they
+    all fit, else consecutive runs of the pairs largest first (``cells``), so that pairs of
+    like size share a group. Each group is in pair order: its columns come back in that
+    order, with no scatter to undo a sort (the kernel takes the jobs largest first,
+    :func:`_jobs`)."""
+    if int(sizes[order].sum()) <= budget:
+        return [order] if order.size else []
+    order = order[np.argsort(-cells[order], kind="stable")]
     groups, first = [], 0
     while first < order.size:
         total = np.cumsum(sizes[order[first:]])
         stop = first + max(1, int(np.searchsorted(total, budget, side="right")))
-        groups.append(order[first:stop])
+        groups.append(np.sort(order[first:stop]))
         first = stop
     return groups
 
@@ -151,6 +156,7 @@ class PendingTraces:
     runtime: object
     score: np.ndarray
     groups: list
+    done: object = None  # an event after the launches (None: nothing queued, or emulated)
 
     def collect(self) -> dict:
         """The alignment columns of every hit, read back (the first read waits for the
@@ -164,10 +170,12 @@ class PendingTraces:
     def collect_traced(self) -> tuple:
         """``(rows, columns)``: the traced hits' numbers (in the hits :func:`launch_traces`
         was given) and their alignment columns, in that order; hits left to the CPU are
-        not among them. Read back, the first read waiting for the kernels; nothing moved
-        into place (the caller moves all of a call's rows at once: Arrow has no scatter)."""
-        groups = [(group, _read_group(self.runtime, launched))
-                  for group, launched in self.groups]
+        not among them. Read back, the first read waiting for the kernels (not for work
+        queued after them on their stream); nothing moved into place (the caller moves all
+        of a call's rows at once: Arrow has no scatter)."""
+        with self.runtime.reading_after(self.done):
+            groups = [(group, _read_group(self.runtime, launched))
+                      for group, launched in self.groups]
         self.groups = []
         if not groups:
             return np.zeros(0, dtype=np.int64), {}
@@ -179,22 +187,36 @@ class PendingTraces:
                     f"internal error: the GPU traceback of a hit scores "
                     f"{int(found['score'][k])} where the alignment scored "
                     f"{int(self.score[group][k])}; please report it with the input")
-        return (np.concatenate([group for group, _ in groups]),
-                stack_rows([{name: found[name] for name in ALIGNMENT_COLUMNS}
-                            for _, found in groups]))
+        parts = [{name: found[name] for name in ALIGNMENT_COLUMNS} for _, found in groups]
+        if len(groups) == 1:  # the common case: nothing to stack
+            return groups[0][0], parts[0]
+        return np.concatenate([group for group, _ in groups]), stack_rows(parts)
 
 
-def _jobs(m: np.ndarray, fill_warps: int) -> np.ndarray:
-    """The kernel's jobs (``TB_JOB`` ints each: pair, first strip, strips), pairs in their
-    order: each pair whole when there are at least ``fill_warps`` pairs, else each strip its
-    own job, so that one long pair's strips run at once on many warps (traceback.cu)."""
-    strips = np.maximum(-(-np.asarray(m, dtype=np.int64) // _STRIP), 1)
+def _jobs(m: np.ndarray, n: np.ndarray, fill_warps: int) -> np.ndarray:
+    """The kernel's jobs (``TB_JOB`` ints each: pair, first strip, strips): each pair whole
+    when there are at least ``fill_warps`` pairs, else each strip its own job, so that one
+    long pair's strips run at once on many warps (traceback.cu). When there are more jobs
+    than warps, the largest pairs' come first (a large pair taken last would run alone at
+    the end), a pair's strips still in order: a strip waits only for jobs taken before it.
+    The sizes are cut to 16-bit keys for NumPy's radix sort: an order by 1/65,536ths of the
+    largest is as good for the balance as the exact one, and several times cheaper."""
+    m = np.asarray(m, dtype=np.int64)
+    strips = np.maximum(-(-m // _STRIP), 1)
     pairs = np.arange(strips.size)
     if strips.size >= fill_warps or strips.max() == 1:
-        return np.stack([pairs, np.zeros_like(pairs), strips], axis=1).astype(np.int32)
-    pair = np.repeat(pairs, strips)
-    first = np.arange(pair.size) - np.repeat(np.cumsum(strips) - strips, strips)
-    return np.stack([pair, first, np.ones_like(pair)], axis=1).astype(np.int32)
+        pair, first, count = pairs, np.zeros_like(pairs), strips
+    else:
+        pair = np.repeat(pairs, strips)
+        first = np.arange(pair.size) - np.repeat(np.cumsum(strips) - strips, strips)
+        count = np.ones_like(pair)
+    jobs = np.stack([pair, first, count], axis=1).astype(np.int32)
+    if len(jobs) > fill_warps:  # the largest pairs' jobs first, each pair's strips in order
+        steps = strips * (np.asarray(n, dtype=np.int64) + _LANES - 1)  # the kernel's work
+        top = max(int(steps.max()), 1)
+        key = ((top - steps) * (65535 / top)).astype(np.uint16)
+        jobs = jobs[np.argsort(key[pair], kind="stable")]
+    return jobs
 
 
 def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, alphabet,
@@ -210,7 +232,7 @@ def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, 
     offsets = [np.cumsum(v) - v for v in sizes]
     numbers = xp.asarray(np.stack([query_rows, target_rows, q0, t0, m, n, *offsets]))
     fill_warps = runtime.multiprocessors * _WARPS_PER_MULTIPROCESSOR
-    jobs = _jobs(m, fill_warps)
+    jobs = _jobs(m, n, fill_warps)
     warps = max(1, min(len(jobs), fill_warps))
     query_begin = xp.asarray(batch.q_start)[numbers[0]] + numbers[2]
     target_begin = xp.asarray(batch.t_start)[numbers[1]] + numbers[3]
