@@ -289,7 +289,7 @@ def _upload_threads():
     that queue each staged upload's copies (one per upload while it sends). One thread
     copies 6-9 GB/s on the H100 hosts lent to this project; 100 MB went up in 15.3 ms with
     one filling thread, 8.5 with two, 4.9 with four and 3.7 with eight
-    (benchmarks/NOTES-gpu.md, "Uploads filled by threads")."""
+    (benchmarks/NOTES-gpu.md, "The reads' pipeline")."""
     count = max(1, _settings().get_int("gpu.upload-threads") or min(4, os.cpu_count() or 1))
     return (ThreadPoolExecutor(count, thread_name_prefix="swdask-upload-fill"), count,
             ThreadPoolExecutor(8, thread_name_prefix="swdask-upload-send"))
