@@ -257,9 +257,9 @@ class CudaRuntime:
         returns): from :data:`STAGED_UPLOAD_BYTES` on through :meth:`staged_upload`, below
         that by CuPy's copy from pageable memory. That copy stages through the driver's own
         buffers with one host thread: as a process's first large copy, sp500k's 231 MB took
-        0.12-0.14 s on an H200, against 0.03 s through two page-locked buffers in turn
-        (benchmarks/NOTES-gpu.md); a whole page-locked copy of the file costs 0.09-0.14 s to
-        allocate."""
+        0.12-0.14 s on an H200, against 0.03 s through two page-locked buffers filled in
+        turn by one thread, the staging before this one (benchmarks/NOTES-gpu.md); a whole
+        page-locked copy of the file costs 0.09-0.14 s to allocate."""
         host = np.ascontiguousarray(array)
         if host.nbytes < STAGED_UPLOAD_BYTES:
             return self.xp.asarray(host)
@@ -331,8 +331,8 @@ class StagedUpload:
     Why not CuPy's copy from pageable memory: the driver stages it through its own buffers
     with the calling thread at 6-9 GB/s on these hosts, and the thread waits for it: 100 MB
     took 18.2 ms on an H100 host, against 4.9 ms through four filling threads (W2's reads
-    move 125 MB per call). Why not page-lock the caller's arrays (``cudaHostRegister``):
-    pinning costs about as much as the copy, on every call."""
+    move 125 MB per call). Page-locking the caller's arrays in place (``cudaHostRegister``)
+    was not tried: it would lock and unlock every page of them on every call."""
 
     def __init__(self, cupy, arrays, parts):
         self._cupy = cupy
