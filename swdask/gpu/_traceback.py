@@ -9,7 +9,7 @@ else on one warp each, a strip a little behind the strip above it (``traceback.c
 
 * memory: each pair holds its whole trace (one byte per cell of its segments, rounded up to
   strips of 256 query rows, plus the wavefront's 31 extra steps per strip), a boundary row
-  (12 bytes per target residue of the segment) and a text slot (3 bytes per residue of both
+  (12 bytes per target residue of the segment) and a text slot (2 bytes per residue of both
   segments); the pairs go in groups that fit a share of the device's free memory, so a
   10,000 x 10,000 pair takes ~100 MB and the 100,000 x 100,000 W2 pair ~10 GB, which an
   H100 holds;
@@ -51,12 +51,11 @@ _MIN_BUDGET = 1 << 26
 
 def pair_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Device bytes one pair takes while traced: its trace (strips of 256 rows x (n + 31)
-    wavefront steps), its boundary row (3 int32 per column) and its text slot (3 bytes per
-    residue of both segments: the raw ops, then the CIGAR text, at most 2 characters per
-    op)."""
+    wavefront steps), its boundary row (3 int32 per column) and its text slot (2 bytes per
+    residue of both segments: the CIGAR text, at most 2 characters per op)."""
     m = np.asarray(m, dtype=np.int64)
     n = np.asarray(n, dtype=np.int64)
-    return _trace_bytes(m, n) + 12 * (n + 1) + 3 * (m + n)
+    return _trace_bytes(m, n) + 12 * (n + 1) + 2 * (m + n)
 
 
 def _trace_bytes(m, n):
@@ -228,8 +227,8 @@ def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, 
     go up as one array; the packed offsets are summed on the device, so nothing waits."""
     xp = runtime.xp
     count = m.size
-    sizes = (_trace_bytes(m, n), 3 * (n + 1), 3 * (m + n))  # trace bytes, work ints, text
-    offsets = [np.cumsum(v) - v for v in sizes]
+    sizes = (_trace_bytes(m, n), 3 * (n + 1), 2 * (m + n))  # trace bytes, work ints, text
+    offsets = [np.cumsum(v) - v for v in sizes[:2]] + [np.cumsum(sizes[2])]  # text: slot ends
     numbers = xp.asarray(np.stack([query_rows, target_rows, q0, t0, m, n, *offsets]))
     fill_warps = runtime.multiprocessors * _WARPS_PER_MULTIPROCESSOR
     jobs = _jobs(m, n, fill_warps)
@@ -253,8 +252,7 @@ def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, 
     packed = xp.empty(max(1, int(sizes[2].sum())), dtype=xp.uint8)  # >= every CIGAR text
     runtime.launch(
         runtime.function(_SOURCE, _GATHER), (count + 255) // 256, 256,
-        (np.int32(count), numbers[8], m_dev + n_dev, text, results, packed_offsets[:-1],
-         packed))
+        (np.int32(count), numbers[8], text, results, packed_offsets[:-1], packed))
     return count, results, packed_offsets, packed
 
 

@@ -14,9 +14,12 @@
 // row into the same boundary row, in place: each column is read by a strip before that strip
 // overwrites it. Each cell's predecessors (two bits per state) go to the pair's trace,
 // indexed by the wavefront step, so that at each step the warp writes 256 contiguous bytes.
-// Walk (lane 0): from the end cell back to (0, 0), ops last first; then the ops are read
-// forward into the CIGAR text ("12=1X3I..."), with the counts, in the pair's text slot.
-// sw_traceback_gather packs the texts into one buffer for the copy to the host.
+// Walk (lane 0): from the end cell back to (0, 0), ops last first, each run of equal ops
+// written into the CIGAR text ("12=1X3I...") in front of the runs after it, with the counts,
+// so the text ends at its slot's end. (The walk wrote every op to memory and read them all
+// back in a second loop before: W2's reads spent about a quarter of the traceback kernels'
+// time in the walk, benchmarks/NOTES-gpu.md.) sw_traceback_gather packs the texts into one
+// buffer for the copy to the host.
 //
 // Jobs: a warp takes jobs from a counter (`ticket`) until none is left. A job is a run of
 // consecutive strips of one pair: all of them when there are enough pairs to fill the GPU,
@@ -198,11 +201,22 @@ __device__ __forceinline__ void trace_strip(int strip, const u8* a, int m, const
 }
 
 // Lane 0 only: the walk of a filled pair from (m, n) in state S back to (0, 0), ops last
-// first, then its CIGAR text and counts (out[1..5]; out[0], the score, is the fill's).
+// first, its CIGAR text written as it goes: each run of equal ops, once it ends, goes in
+// front of the runs after it ("<length><op>", the letter first, then the digits, backwards),
+// so the text ends at the end of the pair's text slot (2 bytes per residue of both
+// segments hold it: a run of k ops takes at most 2k characters), and the counts (out[1..5];
+// out[0], the score, is the fill's).
 __device__ __forceinline__ void trace_walk(const u8* a, int m, const u8* b, int n,
-                                           const u8* pair_trace, u8* raw, int* result) {
+                                           const u8* pair_trace, u8* slot_end, int* result) {
   const int steps = n + TB_LANES - 1;
-  int i = m, j = n, state = 0, count = 0;
+  const char letters[4] = {'=', 'X', 'I', 'D'};
+  int i = m, j = n, state = 0, count = 0, length = 0;
+  int matches = 0, mismatches = 0, gap_opens = 0, last = -1, run = 0;
+  auto flush = [&]() {  // the run just ended, in front of those after it
+    slot_end[-1 - length++] = (u8)letters[last];
+    for (int value = run; value > 0; value /= 10) slot_end[-1 - length++] = (u8)('0' + value % 10);
+    if (last >= 2) ++gap_opens;
+  };
   while (i > 0 || j > 0) {
     int op;
     if (i == 0) {  // row 0: a D run from (0, 0)
@@ -234,31 +248,17 @@ __device__ __forceinline__ void trace_walk(const u8* a, int m, const u8* b, int 
         --j;
       }
     }
-    raw[count++] = (u8)op;
-  }
-  // the ops forward, as runs: "<length><op>" in the text slot after the raw ops
-  u8* cigar = raw + (m + n);
-  int length = 0, matches = 0, mismatches = 0, gap_opens = 0, last = -1, run = 0;
-  const char letters[4] = {'=', 'X', 'I', 'D'};
-  for (int p = count; p >= 0; --p) {
-    const int op = p > 0 ? raw[p - 1] : -1;
-    if (op == last) {
-      ++run;
-    } else {
-      if (last >= 0) {  // flush the run: its digits, then its letter
-        char digits[12];
-        int d = 0;
-        for (int value = run; value > 0; value /= 10) digits[d++] = (char)('0' + value % 10);
-        while (d > 0) cigar[length++] = (u8)digits[--d];
-        cigar[length++] = (u8)letters[last];
-      }
-      if (op >= 2) ++gap_opens;
+    if (op != last) {
+      if (last >= 0) flush();
       last = op;
-      run = 1;
+      run = 0;
     }
-    if (op == 0) ++matches;
-    if (op == 1) ++mismatches;
+    ++run;
+    ++count;
+    matches += op == 0;
+    mismatches += op == 1;
   }
+  if (last >= 0) flush();
   result[1] = length;
   result[2] = matches;
   result[3] = mismatches;
@@ -276,7 +276,7 @@ __global__ void sw_traceback(int num_jobs, const int* __restrict__ jobs,
                              int alphabet, int gap_open, int gap_extend,
                              const i64* __restrict__ trace_offset, u8* __restrict__ trace,
                              const i64* __restrict__ work_offset, int* __restrict__ work,
-                             const i64* __restrict__ text_offset, u8* __restrict__ text,
+                             const i64* __restrict__ text_end, u8* __restrict__ text,
                              int* __restrict__ out) {
   const int lane = threadIdx.x;
   int* ticket = control;
@@ -303,22 +303,21 @@ __global__ void sw_traceback(int num_jobs, const int* __restrict__ jobs,
                   strip + 1 == stop && stop < strips ? progress + job : nullptr, result);
     if (stop < strips) continue;
     __syncwarp();
-    if (lane == 0) trace_walk(a, m, b, n, pair_trace, text + text_offset[k], result);
+    if (lane == 0) trace_walk(a, m, b, n, pair_trace, text + text_end[k], result);
   }
 }
 
-// Pack each pair's CIGAR text (at text_offset[k] + skip[k], length[k] bytes) into `packed`
-// at packed_offset[k]: one thread per pair.
-__global__ void sw_traceback_gather(int num_pairs, const i64* __restrict__ text_offset,
-                                    const int* __restrict__ skip, const u8* __restrict__ text,
-                                    const int* __restrict__ out,
+// Pack each pair's CIGAR text (the last length[k] bytes of its slot, which ends at
+// text_end[k]) into `packed` at packed_offset[k]: one thread per pair.
+__global__ void sw_traceback_gather(int num_pairs, const i64* __restrict__ text_end,
+                                    const u8* __restrict__ text, const int* __restrict__ out,
                                     const i64* __restrict__ packed_offset,
                                     u8* __restrict__ packed) {
   const int k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k >= num_pairs) return;
-  const u8* from = text + text_offset[k] + skip[k];
-  u8* to = packed + packed_offset[k];
   const int length = out[(i64)k * TB_OUT + 1];
+  const u8* from = text + text_end[k] - length;
+  u8* to = packed + packed_offset[k];
   for (int p = 0; p < length; ++p) to[p] = from[p];
 }
 
