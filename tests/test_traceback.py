@@ -236,6 +236,14 @@ def test_cigar_column_rows_move_as_arrow():
     frame_column = column_array("cigar", columns["cigar"], [False, True, False, False, False])
     assert frame_column.dtype == "string"
     assert [None if pd.isna(v) else v for v in frame_column] == [None, None, None, "2=", None]
+    # every row, in order (a batch of reads that all align): each column replaced whole
+    put_rows(columns, np.arange(5), {"cigar": pa.array(list("abcde"), type=pa.large_string()),
+                                     "matches": np.arange(5) * 2})
+    assert columns["cigar"].to_pylist() == list("abcde")
+    assert columns["matches"].tolist() == [0, 2, 4, 6, 8]
+    assert columns["matches"].dtype == np.int64 and columns["gap_opens"].tolist() == [0] * 5
+    put_rows(columns, [4, 3, 2, 1, 0], {"cigar": pa.array(list("vwxyz"), type=pa.large_string())})
+    assert columns["cigar"].to_pylist() == list("zyxwv")  # every row, not in order: scattered
 
 
 def test_dask_partitions_give_the_same_alignments(protein_queries, protein_db):

@@ -16,10 +16,11 @@
 // indexed by the wavefront step, so that at each step the warp writes 256 contiguous bytes.
 // Walk (lane 0): from the end cell back to (0, 0), ops last first, each run of equal ops
 // written into the CIGAR text ("12=1X3I...") in front of the runs after it, with the counts,
-// so the text ends at its slot's end. (The walk wrote every op to memory and read them all
-// back in a second loop before: W2's reads spent about a quarter of the traceback kernels'
-// time in the walk, benchmarks/NOTES-gpu.md.) sw_traceback_gather packs the texts into one
-// buffer for the copy to the host.
+// so the text ends at its slot's end. (Before, it wrote every op to memory and read them all
+// back in a second loop; writing the runs as they end took W2's reads' traceback kernels from
+// 33.8-34.7 ms to 32.2-34.1 ms. The walk itself, a chain of dependent loads, is about a
+// quarter of their time: benchmarks/NOTES-gpu.md.) sw_traceback_gather packs the texts into
+// one buffer for the copy to the host.
 //
 // Jobs: a warp takes jobs from a counter (`ticket`) until none is left. A job is a run of
 // consecutive strips of one pair: all of them when there are enough pairs to fill the GPU,
@@ -214,7 +215,8 @@ __device__ __forceinline__ void trace_walk(const u8* a, int m, const u8* b, int 
   int matches = 0, mismatches = 0, gap_opens = 0, last = -1, run = 0;
   auto flush = [&]() {  // the run just ended, in front of those after it
     slot_end[-1 - length++] = (u8)letters[last];
-    for (int value = run; value > 0; value /= 10) slot_end[-1 - length++] = (u8)('0' + value % 10);
+    for (int value = run; value > 0; value /= 10)
+      slot_end[-1 - length++] = (u8)('0' + value % 10);
     if (last >= 2) ++gap_opens;
   };
   while (i > 0 || j > 0) {
