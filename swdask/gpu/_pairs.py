@@ -478,7 +478,7 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
                 if behind is not None:  # the chunk before, while this one's kernels run
                     traces.append(_read_back(runtime, behind, cells, alignment, valid, scoring))
                 behind = (first, stop, stream, found, batch)
-                while len(traces) > 2:  # tracebacks queued two chunks ago are done by now
+                while len(traces) > 2:  # queued two chunks ago: mostly done (else waited for)
                     _collect(traces.pop(0), collected)
             traces.append(_read_back(runtime, behind, cells, alignment, valid, scoring))
             for trace in traces:
