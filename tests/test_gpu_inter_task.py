@@ -199,7 +199,7 @@ def test_device_resident_input_chunks_and_shapes(monkeypatch, setting):
     compare(query, targets, scoring, modes=("full",), encoded=device)
     setting("gpu.chunk-bytes", str(200_000))  # many chunks
     compare(query, targets, scoring, modes=("end", "full"))
-    for shape in ("8,12", "4,8", "8,32", "4,20"):
+    for shape in ("8,12", "4,8", "8,32", "4,20", "4,36"):
         setting("gpu.shape", shape)
         compare(query, targets, scoring, modes=("end", "full"))
 

@@ -206,7 +206,7 @@ def test_emulated_end_rows_tied_within_a_thread(emulated):
     targets = ["W", "WW", "GH", "HGH", "WCW", "CW", "AWA", "GHG" + rand(20), rand(40) + "W",
                "W" + rand(3) + "W", rand(12), "WCWGH", "HW", None, ""]
     targets += [t[::-1] for t in targets[:10]]
-    for shape in ("4,16", "4,8"):
+    for shape in ("4,16", "4,8", "4,36"):
         with dask.config.set({"swdask.gpu.shape": shape}):
             _compare(query, targets, BLOSUM62, modes=("end",))
     _compare(query, targets, dict(matrix="BLOSUM62", gap_open=9000, gap_extend=10),
@@ -275,7 +275,7 @@ def test_emulated_length_buckets(emulated):
     # below), and a single forced shape for every length
     from swdask.gpu import inter_task
 
-    _, _, query, targets = _case(17, PROTEIN, 140, 48)
+    _, _, query, targets = _case(17, PROTEIN, 160, 48)
     encoded = encode(targets, make_scoring(**BLOSUM62))
     prepared = inter_task.prepare_targets(encoded.residues, encoded.offsets, encoded.valid,
                                           alphabet_size=20)
@@ -284,18 +284,23 @@ def test_emulated_length_buckets(emulated):
         assert [group for *_, group, _ in plan] == [8, 4]
         assert plan[0][0] == 0 and plan[-1][1] == prepared.pairs.num_pairs
         assert all(a[1] == b[0] for a, b in zip(plan, plan[1:]))
-        # G = 4 takes the 140 rows in two passes, G = 8 in one
+        # G = 4 takes the 160 rows in two passes, G = 8 in one
         assert [len(query) > group * rows for *_, group, rows in plan] == [False, True]
         _compare(query, targets, BLOSUM62)
+        # 140 rows fit one pass of 4 x 36 rows: every bucket is that one launch
+        plan = inter_task.forward_plan(prepared.pairs, 140)
+        assert [launch[2:] for launch in plan] == [(4, 36)]
+        _compare(query[:140], targets, BLOSUM62)
     with dask.config.set({"swdask.gpu.buckets": "4:60,16:150,32"}):
-        # 140 rows take one pass of 8 x 20: the 16 and 32 buckets run as one launch of G = 8
+        # 160 rows take one pass of 8 x 20: the 16 and 32 buckets run as one launch of G = 8
         plan = inter_task.forward_plan(prepared.pairs, len(query))
         assert [launch[2:] for launch in plan] == [(8, 20), (4, 20)]
         _compare(query, targets, BLOSUM62, modes=("end",))
-        # 600 rows: G = 32 in one pass of 32 x 20, G = 16 in two, G = 4 in five
+        # 680 rows: G = 32 in one pass of 32 x 24, G = 16 in two, G = 4 in six (36 rows per
+        # thread only where they make one pass)
         long_query = query * 4 + query[:40]
-        assert [group for *_, group, _ in inter_task.forward_plan(
-            prepared.pairs, len(long_query))] == [32, 16, 4]
+        assert [launch[2:] for launch in inter_task.forward_plan(
+            prepared.pairs, len(long_query))] == [(32, 24), (16, 24), (4, 32)]
         _compare(long_query, targets, BLOSUM62, modes=("end",))
     for shape in ("4,8", "8,12"):  # a single shape, every length
         with dask.config.set({"swdask.gpu.shape": shape}):

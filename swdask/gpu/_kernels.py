@@ -15,6 +15,14 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 
 #: Rows per thread (R) of the 16-bit forward kernels; multiples of 4 (vector loads).
 ROWS_PER_THREAD = (8, 12, 16, 20, 24, 28, 32)
+#: Rows per thread of a 16-bit forward launch whose query (or stack) fits one pass of G x 36
+#: rows, and only there (sm_90): a query of up to 144 letters then runs in one pass of 4
+#: threads, without padding. Where a pass reads the row above it, ptxas at 36 rows consumes
+#: that load 38 instructions after issuing it (203 at 32 rows), and W1's queries of more
+#: than one pass ran at 2.0-2.7 TCUPS against 3.7-4.1 at their usual shapes; the 144-letter
+#: query in one pass of 4 x 36 ran at 3.22 TCUPS against 2.83 in two of 4 x 20 (one H100,
+#: benchmarks/NOTES-gpu.md, "One pass of 36 rows").
+ONE_PASS_ROWS = 36
 #: Without DPX (before sm_90) the 16-bit operations take several instructions and more
 #: registers: above this many rows per thread those kernels spill.
 ROWS_PER_THREAD_NO_DPX = 16
@@ -38,11 +46,16 @@ WIDE_SHAPES = ((4, 8), (4, 16), (8, 16))
 REVERSE_SHAPE = (32, 8)
 
 
-def rows_per_thread(compute_capability: int) -> tuple[int, ...]:
-    """The rows-per-thread values the engine uses on a GPU of this compute capability."""
-    if compute_capability >= 90:
-        return ROWS_PER_THREAD
-    return tuple(r for r in ROWS_PER_THREAD if r <= ROWS_PER_THREAD_NO_DPX)
+def rows_per_thread(compute_capability: int, rows: int | None = None,
+                    group: int | None = None) -> tuple[int, ...]:
+    """The rows-per-thread values the engine uses on a GPU of this compute capability; with
+    the query's (or stack's) ``rows`` and the launch's ``group`` (G), also
+    :data:`ONE_PASS_ROWS` where those rows fit one pass of it."""
+    if compute_capability < 90:
+        return tuple(r for r in ROWS_PER_THREAD if r <= ROWS_PER_THREAD_NO_DPX)
+    if rows is not None and group is not None and rows <= group * ONE_PASS_ROWS:
+        return ROWS_PER_THREAD + (ONE_PASS_ROWS,)
+    return ROWS_PER_THREAD
 
 
 @lru_cache(maxsize=None)
@@ -112,7 +125,7 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
     compile test's list): the one-against-many forward and reverse kernels, and the row-wise
     pairs kernels in every shape the router can pick (plus the inter-task shapes tests force),
     both scorings, both passes."""
-    rows = rows_per_thread(compute_capability)
+    rows = rows_per_thread(compute_capability, rows=1, group=1)  # with the one-pass rows
     forward = [forward_name(2, group, r) for group in GROUP_SIZES for r in rows]
     forward += [forward_name(1, group, r) for group, r in WIDE_SHAPES]
     variants = {"inter_task.cu": [PAIR_CODES_NAME] + forward, "reverse.cu": [reverse_name()],

@@ -98,7 +98,7 @@ def rows_for(m: int, group: int, compute_capability: int = 90) -> int:
     """Rows per thread (R) for a query of ``m`` residues and ``group`` threads per pair: the
     cost is ~ passes x (rows + the per-step overhead of about 12 rows' worth of
     instructions), R trading the padding of the last pass against that fixed cost."""
-    return min(_kernels.rows_per_thread(compute_capability),
+    return min(_kernels.rows_per_thread(compute_capability, m, group),
                key=lambda r: (math.ceil(m / (group * r)) * (r + 12), -r))
 
 
@@ -199,10 +199,12 @@ def bucket_shape(m: int, group: int, compute_capability: int = 90,
     fewest threads per pair, up to ``group``, that take the query in as few passes as
     ``group`` does (a short query's longest pairs on G = 32 would run one pass of 256+
     mostly padded rows), R by :func:`rows_for` (or ``rows``)."""
-    most = rows or max(_kernels.rows_per_thread(compute_capability))
-    passes = math.ceil(m / (group * most))
+    def most(g):  # the most rows per thread a launch of G = g can take here
+        return rows or max(_kernels.rows_per_thread(compute_capability, m, g))
+
+    passes = math.ceil(m / (group * most(group)))
     fewest = min(g for g in _kernels.GROUP_SIZES
-                 if g <= group and math.ceil(m / (g * most)) <= passes)
+                 if g <= group and math.ceil(m / (g * most(g))) <= passes)
     return fewest, rows or rows_for(m, fewest, compute_capability)
 
 
