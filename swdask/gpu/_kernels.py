@@ -125,7 +125,8 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
     compile test's list): the one-against-many forward and reverse kernels, and the row-wise
     pairs kernels in every shape the router can pick (plus the inter-task shapes tests force),
     both scorings, both passes."""
-    rows = rows_per_thread(compute_capability, rows=1, group=1)  # with the one-pass rows
+    rows = rows_per_thread(compute_capability)
+    rows += (ONE_PASS_ROWS,) if compute_capability >= 90 else ()
     forward = [forward_name(2, group, r) for group in GROUP_SIZES for r in rows]
     forward += [forward_name(1, group, r) for group, r in WIDE_SHAPES]
     variants = {"inter_task.cu": [PAIR_CODES_NAME] + forward, "reverse.cu": [reverse_name()],
