@@ -35,6 +35,7 @@ import numpy as np
 import swdask
 from _common import (add_commit_argument, gpu_properties, read_fasta, read_sequences,
                      short_name, stamp, timed, write_result)
+from swdask.gpu.inter_task import forward_plan
 from swdask.lowlevel import (align_many, encode, forward_shape, prepare_query, prepare_targets,
                              search)
 
@@ -165,7 +166,11 @@ def main():
             per_query.append({"name": short_name(name), "length": len(seq), "seconds": best,
                               "gcups": cells / best / 1e9, "all_seconds": times,
                               "shape": list(shape or forward_shape(
-                                  len(seq), targets.runtime.compute_capability))})
+                                  len(seq), targets.runtime.compute_capability)),
+                              # the (G, R) of each launch of the plan, longest targets first
+                              "launches": [list(launch[2:]) for launch in forward_plan(
+                                  targets.pairs, len(seq),
+                                  targets.runtime.compute_capability, shape=shape)]})
         cells = sum(len(s) for s in q_seqs) * total_residues
         run = {"mode": "kernel", "positions": mode, "shape_override": shape,
                "seconds_total": total, "gcups_total": cells / total / 1e9, "reps": reps,
