@@ -644,6 +644,50 @@ def test_start_driver_starts_cuda_without_cupy(monkeypatch, setting):
     assert _runtime.start_driver(0) is None
 
 
+FIRST_GPU_USE = """
+import sys
+from swdask.gpu import _runtime
+calls = []
+def recording(device=0, check_setting=True):
+    calls.append((device, check_setting, "dask" in sys.modules))
+_runtime.start_driver = recording
+if sys.argv[1] == "dask emulation":
+    import dask
+    dask.config.set({"swdask.gpu.runtime": "emulation"})
+if sys.argv[1] == "started":
+    _runtime._DRIVER_STARTS.append(1)  # a further GPU's process started its own device
+try:
+    runtime = type(_runtime.get_runtime()).__name__
+except _runtime.GpuUnavailableError:  # no CuPy or no GPU here
+    runtime = "none"
+print(runtime, calls)
+"""
+
+
+@pytest.mark.parametrize("case, environment, expected", [
+    ("fresh", {}, [(0, False, False)]),
+    ("fresh", {"DASK_SWDASK__GPU__RUNTIME": "emulation"}, []),
+    ("fresh", {"SWDASK_GPU_BACKEND": "emulation"}, []),
+    ("dask emulation", {}, []),
+    ("started", {}, [])])
+def test_the_first_gpu_use_starts_the_driver_before_dask(case, environment, expected):
+    """A process's first get_runtime (the accessors' and the API's way to the GPU), with
+    neither CuPy nor Dask imported, starts device 0's driver before it imports Dask for the
+    setting: not where the environment names the emulation, nor where Dask's setting says
+    it, nor in a process that started a driver itself. A new interpreter each, so that
+    neither library is imported yet."""
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DASK_SWDASK__GPU__RUNTIME", "SWDASK_GPU_BACKEND")}
+    env.update(environment)
+    done = subprocess.run([sys.executable, "-c", FIRST_GPU_USE, case], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    runtime, calls = done.stdout.strip().split(" ", 1)
+    assert calls == repr(expected), (case, environment, done.stdout)
+    emulated = case == "dask emulation" or environment
+    assert (runtime == "EmulationRuntime") == bool(emulated), done.stdout
+
+
 @pytest.mark.parametrize("backend, counted, extra, started", [
     ("gpu", 1, [], True), ("gpu", 0, [], True), ("cudf", 1, [], True),
     ("cudf", 2, [], False), ("cudf", 0, [], False),

@@ -27,6 +27,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -647,7 +648,26 @@ class _InPlace:
 
 def get_runtime():
     """The runtime ``backend="gpu"`` runs on: CUDA through CuPy, or the host emulation when
-    the setting ``swdask.gpu.runtime`` is ``emulation``."""
+    the setting ``swdask.gpu.runtime`` is ``emulation``.
+
+    A process's first call, before CuPy is imported and unless the process started the driver
+    itself (a search job's, on its device), starts CUDA's driver and device 0's context at
+    once (:func:`start_driver`, CuPy's default device), so that they run beside the
+    imports of Dask (for the setting) and CuPy instead of after them. Where Dask is not
+    imported yet, the setting is not read for this (that would import Dask first): only the
+    environment's ``DASK_SWDASK__GPU__RUNTIME`` (or ``SWDASK_GPU_BACKEND``) naming the
+    emulation holds it back. Why: a user's one-shot job on the GPU (W2-dna-reads with
+    alignments, a new process) spent 0.48 s starting CuPy's runtime and 0.31 s importing Dask
+    before its first kernel (benchmarks/NOTES-gpu.md, "The reads as a user's whole job")."""
+    first = not _DRIVER_STARTS and not _cuda_runtime.cache_info().currsize
+    if first and "cupy" not in sys.modules:
+        if "dask" in sys.modules:
+            wanted = _settings().get("gpu.runtime")
+        else:
+            wanted = (os.environ.get("DASK_SWDASK__GPU__RUNTIME")
+                      or os.environ.get("SWDASK_GPU_BACKEND") or "cuda")
+        if str(wanted).lower() == "cuda":
+            start_driver(0, check_setting=False)
     name = str(_settings().get("gpu.runtime")).lower()
     if name == "emulation":
         return EmulationRuntime()
@@ -664,9 +684,11 @@ def _cuda_runtime():
 #: Primary contexts retained by :func:`start_driver`, held for the process's life (CUDA's
 #: runtime, and so CuPy, shares a device's primary context and keeps it as long anyway).
 _RETAINED: list = []
+#: The devices :func:`start_driver` was asked to start in this process.
+_DRIVER_STARTS: list = []
 
 
-def start_driver(device: int = 0):
+def start_driver(device: int = 0, check_setting: bool = True):
     """Start the CUDA driver and create device ``device``'s primary context (the one CUDA's
     runtime API, and so CuPy, works in) on a daemon thread, calling the driver library
     through :mod:`ctypes`, which releases the interpreter's lock for each call; returns the
@@ -680,9 +702,11 @@ def start_driver(device: int = 0):
     the parse), so both stood in the way. Here they run beside CuPy's own import; CuPy then
     finds the driver started and the context made (its "ready" wait fell to 0 in the
     job). :mod:`ctypes` rather than cuda-python's bindings: it is in the standard library,
-    and three calls need nothing more."""
-    if str(_settings().get("gpu.runtime")).lower() == "emulation":
+    and three calls need nothing more. ``check_setting=False``: the caller has decided
+    already (see :func:`get_runtime`), and Dask is not imported for the setting."""
+    if check_setting and str(_settings().get("gpu.runtime")).lower() == "emulation":
         return None
+    _DRIVER_STARTS.append(device)
 
     def start():
         try:
