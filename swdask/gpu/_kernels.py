@@ -17,11 +17,12 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 ROWS_PER_THREAD = (8, 12, 16, 20, 24, 28, 32)
 #: Rows per thread of a 16-bit forward launch whose query (or stack) fits one pass of G x 36
 #: rows, and only there (sm_90): a query of up to 144 letters then runs in one pass of 4
-#: threads, without padding. Where a pass reads the row above it, ptxas at 36 rows consumes
-#: that load 38 instructions after issuing it (203 at 32 rows), and W1's queries of more
-#: than one pass ran at 2.0-2.7 TCUPS against 3.7-4.1 at their usual shapes; the 144-letter
-#: query in one pass of 4 x 36 ran at 3.22 TCUPS against 2.83 in two of 4 x 20 (one H100,
-#: benchmarks/NOTES-gpu.md, "One pass of 36 rows").
+#: threads, without padding. Where a pass reads the row above it, W1's queries of more than
+#: one pass ran at 2.0-2.7 TCUPS against 3.7-4.1 at their usual shapes (in NVRTC 13.5's SASS
+#: at 36 rows, that load is copied to another register 38 instructions after it is issued,
+#: 203 at 32 rows, so each step waits for it). The 144-letter query in one pass of 4 x 36
+#: ran at 3.11-3.30 TCUPS against 2.73-2.99 in two of 4 x 20 (one H100, benchmarks/
+#: NOTES-gpu.md, "One pass of 36 rows").
 ONE_PASS_ROWS = 36
 #: Without DPX (before sm_90) the 16-bit operations take several instructions and more
 #: registers: above this many rows per thread those kernels spill.
