@@ -92,6 +92,21 @@ def get(key: str):
     return importlib.import_module("dask.config").get(f"swdask.{key}")
 
 
+def from_environment(key: str):
+    """What the environment says of setting ``key`` without importing Dask: its Dask variable
+    (``DASK_SWDASK__GPU__RUNTIME`` for ``"gpu.runtime"``), else its name of earlier releases,
+    else None. Dask's YAML files and ``dask.config.set`` are not seen: for a decision that
+    must not wait for Dask's import (``swdask.gpu._runtime.get_runtime`` starting the
+    driver), where :func:`get` gives the setting itself."""
+    variable = "DASK_SWDASK__" + "__".join(part.upper().replace("-", "_")
+                                           for part in key.split("."))
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        value = next((os.environ.get(old, "").strip()
+                      for old, target in LEGACY_ENVIRONMENT.items() if target == key), "")
+    return value or None
+
+
 def get_int(key: str) -> int | None:
     """A whole-number setting (``None`` when unset); ``"1e9"`` and ``1e9`` read as numbers."""
     value = get(key)

@@ -51,6 +51,22 @@ def test_environment_the_dask_way_and_the_old_names():
     assert _read_in_fresh_process("gpu.buckets", {"SWDASK_GPU_BUCKETS": "8"}) == "'8'"
 
 
+def test_from_environment_reads_the_variables_without_dask(monkeypatch):
+    """What ``get_runtime`` decides on before Dask is imported: the Dask variable, else the
+    old name, else None; Dask's own configuration is not seen."""
+    for name in [n for n in os.environ if n.startswith(("SWDASK_", "DASK_SWDASK"))]:
+        monkeypatch.delenv(name)
+    assert _settings.from_environment("gpu.runtime") is None
+    with dask.config.set({"swdask.gpu.runtime": "emulation"}):
+        assert _settings.from_environment("gpu.runtime") is None
+    monkeypatch.setenv("SWDASK_GPU_BACKEND", "emulation")
+    assert _settings.from_environment("gpu.runtime") == "emulation"
+    monkeypatch.setenv("DASK_SWDASK__GPU__RUNTIME", "cuda")  # the Dask name wins
+    assert _settings.from_environment("gpu.runtime") == "cuda"
+    monkeypatch.setenv("DASK_SWDASK__GPU__CHUNK_BYTES", " 12345 ")
+    assert _settings.from_environment("gpu.chunk-bytes") == "12345"
+
+
 def test_a_bad_number_names_the_setting():
     with dask.config.set({"swdask.gpu.chunk-bytes": "lots"}):
         with pytest.raises(ValueError, match="swdask.gpu.chunk-bytes"):

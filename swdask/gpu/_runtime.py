@@ -655,8 +655,7 @@ def get_runtime():
     once (:func:`start_driver`, CuPy's default device), so that they run beside the
     imports of Dask (for the setting) and CuPy instead of after them. Where Dask is not
     imported yet, the setting is not read for this (that would import Dask first): only the
-    environment's ``DASK_SWDASK__GPU__RUNTIME`` (or ``SWDASK_GPU_BACKEND``) naming the
-    emulation holds it back. (A process that works on another device through another
+    environment naming the emulation (``swdask._settings.from_environment``) holds it back. (A process that works on another device through another
     library, without CuPy and without ``CUDA_VISIBLE_DEVICES``, gets a context on device 0
     as well.) Why: a user's one-shot job on the GPU (W2-dna-reads with
     alignments, a new process) spent 0.48 s starting CuPy's runtime and 0.31 s importing Dask
@@ -666,8 +665,7 @@ def get_runtime():
         if "dask" in sys.modules:
             wanted = _settings().get("gpu.runtime")
         else:
-            wanted = (os.environ.get("DASK_SWDASK__GPU__RUNTIME")
-                      or os.environ.get("SWDASK_GPU_BACKEND") or "cuda")
+            wanted = _settings().from_environment("gpu.runtime") or "cuda"
         if str(wanted).lower() == "cuda":
             start_driver(0, check_setting=False)
     name = str(_settings().get("gpu.runtime")).lower()
