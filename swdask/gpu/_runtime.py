@@ -655,11 +655,12 @@ def get_runtime():
     once (:func:`start_driver`, CuPy's default device), so that they run beside the
     imports of Dask (for the setting) and CuPy instead of after them. Where Dask is not
     imported yet, the setting is not read for this (that would import Dask first): only the
-    environment naming the emulation (``swdask._settings.from_environment``) holds it back. (A process that works on another device through another
-    library, without CuPy and without ``CUDA_VISIBLE_DEVICES``, gets a context on device 0
-    as well.) Why: a user's one-shot job on the GPU (W2-dna-reads with
-    alignments, a new process) spent 0.48 s starting CuPy's runtime and 0.31 s importing Dask
-    before its first kernel (benchmarks/NOTES-gpu.md, "The reads as a user's whole job")."""
+    environment naming the emulation (``swdask._settings.from_environment``) holds it back.
+    (A process that works on another device through another library, without CuPy and
+    without ``CUDA_VISIBLE_DEVICES``, gets a context on device 0 as well.) Why: a user's
+    one-shot job on the GPU (W2-dna-reads with alignments, a new process) spent 0.48 s
+    starting CuPy's runtime and 0.31 s importing Dask before its first kernel
+    (benchmarks/NOTES-gpu.md, "The reads as a user's whole job")."""
     first = not _DRIVER_STARTS and not _cuda_runtime.cache_info().currsize
     if first and "cupy" not in sys.modules:
         if "dask" in sys.modules:
