@@ -53,13 +53,18 @@ def pair_bytes(m: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Device bytes one pair takes while traced: its trace (strips of 256 rows x (n + 31)
     wavefront steps), its boundary row (3 int32 per column) and its text slot (2 bytes per
     residue of both segments: the CIGAR text, at most 2 characters per op)."""
-    m = np.asarray(m, dtype=np.int64)
-    n = np.asarray(n, dtype=np.int64)
-    return _trace_bytes(m, n) + 12 * (n + 1) + 2 * (m + n)
+    return _bytes_of(_pair_parts(np.asarray(m, dtype=np.int64), np.asarray(n, dtype=np.int64)))
 
 
-def _trace_bytes(m, n):
-    return -(-m // _STRIP) * (n + _LANES - 1) * _STRIP
+def _pair_parts(m, n) -> tuple:
+    """:func:`pair_bytes`'s parts per pair: trace bytes, boundary int32s, text bytes (computed
+    once per batch, and sliced per group)."""
+    return -(-m // _STRIP) * (n + _LANES - 1) * _STRIP, 3 * (n + 1), 2 * (m + n)
+
+
+def _bytes_of(parts):
+    trace, boundary, text = parts
+    return trace + 4 * boundary + text
 
 
 def trace_pairs(batch, query_rows, target_rows, columns: dict, scoring, runtime=None) -> dict:
@@ -94,14 +99,15 @@ def launch_traces(batch, query_rows, target_rows, columns: dict, scoring,
     n = np.asarray(columns["target_end"], dtype=np.int64) - t0
     matrix = np.ascontiguousarray(scoring.matrix, dtype=np.int64)
     cost = max(int(scoring.gap_open) + int(scoring.gap_extend), int(np.abs(matrix).max()))
-    sizes = pair_bytes(m, n)
+    parts = _pair_parts(m, n)
+    sizes = _bytes_of(parts)
     order = np.flatnonzero((m + n + 2) * cost < _INT32_ROOM)
     budget = max(_MIN_BUDGET, int(runtime.free_bytes() * _MEMORY_SHARE))
     while True:
         groups = _groups(order[sizes[order] <= budget], sizes, m * n, budget)
         try:  # one trace buffer, the largest group's, that every group reuses in turn
-            trace = _trace_buffer(xp, max((int(_trace_bytes(m[g], n[g]).sum())
-                                           for g in groups), default=0))
+            trace = _trace_buffer(xp, max((int(parts[0][g].sum()) for g in groups),
+                                          default=0))
             break
         except Exception as error:
             # The free memory counted CuPy's pooled free blocks, but a block freed on
@@ -120,7 +126,8 @@ def launch_traces(batch, query_rows, target_rows, columns: dict, scoring,
     for group in groups:  # one after another on this stream
         pending.groups.append((group, _launch_group(
             runtime, batch, query_rows[group], target_rows[group], q0[group], t0[group],
-            m[group], n[group], table, matrix.shape[1], scoring, trace)))
+            m[group], n[group], tuple(part[group] for part in parts), table,
+            matrix.shape[1], scoring, trace)))
     pending.done = runtime.record()
     return pending
 
@@ -218,16 +225,15 @@ def _jobs(m: np.ndarray, n: np.ndarray, fill_warps: int) -> np.ndarray:
     return jobs
 
 
-def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, table, alphabet,
-                  scoring, trace) -> tuple:
+def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, sizes, table,
+                  alphabet, scoring, trace) -> tuple:
     """One launch over pairs that fit the device together (query row ``query_rows[k]`` of
     the batch from ``q0[k]``, ``m[k]`` residues, against target row ``target_rows[k]`` from
-    ``t0[k]``, ``n[k]``), then the packing of their CIGAR texts into one buffer, all queued:
+    ``t0[k]``, ``n[k]``; ``sizes``: their :func:`_pair_parts`), then the packing of their CIGAR texts into one buffer, all queued:
     ``(count, results, packed offsets, packed texts)`` on the device. The per-pair numbers
     go up as one array; the packed offsets are summed on the device, so nothing waits."""
     xp = runtime.xp
     count = m.size
-    sizes = (_trace_bytes(m, n), 3 * (n + 1), 2 * (m + n))  # trace bytes, work ints, text
     offsets = [np.cumsum(v) - v for v in sizes[:2]] + [np.cumsum(sizes[2])]  # text: slot ends
     numbers = xp.asarray(np.stack([query_rows, target_rows, q0, t0, m, n, *offsets]))
     fill_warps = runtime.multiprocessors * _WARPS_PER_MULTIPROCESSOR
