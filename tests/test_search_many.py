@@ -238,24 +238,26 @@ def test_gpu_search_redoes_queries_whose_16_bit_lanes_saturated(setting, monkeyp
 
 
 @pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
-@pytest.mark.parametrize("buckets,long_row_min,shape,parts", [("4:60,8", 2000, None, False),
-                                                              ("8", 2000, None, False),
-                                                              ("4:60,8", 140, None, False),
-                                                              ("4:60,8", 2000, "4,16", False),
-                                                              ("4:60,8", 2000, None, True),
-                                                              ("4", 140, None, True)])
+@pytest.mark.parametrize("buckets,long_row_min,shape,parts,query_lanes", [
+    ("4:60,8", 2000, None, False, True), ("8", 2000, None, False, True),
+    ("4:60,8", 140, None, False, True), ("4:60,8", 2000, "4,16", False, True),
+    ("4:60,8", 2000, None, True, True), ("4:60,8", 2000, None, False, False),
+    ("4:60,8", 2000, None, True, False), ("4", 140, None, True, False)])
 def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, forward_parts, buckets,
-                                         long_row_min, shape, parts):
-    """Queries stacked into one forward launch (inter_task.cu, "Stacked queries"): lengths
-    around multiples of the rows per thread (R = 32 in a stack), one letter, several passes,
-    queries sharing a pass and a pass boundary, stacks cut by row and query limits, both
-    thread-group sizes, the longest targets on the intra-task kernel beside the stack
+                                         long_row_min, shape, parts, query_lanes):
+    """Queries stacked into one forward launch (inter_task.cu, "Stacked queries"), two per
+    register against a target (``query_lanes``, "Query lanes") or one against two targets:
+    lengths around multiples of the rows per thread (R = 32 in a stack), one letter, several
+    passes, queries sharing a pass and a pass boundary, stacks cut by row and query limits,
+    both thread-group sizes, the longest targets on the intra-task kernel beside the stack
     (long-row-min 140), a forced shape (``gpu.shape``, R = 16), and stacks run in parts of a
-    pass or more, side by side (inter_task.cu, "Parts"); every hit (scores, end cells, start
-    cells, ranks, ties) equals the CPU engine's. The host emulation runs the CUDA kernels."""
+    pass or more, side by side (inter_task.cu, "Parts"; with query lanes only where both
+    streams start a query); every hit (scores, end cells, start cells, ranks, ties) equals
+    the CPU engine's. The host emulation runs the CUDA kernels."""
     from swdask.gpu import inter_task
 
     setting("gpu.runtime", "emulation")
+    setting("gpu.query-lanes", query_lanes)
     cut = forward_parts(parts)  # every stack of two passes or more in parts, or none
     setting("gpu.buckets", buckets)
     setting("gpu.long-row-min", long_row_min)
@@ -297,7 +299,8 @@ def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, forward_parts, bu
         pd.testing.assert_frame_equal(got, want)
     assert max(stacked) > 1  # queries were stacked
     assert (max(long_rows) > 0) == (long_row_min < 2000)  # and beside the long rows
-    assert (max(cut, default=1) > 1) == parts  # in parts
+    if not query_lanes:  # (two streams rarely start a query at one segment)
+        assert (max(cut, default=1) > 1) == parts  # in parts
 
 @pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
 @pytest.mark.parametrize("failing_stack", [None, 1])
@@ -347,6 +350,41 @@ def test_gpu_stacks_finish_after_the_next_is_queued(setting, monkeypatch, failin
     # finished at once)
     for number in finished[1:-1] if failing_stack is None else finished[1:failing_stack + 1]:
         assert events.index(("start", number + 1)) < events.index(("results", number))
+
+
+def test_query_streams_balance_the_rows_and_keep_the_order():
+    """A stack's queries in two streams (inter_task.cu, "Query lanes"): each query in one
+    stream, the streams' rows within one query of each other, and the profile's rows those
+    of the longer stream, each query at its own first row there."""
+    from swdask.gpu import inter_task
+
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        rows = rng.integers(1, 40, size=int(rng.integers(2, 12))) * 32
+        chosen = inter_task.query_streams(rows, 2)
+        filled = [int(rows[chosen == k].sum()) for k in (0, 1)]
+        assert set(chosen) <= {0, 1}
+        assert abs(filled[0] - filled[1]) <= rows.max()
+        lengths = [int(r) - int(rng.integers(0, 32)) for r in rows]
+        assert inter_task.stack_rows(lengths, 32, 2) == max(filled)
+        assert inter_task.stack_rows(lengths, 32, 1) == int(rows.sum())
+    stack = inter_task._Stack(_FakeRuntime(),
+                              np.eye(3, dtype=np.int32), [np.zeros(40, np.uint8),
+                                                          np.ones(70, np.uint8),
+                                                          np.full(10, 2, np.uint8)],
+                              1, 2, 32, query_lanes=True)
+    table = stack.segment_queries(32)
+    assert table.shape == (stack.profile_rows // 32, 2)
+    for k in range(3):  # each query's segments: in one stream, from its first row on
+        stream = int(stack.streams[k])
+        segments = np.flatnonzero(table[:, stream] == k)
+        assert segments[0] * 32 == stack.starts[k]
+        assert len(segments) == -(-stack.lengths[k] // 32)
+        assert (table[:, 1 - stream] != k).all()
+
+
+class _FakeRuntime:
+    xp = np
 
 
 def test_stacks_keep_order_and_limits(monkeypatch):

@@ -81,10 +81,13 @@ def source(name: str) -> str:
     return expand(name)
 
 
-def forward_name(lanes: int, group: int, rows: int) -> str:
-    """Name expression of one forward kernel variant (it always tracks the end cell: the
-    scores-only variant lost its measurement, benchmarks/NOTES-gpu.md, v4)."""
-    lane_type = "swdask::Lanes16" if lanes == 2 else "swdask::Lanes32"
+def forward_name(lanes: int, group: int, rows: int, query_lanes: bool = False) -> str:
+    """Name expression of one forward kernel variant: 16-bit lanes (``lanes`` 2) holding two
+    targets, or two queries (``query_lanes``: a stack's two query streams, inter_task.cu,
+    "Query lanes"), or one 32-bit lane. It always tracks the end cell (the scores-only
+    variant lost its measurement, benchmarks/NOTES-gpu.md, v4)."""
+    lane_type = ("swdask::Lanes32" if lanes != 2 else
+                 "swdask::Queries16" if query_lanes else "swdask::Lanes16")
     return f"swdask::sw_inter_forward<{lane_type}, {group}, {rows}>"
 
 
@@ -129,6 +132,9 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
     rows = rows_per_thread(compute_capability)
     rows += (ONE_PASS_ROWS,) if compute_capability >= 90 else ()
     forward = [forward_name(2, group, r) for group in GROUP_SIZES for r in rows]
+    if compute_capability >= 90:  # query lanes (stacks: R up to 32)
+        forward += [forward_name(2, group, r, True) for group in GROUP_SIZES
+                    for r in ROWS_PER_THREAD]
     forward += [forward_name(1, group, r) for group, r in WIDE_SHAPES]
     variants = {"inter_task.cu": [PAIR_CODES_NAME] + forward, "reverse.cu": [reverse_name()],
                 "traceback.cu": list(TRACEBACK_NAMES)}

@@ -293,6 +293,10 @@ inline unsigned pack16(int lo, int hi) {
 inline int wrap16(int v) { return (int)(short)(unsigned short)(v & 0xffff); }
 }  // namespace emu
 
+// Cached loads: a plain read here.
+template <class T>
+inline T __ldca(const T* address) { return *address; }
+
 inline unsigned __vmaxs2(unsigned a, unsigned b) {
   using namespace emu;
   return pack16(std::max(lo16(a), lo16(b)), std::max(hi16(a), hi16(b)));

@@ -37,6 +37,19 @@
 // far slower than the kernel's rate), however few rows the partition has; in parts that chain
 // is as many times shorter. One part is the whole stack.
 //
+// Query lanes (Queries16, a stack of two queries or more on sm_90). The 16-bit lanes of a
+// register hold two queries against one target instead of two targets against one query:
+// the stack's queries go into two streams, one per lane, each stream a stack as above
+// (seg_query gives each segment's query per stream, -1 past a stream's last query), and a
+// group of threads aligns one target, a "unit": units 2p and 2p + 1 are pair p's targets,
+// read as the low and high bytes of the pair's codes (so the layout is the pairs'), with
+// the row above the passes kept per unit. The profile holds both streams' entries of a row
+// side by side (a uint32), so a step reads its rows' scores with no byte permute: about 32
+// of the 209 ALU instructions of a step of <Lanes16, 4, 32>. Where the lanes hold targets
+// everything is per lane; here what belongs to a query (fresh, ends, carried, floors, the
+// reduction) is per stream, and a register's bits are selected per stream where it
+// differs. Results go to slot unit, as pair * 2 + lane would.
+//
 // End cell. Each thread keeps its best score so far per lane and, when a column strictly
 // improves it, that column and the first of its rows holding the new best (a scan of its R
 // registers; improvements are rare once the first columns are past). At the end of a pass
@@ -112,7 +125,7 @@ template <class V, int R>
 __host__ __device__ constexpr int tile_stride() {
   // Elements per thread in the shared profile, padded so that the 16-byte (8-byte) loads of
   // eight (sixteen) neighbouring threads hit distinct banks.
-  if constexpr (V::lanes == 2) {
+  if constexpr (sizeof(typename V::prof_t) == 2) {
     return (R % 8 == 0 && (R / 8) % 2 == 0) ? R + 8 : R;
   } else {
     return ((R / 4) % 2 == 0) ? R + 4 : R;
@@ -176,23 +189,37 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   constexpr int S = tile_stride<V, R>();
   constexpr int ROWS = G * R;
   constexpr int LETTER = G * S;  // elements per letter in the shared profile
-  constexpr int CHUNK = (R % 8 == 0) ? 8 : 4;
+  // rows per profile load: a 16-byte load holds 8 rows of 16-bit entries, 4 of 32-bit ones
+  constexpr int CHUNK = (R % 8 == 0 && sizeof(prof_t) == 2) ? 8 : 4;
   static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G must be a power of two <= 32");
   static_assert(R % 4 == 0, "R must be a multiple of 4");
   SW_DYNAMIC_SHARED(prof_t, tile);
 
+  // query streams: one (the lanes hold targets) or one per lane ("Query lanes" above)
+  constexpr int QL = V::query_lanes ? L : 1;
   const int t = threadIdx.x % G;
   const int groups = blockDim.x / G;
   const int part = blockIdx.x % parts;
-  const int pair_block = blockIdx.x / parts;
-  const int pair = pair_block * groups + threadIdx.x / G;
+  const int unit_block = blockIdx.x / parts;
+  // what the group aligns: a pair (target lanes) or one target of a pair (query lanes:
+  // units 2p and 2p + 1 are pair p's two targets, its low and high code bytes)
+  const int unit = unit_block * groups + threadIdx.x / G;
+  const int pair = V::query_lanes ? unit >> 1 : unit;
   const bool live = pair < num_pairs;
   const int my_len = live ? pair_len[pair] : 0;
   const i64 my_start = live ? pair_start[pair] : pair_start[0];  // a valid place either way
-  const int steps = block_len[pair_block] + G - 1;
-  const u16* const codes_at = pair_codes + my_start;
-  // this part's row above each pass, by column from the launch's boundary_base on
-  u32* const my_boundary = boundary + part * boundary_stride + 2 * (my_start - boundary_base);
+  const int steps = block_len[unit_block] + G - 1;
+  // the group's codes: both bytes of each column (target lanes) or its own byte
+  constexpr int CODE_STEP = V::query_lanes ? 2 : 1;  // in code_t elements per column
+  typedef typename V::code_t code_t;
+  const code_t* const codes_at =
+      reinterpret_cast<const code_t*>(pair_codes + my_start) + (V::query_lanes ? (unit & 1) : 0);
+  // this part's row above each pass, by column from the launch's boundary_base on (query
+  // lanes: pair p's columns twice over, its first target's then its second's)
+  const i64 unit_column = V::query_lanes
+      ? 2 * (my_start - boundary_base) + (unit & 1) * (i64)((my_len + 7) & ~7)
+      : my_start - boundary_base;
+  u32* const my_boundary = boundary + part * boundary_stride + 2 * unit_column;
   const int seg_begin = part_segments[part];
 
   const reg_t go_neg = V::splat(-gap_open);
@@ -210,11 +237,20 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   const reg_t neg = V::splat(V::neg);
   const reg_t minus_one = V::splat(-1);
   const u32 pad_code = (u32)(alpha1 - 1);
-  const u32 pad_pair = pad_code | (pad_code << 8);
+  const u32 pad_pair = V::query_lanes ? pad_code : pad_code | (pad_code << 8);
+  // the bits of a register that lane l (or query stream q) holds
+  auto lane_bits = [](int l) -> u32 {
+    return L == 2 ? (l ? 0xffff0000u : 0x0000ffffu) : 0xffffffffu;
+  };
+  // a flag at bits 0 and 16 (see stream_flags) as the register bits of its lanes
+  auto flag_bits = [](u32 flags) -> u32 { return (flags & 0x10001u) * 0xffffu; };
 
-  // Best end cell so far, per lane, over the passes done, of the query still open at the
-  // last pass's end (open_query; -1: none), the same in every thread of the group.
-  int open_query = -1;
+  // Best end cell so far, per lane, over the passes done, of the query still open (per
+  // query stream) at the last pass's end (open_query; -1: none), the same in every thread
+  // of the group.
+  int open_query[QL];
+#pragma unroll
+  for (int q = 0; q < QL; ++q) open_query[q] = -1;
   int run_score[L], run_j[L], run_i[L];
 #pragma unroll
   for (int l = 0; l < L; ++l) {
@@ -239,15 +275,32 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     }
     __syncthreads();
 
-    // this thread's segment: its query, whether it starts the query (no row from above)
-    // and whether it ends it (the query's results are written after this pass)
+    // this thread's segment, per query stream: its query, whether it starts the query (no
+    // row from above) and whether it ends it (the query's results are written after this
+    // pass). For the step loop, with query lanes, in one register (stream_flags; per lane l
+    // at bit 16 * l: + 1 its query starts here, + 2 thread t - 1 holds the same query, + 4
+    // thread t + 1 does, see "Shared floors"), with target lanes as three predicates. The
+    // target lanes' loop compiles as it did before query lanes (the same SASS from NVRTC
+    // 13.0): a small change to it took W1 from 4.0 to 2.0 TCUPS on an H100, every step
+    // waiting on a global load (NOTES-gpu.md, "Query lanes").
     const int seg = seg0 + t;
-    const int my_query = seg < seg_end ? seg_query[seg] : -1;
-    const int above = seg > 0 && seg - 1 < num_segments ? seg_query[seg - 1] : -2;
-    const bool fresh = my_query != above;
-    const bool query_ends = seg + 1 >= seg_end || my_query != seg_query[seg + 1];
-    const bool carried = my_query >= 0 && my_query == open_query;
-    const int floor_score = my_query >= 0 ? query_floor[my_query] : 0;
+    int my_query[QL], floor_score[QL];
+    bool fresh[QL], query_ends[QL], carried[QL];
+    u32 stream_flags = 0;
+#pragma unroll
+    for (int q = 0; q < QL; ++q) {
+      my_query[q] = seg < seg_end ? seg_query[seg * QL + q] : -1;
+      const int above = seg > 0 && seg - 1 < num_segments ? seg_query[(seg - 1) * QL + q] : -2;
+      fresh[q] = my_query[q] != above;
+      query_ends[q] = seg + 1 >= seg_end || my_query[q] != seg_query[(seg + 1) * QL + q];
+      carried[q] = my_query[q] >= 0 && my_query[q] == open_query[q];
+      floor_score[q] = my_query[q] >= 0 ? query_floor[my_query[q]] : 0;
+      const u32 flags = (fresh[q] ? 1u : 0u) | (t > 0 && !fresh[q] ? 2u : 0u) |
+                        (t + 1 < G && !query_ends[q] ? 4u : 0u);
+      stream_flags |= flags << (16 * q);
+    }
+    const bool fresh_all = fresh[0], same_above = t > 0 && !fresh[0];
+    const bool same_below = t + 1 < G && !query_ends[0];
 
     reg_t HG[R], E[R];
 #pragma unroll
@@ -270,9 +323,19 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     const int last_col = my_len > 0 ? my_len - 1 : 0;
     const u32* boundary_at = reads_boundary ? my_boundary : boundary;
     const int boundary_last = reads_boundary ? last_col : 0;
-    auto fetch_codes = [&](int col) -> u32 { return codes_at[min(max(col, 0), last_col)]; };
+    // Query lanes load through L1's coherent path (__ldca): through the read-only path their
+    // loop waited on these loads at every step on an H100 (W1 in stacks 2.01 TCUPS against
+    // 4.55, benchmarks/NOTES-gpu.md, "Query lanes"); the target lanes keep the read-only
+    // path (4.07 against 4.01 with __ldca).
+    auto fetch_codes = [&](int col) -> u32 {
+      const code_t* at = codes_at + CODE_STEP * min(max(col, 0), last_col);
+      if constexpr (V::query_lanes) return __ldca(at);
+      return *at;
+    };
     auto fetch_boundary = [&](int col) -> uint2 {
-      return *reinterpret_cast<const uint2*>(boundary_at + 2 * min(col, boundary_last));
+      const uint2* at = reinterpret_cast<const uint2*>(boundary_at + 2 * min(col, boundary_last));
+      if constexpr (V::query_lanes) return __ldca(at);
+      return *at;
     };
     u32 codes_even = fetch_codes(-t), codes_odd = fetch_codes(1 - t);
     uint2 row_even = fetch_boundary(0), row_odd = fetch_boundary(1);
@@ -282,10 +345,10 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     int best_j[L], best_r[L];
 #pragma unroll
     for (int l = 0; l < L; ++l) {
-      const int thr =
-          max(carried && run_score[l] > 0 ? run_score[l] - 1 : 0, floor_score) - gap_open;
-      best |= (V::splat(thr + (l ? 0 : low_bias)) &
-               (L == 2 ? (l ? 0xffff0000u : 0x0000ffffu) : 0xffffffffu));
+      const int q = QL == 1 ? 0 : l;
+      const int thr = max(carried[q] && run_score[l] > 0 ? run_score[l] - 1 : 0,
+                          floor_score[q]) - gap_open;
+      best |= V::splat(thr + (l ? 0 : low_bias)) & lane_bits(l);
       best_j[l] = -1;
       best_r[l] = 0;
     }
@@ -303,15 +366,21 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
         in_HG = real ? row_slot.x : hg_zero;
         in_F = real ? row_slot.y : neg;
       }
-      if (fresh) {  // the first rows of a query: the matrix's top
-        in_HG = hg_zero;
-        in_F = neg;
+      if constexpr (QL == 1) {
+        if (fresh_all) {  // the first rows of a query: the matrix's top
+          in_HG = hg_zero;
+          in_F = neg;
+        }
+      } else if (stream_flags & 0x10001u) {  // the same, in the lanes whose query starts
+        const u32 fresh_bits = flag_bits(stream_flags);
+        in_HG = (in_HG & ~fresh_bits) | (hg_zero & fresh_bits);
+        in_F = (in_F & ~fresh_bits) | (neg & fresh_bits);
       }
       codes_slot = fetch_codes(j + 2);
       row_slot = fetch_boundary(s + 2);
 
       const prof_t* pa = tile + (in_codes & 0xffu) * LETTER + t * S;
-      const prof_t* pb = tile + (in_codes >> 8) * LETTER + t * S;
+      const prof_t* pb = V::query_lanes ? pa : tile + (in_codes >> 8) * LETTER + t * S;
       // Per row: E (from the previous column), T = max(diag + sub, E, 0), U = T - go, then
       // HG = max(T, F) - go and the next row's F = max(F - min(ge, go), U): the only chain
       // through the rows is that last add-max. T and E of row r+1 are computed before HG[r]
@@ -374,13 +443,20 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     };
     // Every 16 steps each thread raises its floor to its neighbours' best less one where they
     // hold the same query ("Shared floors" above).
-    const bool same_above = t > 0 && !fresh;
-    const bool same_below = t + 1 < G && !query_ends;
     auto share_floor = [&]() {
       const reg_t from_above = __shfl_up_sync(SW_FULL_MASK, best, 1, G);
       const reg_t from_below = __shfl_down_sync(SW_FULL_MASK, best, 1, G);
-      if (same_above) best = V::add_max(from_above, minus_one, best);
-      if (same_below) best = V::add_max(from_below, minus_one, best);
+      if constexpr (QL == 1) {
+        if (same_above) best = V::add_max(from_above, minus_one, best);
+        if (same_below) best = V::add_max(from_below, minus_one, best);
+      } else {  // per lane
+        const u32 above_bits = flag_bits(stream_flags >> 1);
+        const u32 below_bits = flag_bits(stream_flags >> 2);
+        if (above_bits)
+          best = (V::add_max(from_above, minus_one, best) & above_bits) | (best & ~above_bits);
+        if (below_bits)
+          best = (V::add_max(from_below, minus_one, best) & below_bits) | (best & ~below_bits);
+      }
     };
     int s = 0;
     for (; s + 1 < steps; s += 2) {
@@ -390,15 +466,27 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
         if ((s & 14) == 14) share_floor();
       }
     }
-    if (s < steps) step(s, codes_even, row_even);
+    if (s < steps) {
+      if constexpr (V::query_lanes) {
+        // the last step's inputs loaded again: with the slots read after the loop, the
+        // device's ptxas copied the row above into the register that read uses soon after
+        // loading it, and every step waited for that load
+        u32 codes_last = fetch_codes(s - t);
+        uint2 row_last = fetch_boundary(s);
+        step(s, codes_last, row_last);
+      } else {
+        step(s, codes_even, row_even);
+      }
+    }
 
     // Per query: a segmented inclusive scan of the threads' cells (threads of one query
     // are consecutive), so the last thread of each query's run holds the run's best; it
     // merges the best carried from earlier passes and, where the query ends, writes it.
     // The run of thread G-1, if its query goes on, is carried to the next pass.
-    const bool run_last = t == G - 1 || query_ends;
 #pragma unroll
     for (int l = 0; l < L; ++l) {
+      const int q = QL == 1 ? 0 : l;
+      const bool run_last = t == G - 1 || query_ends[q];
       int cand_score = 0, cand_j = SW_INT_MAX, cand_i = SW_INT_MAX;
       if (best_j[l] >= 0) {
         cand_score = V::lane(best, l) - (l ? 0 : low_bias) + gap_open;
@@ -410,26 +498,28 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
         const int other_score = __shfl_up_sync(SW_FULL_MASK, cand_score, offset, G);
         const int other_j = __shfl_up_sync(SW_FULL_MASK, cand_j, offset, G);
         const int other_i = __shfl_up_sync(SW_FULL_MASK, cand_i, offset, G);
-        const int other_query = __shfl_up_sync(SW_FULL_MASK, my_query, offset, G);
-        if (t >= offset && other_query == my_query &&
+        const int other_query = __shfl_up_sync(SW_FULL_MASK, my_query[q], offset, G);
+        if (t >= offset && other_query == my_query[q] &&
             better_end(other_score, other_j, other_i, cand_score, cand_j, cand_i)) {
           cand_score = other_score;
           cand_j = other_j;
           cand_i = other_i;
         }
       }
-      int best_score = carried ? run_score[l] : 0;
-      int best_col = carried ? run_j[l] : SW_INT_MAX;
-      int best_row = carried ? run_i[l] : SW_INT_MAX;
+      int best_score = carried[q] ? run_score[l] : 0;
+      int best_col = carried[q] ? run_j[l] : SW_INT_MAX;
+      int best_row = carried[q] ? run_i[l] : SW_INT_MAX;
       if (cand_score > 0 && better_end(cand_score, cand_j, cand_i, best_score, best_col, best_row)) {
         best_score = cand_score;
         best_col = cand_j;
         best_row = cand_i;
       }
-      if (run_last && query_ends && my_query >= 0 && live) {
-        const i64 slot = (i64)my_query * out_stride + pair * L + l;
+      if (run_last && query_ends[q] && my_query[q] >= 0 && live) {
+        // the slot of the target: pair * lanes + lane, here unit (query lanes) or
+        // pair * L + l (target lanes)
+        const i64 slot = (i64)my_query[q] * out_stride + (V::query_lanes ? unit : pair * L + l);
         out_score[slot] = best_score;
-        out_end_i[slot] = best_score > 0 ? best_row - query_row0[my_query] : -1;
+        out_end_i[slot] = best_score > 0 ? best_row - query_row0[my_query[q]] : -1;
         out_end_j[slot] = best_score > 0 ? best_col : -1;
       }
       // the next pass's carried best: thread G-1's, if its query goes on
@@ -437,7 +527,9 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       run_j[l] = __shfl_sync(SW_FULL_MASK, best_col, G - 1, G);
       run_i[l] = __shfl_sync(SW_FULL_MASK, best_row, G - 1, G);
     }
-    open_query = __shfl_sync(SW_FULL_MASK, query_ends ? -1 : my_query, G - 1, G);
+#pragma unroll
+    for (int q = 0; q < QL; ++q)
+      open_query[q] = __shfl_sync(SW_FULL_MASK, query_ends[q] ? -1 : my_query[q], G - 1, G);
   }
 }
 

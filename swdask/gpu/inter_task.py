@@ -87,9 +87,10 @@ def long_rows_cap(runtime) -> int | None:
     return per_sm * runtime.multiprocessors
 
 
-def tile_stride(lanes: int, rows: int) -> int:
-    """Elements per thread in the shared query profile (mirrors ``tile_stride`` in the .cu)."""
-    if lanes == 2:
+def tile_stride(entry_bytes: int, rows: int) -> int:
+    """Elements per thread in the shared query profile of ``entry_bytes`` per element
+    (mirrors ``tile_stride`` in the .cu)."""
+    if entry_bytes == 2:
         return rows + 8 if rows % 8 == 0 and (rows // 8) % 2 == 0 else rows
     return rows + 4 if (rows // 4) % 2 == 0 else rows
 
@@ -267,11 +268,25 @@ def warm_up(runtime, query_lengths, scoring) -> None:
             if len(chosen) == 1:
                 launches.append((chosen[0], None))
             else:
-                launches.append((sum(-(-m // stacked) * stacked for m in chosen), stacked))
-        names.update(_kernels.forward_name(2, *bucket_shape(rows, group, capability, fixed))
+                streams = 2 if query_lanes_for(runtime, len(chosen)) else 1
+                launches.append((stack_rows(chosen, stacked, streams), stacked))
+        names.update(_kernels.forward_name(2, *bucket_shape(rows, group, capability, fixed),
+                                           query_lanes_for(runtime, 2) and fixed is not None)
                      for rows, fixed in launches if rows for group, _ in length_buckets())
     for name in sorted(names):
         runtime.function("inter_task.cu", name)
+
+
+def query_lanes_for(runtime, queries: int) -> bool:
+    """Whether a stack of ``queries`` queries runs with two queries per register (the 16-bit
+    lanes hold two query streams against one target; inter_task.cu, "Query lanes"): for two
+    queries or more, on sm_90 (DPX; its 227 KB of shared memory per block hold the 32-bit
+    profile entries of 32 x 32 rows), unless the setting ``swdask.gpu.query-lanes`` is
+    false."""
+    setting = _settings.get("gpu.query-lanes")
+    if isinstance(setting, str):  # from the environment
+        setting = setting.strip().lower() not in ("false", "0", "no", "off", "")
+    return queries > 1 and runtime.compute_capability >= 90 and bool(setting)
 
 
 def lanes16_fit(scoring) -> bool:
@@ -469,49 +484,109 @@ STACK_BYTES = 2 << 30
 STACK_BYTES_PER_TARGET = 24
 
 
+def query_streams(rows, streams: int) -> np.ndarray:
+    """The stream of each query of a stack whose queries take ``rows`` rows each (padded):
+    longest first, each to the stream with the fewest rows so far (the first of those), so
+    that the streams end within one query of each other."""
+    chosen = np.zeros(len(rows), np.int64)
+    filled = [0] * streams
+    for k in sorted(range(len(rows)), key=lambda k: (-int(rows[k]), k)):
+        chosen[k] = min(range(streams), key=lambda stream: filled[stream])
+        filled[chosen[k]] += int(rows[k])
+    return chosen
+
+
+def stack_rows(lengths, rows: int, streams: int) -> int:
+    """The profile rows of a stack of queries of ``lengths`` padded to ``rows`` (R) in
+    ``streams`` streams (:func:`query_streams`): its longest stream's."""
+    padded = np.array([-(-m // rows) * rows for m in lengths], dtype=np.int64)
+    chosen = query_streams(padded, streams)
+    return max(int(padded[chosen == stream].sum()) for stream in range(streams))
+
+
 class _Stack:
     """Queries stacked for one forward launch (see inter_task.cu, "Stacked queries"): with
     ``rows`` (R), each query padded to a multiple of R rows; one query is not padded (any
-    R: the rows past its end score PAD in the kernel)."""
+    R: the rows past its end score PAD in the kernel).
+
+    With ``query_lanes`` (16-bit, R given), the queries go into two streams, one per 16-bit
+    lane (inter_task.cu, "Query lanes"): each query to the stream with fewer rows so far,
+    longest first (so the streams end within one query of each other), in their order
+    within a stream; the shorter stream is padded to the longer one's rows. ``streams[k]``
+    is query k's stream, ``starts[k]`` its first row there."""
 
     def __init__(self, runtime, matrix, codes_list, gap_open: int, lanes: int,
-                 rows: int | None):
+                 rows: int | None, query_lanes: bool = False):
         self.runtime = runtime
         self.lengths = [int(c.shape[0]) for c in codes_list]
         self.rows = rows
+        self.query_lanes = query_lanes
         alphabet = matrix.shape[0]
         if rows is None:
-            assert len(codes_list) == 1
-            joined = codes_list[0]
+            assert len(codes_list) == 1 and not query_lanes
+            joined = [codes_list[0]]
+            self.streams = np.zeros(1, np.int64)
         else:
-            padded = [-(-m // rows) * rows for m in self.lengths]
-            joined = np.full(sum(padded), alphabet, dtype=np.int64)
-            starts = np.concatenate(([0], np.cumsum(padded)[:-1])).astype(np.int64)
-            for start, codes in zip(starts, codes_list):
-                joined[start:start + codes.shape[0]] = codes
-            self.starts = starts
-        self.profile_rows = int(joined.shape[0])
-        self.profile, self.pad, self.shift = _profile(runtime, matrix, joined, gap_open, lanes)
+            padded = np.array([-(-m // rows) * rows for m in self.lengths], dtype=np.int64)
+            self.streams = query_streams(padded, 2 if query_lanes else 1)
+            self.starts = np.zeros(len(codes_list), np.int64)
+            joined = []
+            for stream in range(2 if query_lanes else 1):
+                members = np.flatnonzero(self.streams == stream)
+                ends = np.cumsum(padded[members])
+                self.starts[members] = ends - padded[members]
+                codes = np.full(int(ends[-1]) if members.size else 0, alphabet, dtype=np.int64)
+                for k, start in zip(members, self.starts[members]):
+                    codes[start:start + self.lengths[k]] = codes_list[k]
+                joined.append(codes)
+            total = max(codes.shape[0] for codes in joined)
+            joined = [np.concatenate([codes, np.full(total - codes.shape[0], alphabet,
+                                                     dtype=np.int64)]) for codes in joined]
+        self.profile_rows = int(joined[0].shape[0])
+        self.profile, self.pad, self.shift = _profile(runtime, matrix, joined[0], gap_open,
+                                                      lanes)
+        if query_lanes:  # both streams' int16 entries side by side in a uint32 per row
+            xp = runtime.xp
+            second, _, _ = _profile(runtime, matrix, joined[1], gap_open, lanes)
+            self.profile = (self.profile.view(xp.uint16).astype(xp.uint32)
+                            | (second.view(xp.uint16).astype(xp.uint32) << 16))
+            self.pad = self.pad | (self.pad << 16)
         self._segments = {}
         self._part_cuts = {}
+
+    @property
+    def entry_bytes(self) -> int:
+        """Bytes of one profile entry (a row against a letter) as the kernel reads it."""
+        return int(self.profile.dtype.itemsize)
 
     def __len__(self) -> int:
         return len(self.lengths)
 
+    def segment_queries(self, rows: int) -> np.ndarray:
+        """The query of each R-row segment (R = ``rows``) of each stream, -1 past a stream's
+        last query: int32 of shape (segments, streams), on the host."""
+        if self.rows is None:
+            return np.zeros((-(-self.lengths[0] // rows), 1), np.int32)
+        if rows != self.rows:
+            raise ValueError(f"a stack padded to R = {self.rows} launched with R = {rows}")
+        per = np.array([-(-m // rows) for m in self.lengths], dtype=np.int64)
+        streams = 2 if self.query_lanes else 1
+        table = np.full((self.profile_rows // rows, streams), -1, np.int32)
+        for stream in range(streams):
+            members = np.flatnonzero(self.streams == stream)
+            ids = np.repeat(members.astype(np.int32), per[members])
+            table[:ids.shape[0], stream] = ids
+        return table
+
     def segments(self, rows: int):
-        """``(seg_query, number of segments, query_row0)`` on the device for R = ``rows``."""
+        """``(seg_query, number of segments, query_row0)`` on the device for R = ``rows``
+        (``seg_query``: :meth:`segment_queries` flattened, segment by segment)."""
         if rows not in self._segments:
-            if self.rows is None:
-                count = -(-self.lengths[0] // rows)
-                seg_query, row0 = np.zeros(count, np.int32), np.zeros(1, np.int32)
-            else:
-                if rows != self.rows:
-                    raise ValueError(f"a stack padded to R = {self.rows} launched with R = {rows}")
-                per = [-(-m // rows) for m in self.lengths]
-                seg_query = np.repeat(np.arange(len(per), dtype=np.int32), per)
-                row0 = self.starts.astype(np.int32)
+            table = self.segment_queries(rows)
+            row0 = (np.zeros(1, np.int32) if self.rows is None
+                    else self.starts.astype(np.int32))
             xp = self.runtime.xp
-            self._segments[rows] = (xp.asarray(seg_query), int(seg_query.shape[0]),
+            self._segments[rows] = (xp.asarray(table.reshape(-1)), int(table.shape[0]),
                                     xp.asarray(row0))
         return self._segments[rows]
 
@@ -522,11 +597,14 @@ class _Stack:
         number of parts."""
         key = (rows, parts)
         if key not in self._part_cuts:
-            total = self.segments(rows)[1]
+            table = self.segment_queries(rows)
+            total = table.shape[0]
             if self.rows is None or parts <= 1:
                 cuts = np.array([0, total], np.int64)
             else:
-                starts = np.cumsum([0] + [-(-m // rows) for m in self.lengths[:-1]])
+                # a part may start where no stream's query goes on from the segment before
+                free = ((table[1:] != table[:-1]) | (table[:-1] < 0)).all(axis=1)
+                starts = np.concatenate([[0], 1 + np.flatnonzero(free)])
                 wanted = np.arange(1, parts) * total / parts
                 nearest = np.searchsorted(starts, wanted)
                 below = starts[np.maximum(nearest - 1, 0)]
@@ -593,6 +671,9 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
     m = stack.profile_rows
     multipass = any(math.ceil(m / (group * rows)) > 1 for _, _, group, rows in plan)
     boundary = None  # the row above the passes, shared by the launches not in parts
+    # with query lanes a thread group aligns one target of a pair (a "unit", two per pair),
+    # whose row above the passes takes the pair's columns once more
+    per_pair = 2 if stack.query_lanes else 1
     slots = num_pairs * lanes
     stride = max(slots, 1)
     out_score = xp.empty((len(stack), stride), dtype=xp.int32)
@@ -607,14 +688,17 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
         # each launch sees its pairs as 0..count-1: the per-pair arrays and the outputs are
         # passed from its first pair on (contiguous views); pair_start stays absolute, so
         # pair_codes and the boundary are shared (each launch touches only its own pairs)
-        name = _kernels.forward_name(lanes, group, rows)
+        name = _kernels.forward_name(lanes, group, rows, stack.query_lanes)
         function = runtime.function("inter_task.cu", name)
         groups_per_block = block // group
         count = end - first
-        grid = (count + groups_per_block - 1) // groups_per_block
+        grid = (count * per_pair + groups_per_block - 1) // groups_per_block
         # pairs are longest first, so a block's longest pair is its first
-        block_len = xp.ascontiguousarray(layout.pair_len[first:end:groups_per_block])
-        shared = alpha1 * group * tile_stride(lanes, rows) * (2 if lanes == 2 else 4)
+        unit_len = layout.pair_len[first:end]
+        if per_pair > 1:
+            unit_len = xp.repeat(unit_len, per_pair)
+        block_len = xp.ascontiguousarray(unit_len[::groups_per_block])
+        shared = alpha1 * group * tile_stride(stack.entry_bytes, rows) * stack.entry_bytes
         seg_query, num_segments, row0 = stack.segments(rows)
         boundary_base, boundary_stride = 0, 0
         parts = 1
@@ -624,11 +708,11 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
         cuts, parts = stack.part_segments(rows, parts)
         if parts > 1:  # each part its own row above the passes, from the launch's first pair
             boundary_base = layout.first_column(first)
-            boundary_stride = 2 * (layout.first_column(end) - boundary_base)
+            boundary_stride = 2 * per_pair * (layout.first_column(end) - boundary_base)
             launch_boundary = xp.empty(max(parts * boundary_stride, 2), dtype=xp.uint32)
         else:
             if boundary is None:
-                boundary = xp.empty(2 * max(layout.columns, 1) if multipass else 2,
+                boundary = xp.empty(2 * per_pair * max(layout.columns, 1) if multipass else 2,
                                     dtype=xp.uint32)
             launch_boundary = boundary
         # the outputs from the launch's first slot on: query q's slot k at q * stride + k
@@ -843,7 +927,8 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
                                if _settings.get("gpu.shape") else None)
             fixed = forced[1] if forced else max(
                 _kernels.rows_per_thread(runtime.compute_capability))
-        stack = _Stack(runtime, matrix, codes_list, scoring.gap_open, 2, fixed)
+        stack = _Stack(runtime, matrix, codes_list, scoring.gap_open, 2, fixed,
+                       query_lanes=query_lanes_for(runtime, len(codes_list)))
         plan = forward_plan(targets.pairs, stack.profile_rows, runtime.compute_capability,
                             shape=shape, rows=fixed)
         forward = _run_forward(runtime, targets.pairs, stack, alpha1, scoring, plan,

@@ -43,6 +43,8 @@ struct Lanes16 {
   typedef u32 reg_t;
   typedef short prof_t;
   static constexpr int lanes = 2;
+  static constexpr bool query_lanes = false;  // lanes hold targets (see Queries16)
+  typedef u16 code_t;  // a column's codes as the forward kernel reads them: both targets'
   // "minus infinity" for E/F: any value <= -gap_open works (H >= 0 absorbs it), and it must
   // stay above -32768 after subtracting gap_extend (the host checks gap costs < 8192).
   static constexpr int neg = -16384;
@@ -113,12 +115,38 @@ struct Lanes16 {
   }
 };
 
+// Two queries per 32-bit register against one target: Lanes16's arithmetic, with the lanes
+// holding two queries' rows (low lane: the first query stream of a stack, see inter_task.cu,
+// "Query lanes"). The profile stores both queries' scores of a row against one letter side by
+// side (a uint32 per row), so a thread reads its rows' scores with no permute: one 16-byte
+// load per four rows.
+struct Queries16 : Lanes16 {
+  typedef u32 prof_t;
+  static constexpr bool query_lanes = true;
+  typedef u8 code_t;  // its own target's code: one byte of the pair's column
+  template <int N>
+  static __device__ __forceinline__ void load_scores(const prof_t* pa, const prof_t*,
+                                                     reg_t (&s)[N]) {
+    static_assert(N % 4 == 0, "rows per load must be a multiple of 4");
+#pragma unroll
+    for (int k = 0; k < N; k += 4) {
+      const uint4 w = *reinterpret_cast<const uint4*>(pa + k);
+      s[k + 0] = w.x;
+      s[k + 1] = w.y;
+      s[k + 2] = w.z;
+      s[k + 3] = w.w;
+    }
+  }
+};
+
 // One target per 32-bit register: the exact path (16-bit overflow recompute, scoring schemes
 // too large for 16 bits). Scores stay far below 2**29 (the host checks), so nothing wraps.
 struct Lanes32 {
   typedef u32 reg_t;
   typedef int prof_t;
   static constexpr int lanes = 1;
+  static constexpr bool query_lanes = false;
+  typedef u16 code_t;
   static constexpr int neg = -(1 << 29);
   static __device__ __forceinline__ reg_t splat(int v) { return (u32)v; }
   static __device__ __forceinline__ reg_t pack(int low, int) { return (u32)low; }
