@@ -115,6 +115,21 @@ struct Lanes16 {
   }
 };
 
+// N consecutive 32-bit profile entries as they are, one 16-byte load per four (the lane
+// types whose entries are a whole register: Queries16, Lanes32).
+template <int N, class P>
+__device__ __forceinline__ void load_words(const P* at, u32 (&s)[N]) {
+  static_assert(N % 4 == 0, "rows per load must be a multiple of 4");
+#pragma unroll
+  for (int k = 0; k < N; k += 4) {
+    const uint4 w = *reinterpret_cast<const uint4*>(at + k);
+    s[k + 0] = w.x;
+    s[k + 1] = w.y;
+    s[k + 2] = w.z;
+    s[k + 3] = w.w;
+  }
+}
+
 // Two queries per 32-bit register against one target: Lanes16's arithmetic, with the lanes
 // holding two queries' rows (low lane: the first query stream of a stack, see inter_task.cu,
 // "Query lanes"). The profile stores both queries' scores of a row against one letter side by
@@ -127,15 +142,7 @@ struct Queries16 : Lanes16 {
   template <int N>
   static __device__ __forceinline__ void load_scores(const prof_t* pa, const prof_t*,
                                                      reg_t (&s)[N]) {
-    static_assert(N % 4 == 0, "rows per load must be a multiple of 4");
-#pragma unroll
-    for (int k = 0; k < N; k += 4) {
-      const uint4 w = *reinterpret_cast<const uint4*>(pa + k);
-      s[k + 0] = w.x;
-      s[k + 1] = w.y;
-      s[k + 2] = w.z;
-      s[k + 3] = w.w;
-    }
+    load_words<N>(pa, s);
   }
 };
 
@@ -170,15 +177,7 @@ struct Lanes32 {
   template <int N>
   static __device__ __forceinline__ void load_scores(const prof_t* pa, const prof_t*,
                                                      reg_t (&s)[N]) {
-    static_assert(N % 4 == 0, "rows per load must be a multiple of 4");
-#pragma unroll
-    for (int k = 0; k < N; k += 4) {
-      const uint4 w = *reinterpret_cast<const uint4*>(pa + k);
-      s[k + 0] = w.x;
-      s[k + 1] = w.y;
-      s[k + 2] = w.z;
-      s[k + 3] = w.w;
-    }
+    load_words<N>(pa, s);
   }
 };
 
