@@ -48,7 +48,10 @@
 // of the 209 ALU instructions of a step of <Lanes16, 4, 32>. Where the lanes hold targets
 // everything is per lane; here what belongs to a query (fresh, ends, carried, floors, the
 // reduction) is per stream, and a register's bits are selected per stream where it
-// differs. Results go to slot unit, as pair * 2 + lane would.
+// differs. Results go to slot unit, as pair * 2 + lane would. Their codes and rows above
+// are loaded through L1's coherent path (__ldca), not the read-only one: with the latter
+// every step waited on those loads (W1 in stacks 2.0 TCUPS; with __ldca 4.55, two targets
+// per register 4.07; one H100, benchmarks/NOTES-gpu.md, "Query lanes").
 //
 // End cell. Each thread keeps its best score so far per lane and, when a column strictly
 // improves it, that column and the first of its rows holding the new best (a scan of its R
@@ -299,7 +302,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
                         (t + 1 < G && !query_ends[q] ? 4u : 0u);
       stream_flags |= flags << (16 * q);
     }
-    const bool fresh_all = fresh[0], same_above = t > 0 && !fresh[0];
+    const bool starts_query = fresh[0], same_above = t > 0 && !fresh[0];
     const bool same_below = t + 1 < G && !query_ends[0];
 
     reg_t HG[R], E[R];
@@ -323,10 +326,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     const int last_col = my_len > 0 ? my_len - 1 : 0;
     const u32* boundary_at = reads_boundary ? my_boundary : boundary;
     const int boundary_last = reads_boundary ? last_col : 0;
-    // Query lanes load through L1's coherent path (__ldca): through the read-only path their
-    // loop waited on these loads at every step on an H100 (W1 in stacks 2.01 TCUPS against
-    // 4.55, benchmarks/NOTES-gpu.md, "Query lanes"); the target lanes keep the read-only
-    // path (4.07 against 4.01 with __ldca).
+    // Query lanes load through L1's coherent path (__ldca, "Query lanes" above); the target
+    // lanes keep the read-only path (W1 4.07 TCUPS against 4.01 with __ldca, one H100).
     auto fetch_codes = [&](int col) -> u32 {
       const code_t* at = codes_at + CODE_STEP * min(max(col, 0), last_col);
       if constexpr (V::query_lanes) return __ldca(at);
@@ -367,7 +368,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
         in_F = real ? row_slot.y : neg;
       }
       if constexpr (QL == 1) {
-        if (fresh_all) {  // the first rows of a query: the matrix's top
+        if (starts_query) {  // the first rows of a query: the matrix's top
           in_HG = hg_zero;
           in_F = neg;
         }
@@ -470,7 +471,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       if constexpr (V::query_lanes) {
         // the last step's inputs loaded again: with the slots read after the loop, the
         // device's ptxas copied the row above into the register that read uses soon after
-        // loading it, and every step waited for that load
+        // loading it (NOTES-gpu.md, "Query lanes", v1; the final code was measured with
+        // this form only)
         u32 codes_last = fetch_codes(s - t);
         uint2 row_last = fetch_boundary(s);
         step(s, codes_last, row_last);
