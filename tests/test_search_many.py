@@ -352,6 +352,45 @@ def test_gpu_stacks_finish_after_the_next_is_queued(setting, monkeypatch, failin
         assert events.index(("start", number + 1)) < events.index(("results", number))
 
 
+@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
+@pytest.mark.parametrize("query_lanes", [True, False])
+def test_gpu_dna_stacks_equal_cpu(setting, monkeypatch, query_lanes):
+    """DNA queries stacked, two per register (``query_lanes``) or against two targets per
+    register: a scoring whose profile entries need the 16-bit lanes' shift (mismatch -4,
+    gap open 2: inter_task.cu, "Adds on the FMA pipe"), queries of 3 to 150 letters in
+    stacks of up to 6 (streams of unequal rows, queries starting mid-pass in one stream but
+    not the other), targets holding copies of the queries (high scores, ties). Every hit,
+    with end and start cells, equals the CPU engine's (the host emulation runs the
+    kernels)."""
+    from swdask.gpu import inter_task
+
+    setting("gpu.runtime", "emulation")
+    setting("gpu.query-lanes", query_lanes)
+    monkeypatch.setattr(inter_task, "STACK_QUERIES", 6)
+    scoring = dict(matrix=None, match=3, mismatch=-4, gap_open=2, gap_extend=1)
+    assert inter_task.profile_shift(swdask.make_scoring(**scoring).matrix, 2) > 0
+    stacked = []
+    start_stack = inter_task.start_stack
+
+    def recording(targets, queries, *args, **kwargs):
+        stacked.append(len(queries))
+        return start_stack(targets, queries, *args, **kwargs)
+
+    monkeypatch.setattr(inter_task, "start_stack", recording)
+    rng = np.random.default_rng(8)
+    letters = np.array(list("ACGT"))
+    queries = ["".join(rng.choice(letters, int(m)))
+               for m in (3, 150, 40, 33, 97, 64, 5, 120, 31, 70, 12)]
+    targets = ["".join(rng.choice(letters, int(n))) for n in rng.integers(1, 220, size=30)]
+    for k, query in enumerate(queries[:8]):
+        targets[3 * k] = targets[3 * k][:7] + query + targets[3 * k][7:20]
+    column = pd.Series(targets, index=pd.RangeIndex(100, 100 + len(targets)))
+    got = column.sw.search(queries, top=4, backend="gpu", positions=True, **scoring)
+    want = column.sw.search(queries, top=4, backend="cpu", positions=True, **scoring)
+    pd.testing.assert_frame_equal(got, want)
+    assert max(stacked) > 2
+
+
 def test_query_streams_balance_the_rows_and_keep_the_order():
     """A stack's queries in two streams (inter_task.cu, "Query lanes"): each query in one
     stream, the streams' rows within one query of each other, and the profile's rows those
