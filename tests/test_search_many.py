@@ -237,14 +237,34 @@ def test_gpu_search_redoes_queries_whose_16_bit_lanes_saturated(setting, monkeyp
     assert redone == [1, 3]
 
 
+@pytest.fixture
+def stack_sizes(monkeypatch):
+    """``stack_sizes()``: a list that the number of queries of each forward stack the GPU
+    search starts (``inter_task.start_stack``) is appended to."""
+    from swdask.gpu import inter_task
+
+    def record() -> list:
+        sizes = []
+        start_stack = inter_task.start_stack
+
+        def recording(targets, queries, *args, **kwargs):
+            sizes.append(len(queries))
+            return start_stack(targets, queries, *args, **kwargs)
+
+        monkeypatch.setattr(inter_task, "start_stack", recording)
+        return sizes
+
+    return record
+
+
 @pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
 @pytest.mark.parametrize("buckets,long_row_min,shape,parts,query_lanes", [
     ("4:60,8", 2000, None, False, True), ("8", 2000, None, False, True),
     ("4:60,8", 140, None, False, True), ("4:60,8", 2000, "4,16", False, True),
     ("4:60,8", 2000, None, True, True), ("4:60,8", 2000, None, False, False),
     ("4:60,8", 2000, None, True, False), ("4", 140, None, True, False)])
-def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, forward_parts, buckets,
-                                         long_row_min, shape, parts, query_lanes):
+def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, forward_parts, stack_sizes,
+                                         buckets, long_row_min, shape, parts, query_lanes):
     """Queries stacked into one forward launch (inter_task.cu, "Stacked queries"), two per
     register against a target (``query_lanes``, "Query lanes") or one against two targets:
     lengths around multiples of the rows per thread (R = 32 in a stack), one letter, several
@@ -273,14 +293,7 @@ def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, forward_parts, bu
     monkeypatch.setattr(inter_task, "prepare_targets", recording_layout)
     monkeypatch.setattr(inter_task, "STACK_ROWS", 400)
     monkeypatch.setattr(inter_task, "STACK_QUERIES", 5)
-    stacked = []
-    start_stack = inter_task.start_stack
-
-    def recording(targets, queries, *args, **kwargs):
-        stacked.append(len(queries))
-        return start_stack(targets, queries, *args, **kwargs)
-
-    monkeypatch.setattr(inter_task, "start_stack", recording)
+    stacked = stack_sizes()
     rng = np.random.default_rng(21)
     letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
     targets = ["".join(rng.choice(letters, int(n))) for n in rng.integers(1, 160, size=36)]
@@ -354,7 +367,7 @@ def test_gpu_stacks_finish_after_the_next_is_queued(setting, monkeypatch, failin
 
 @pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
 @pytest.mark.parametrize("query_lanes", [True, False])
-def test_gpu_dna_stacks_equal_cpu(setting, monkeypatch, query_lanes):
+def test_gpu_dna_stacks_equal_cpu(setting, monkeypatch, stack_sizes, query_lanes):
     """DNA queries stacked, two per register (``query_lanes``) or against two targets per
     register: a scoring whose profile entries need the 16-bit lanes' shift (mismatch -4,
     gap open 2: inter_task.cu, "Adds on the FMA pipe"), queries of 3 to 150 letters in
@@ -369,14 +382,7 @@ def test_gpu_dna_stacks_equal_cpu(setting, monkeypatch, query_lanes):
     monkeypatch.setattr(inter_task, "STACK_QUERIES", 6)
     scoring = dict(matrix=None, match=3, mismatch=-4, gap_open=2, gap_extend=1)
     assert inter_task.profile_shift(swdask.make_scoring(**scoring).matrix, 2) > 0
-    stacked = []
-    start_stack = inter_task.start_stack
-
-    def recording(targets, queries, *args, **kwargs):
-        stacked.append(len(queries))
-        return start_stack(targets, queries, *args, **kwargs)
-
-    monkeypatch.setattr(inter_task, "start_stack", recording)
+    stacked = stack_sizes()
     rng = np.random.default_rng(8)
     letters = np.array(list("ACGT"))
     queries = ["".join(rng.choice(letters, int(m)))
