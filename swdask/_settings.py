@@ -107,6 +107,15 @@ def from_environment(key: str):
     return value or None
 
 
+def get_bool(key: str) -> bool:
+    """A yes/no setting: YAML's and Python's booleans as they are; a string (the environment
+    gives ``"false"`` as text) is false for false, no, off, 0 or nothing, else true."""
+    value = get(key)
+    if isinstance(value, str):
+        return value.strip().lower() not in ("false", "no", "off", "0", "")
+    return bool(value)
+
+
 def get_int(key: str) -> int | None:
     """A whole-number setting (``None`` when unset); ``"1e9"`` and ``1e9`` read as numbers."""
     value = get(key)

@@ -99,3 +99,17 @@ def test_import_swdask_leaves_dask_until_a_setting_is_read():
     done = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True,
                           text=True, timeout=120, check=True)
     assert done.stdout.split() == ["True", "True"]
+
+
+def test_yes_no_settings_read_text_from_the_environment_as_booleans():
+    """``get_bool``: the environment gives text ("false" stays a string through Dask's
+    parsing), YAML and ``dask.config.set`` give booleans; both read the same."""
+    assert _settings.get_bool("gpu.query-lanes") is True  # the YAML default
+    for text, expected in [("false", False), ("False", False), ("0", False), ("off", False),
+                           ("no", False), ("", False), ("true", True), ("1", True),
+                           ("yes", True)]:
+        with dask.config.set({"swdask.gpu.query-lanes": text}):
+            assert _settings.get_bool("gpu.query-lanes") is expected, text
+    for value in (False, True):
+        with dask.config.set({"swdask.gpu.query-lanes": value}):
+            assert _settings.get_bool("gpu.query-lanes") is value

@@ -283,10 +283,8 @@ def query_lanes_for(runtime, queries: int) -> bool:
     queries or more, on sm_90 (DPX; its 227 KB of shared memory per block hold the 32-bit
     profile entries of 32 x 32 rows), unless the setting ``swdask.gpu.query-lanes`` is
     false."""
-    setting = _settings.get("gpu.query-lanes")
-    if isinstance(setting, str):  # from the environment
-        setting = setting.strip().lower() not in ("false", "0", "no", "off", "")
-    return queries > 1 and runtime.compute_capability >= 90 and bool(setting)
+    return (queries > 1 and runtime.compute_capability >= 90
+            and _settings.get_bool("gpu.query-lanes"))
 
 
 def lanes16_fit(scoring) -> bool:
