@@ -51,7 +51,10 @@
 // differs. Results go to slot unit, as pair * 2 + lane would. Their codes and rows above
 // are loaded through L1's coherent path (__ldca), not the read-only one: with the latter
 // every step waited on those loads (W1 in stacks 2.0 TCUPS; with __ldca 4.55, two targets
-// per register 4.07; one H100, benchmarks/NOTES-gpu.md, "Query lanes").
+// per register 4.07; one H100, benchmarks/NOTES-gpu.md, "Query lanes"). The rows above, which
+// a long stack's previous pass wrote long out of L2, load with a 256-byte L2 fetch
+// (load_row_above): 4.69 TCUPS, and the loop's own instructions could then be trimmed
+// (NOTES-gpu.md, "The query lanes' own instructions").
 //
 // End cell. Each thread keeps its best score so far per lane and, when a column strictly
 // improves it, that column and the first of its rows holding the new best (a scan of its R
@@ -234,7 +237,10 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   // in lane 0, E and T theirs + low_bias + profile_shift in lane 0, + profile_shift in lane 1.
   const int low_bias = L == 2 ? gap_open : 0;
   const reg_t hg_zero = V::pack(low_bias - gap_open, -gap_open);  // HG of a cell with H = 0
-  const reg_t t_zero = V::pack(low_bias + profile_shift, profile_shift);  // T's floor, H = 0
+  // T's floor, H = 0 (with query lanes as a multiply-add, which the compiler redoes in the
+  // loop from the parameters: as a pack it took four ALU instructions per step)
+  const reg_t t_zero = V::query_lanes ? (u32)profile_shift * 0x10001u + (u32)low_bias
+                                      : V::pack(low_bias + profile_shift, profile_shift);
   const reg_t to_e = V::splat(profile_shift);             // HG + this: E's offsets
   const reg_t to_u = V::splat(gap_open + profile_shift);  // T - this: U = T - go, HG's offsets
   const reg_t neg = V::splat(V::neg);
@@ -335,7 +341,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     };
     auto fetch_boundary = [&](int col) -> uint2 {
       const uint2* at = reinterpret_cast<const uint2*>(boundary_at + 2 * min(col, boundary_last));
-      if constexpr (V::query_lanes) return __ldca(at);
+      if constexpr (V::query_lanes) return load_row_above(at);
       return *at;
     };
     u32 codes_even = fetch_codes(-t), codes_odd = fetch_codes(1 - t);
@@ -356,7 +362,10 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
 
     auto step = [&](const int s, u32& codes_slot, uint2& row_slot) {
       const int j = s - t;
-      const u32 in_codes = (j >= 0 && j < my_len) ? codes_slot : pad_pair;
+      // whether column j is the target's; with query lanes one unsigned compare, used again
+      // for the row below (the target lanes' loop kept as it compiles, see above)
+      const bool in_range = V::query_lanes ? (u32)j < (u32)my_len : (j >= 0 && j < my_len);
+      const u32 in_codes = in_range ? codes_slot : pad_pair;
       reg_t in_HG = hg_zero, in_F = neg;
       if constexpr (G > 1) {  // G = 1: the thread is its own row above (boundary only)
         in_HG = __shfl_up_sync(SW_FULL_MASK, out_HG, 1, G);
@@ -372,10 +381,10 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
           in_HG = hg_zero;
           in_F = neg;
         }
-      } else if (stream_flags & 0x10001u) {  // the same, in the lanes whose query starts
+      } else {  // the same, in the lanes whose query starts (a select, not a branch)
         const u32 fresh_bits = flag_bits(stream_flags);
-        in_HG = (in_HG & ~fresh_bits) | (hg_zero & fresh_bits);
-        in_F = (in_F & ~fresh_bits) | (neg & fresh_bits);
+        in_HG = select_bits(in_HG, hg_zero, fresh_bits);
+        in_F = select_bits(in_F, neg, fresh_bits);
       }
       codes_slot = fetch_codes(j + 2);
       row_slot = fetch_boundary(s + 2);
@@ -410,7 +419,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       }
       out_HG = HG[R - 1];
       out_F = F;  // F of the row below this thread's last row
-      if (writes_boundary && t == G - 1 && j >= 0 && j < my_len)
+      if (V::query_lanes ? writes_boundary && t == G - 1 && in_range
+                         : writes_boundary && t == G - 1 && j >= 0 && j < my_len)
         *reinterpret_cast<uint2*>(my_boundary + 2 * j) = make_uint2(out_HG, F);
 
       // The best so far and this column's rows in one tree of three-input maxima, one compare

@@ -115,6 +115,36 @@ struct Lanes16 {
   }
 };
 
+// (a & ~mask) | (b & mask) as one three-input logic instruction. Written in C++, the
+// forward kernel's per-step select of the query lanes' fresh rows compiled to seven
+// (NOTES-gpu.md, "The query lanes' own instructions").
+__device__ __forceinline__ u32 select_bits(u32 a, u32 b, u32 mask) {
+#ifdef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
+  return (a & ~mask) | (b & mask);
+#else
+  u32 d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xD8;" : "=r"(d) : "r"(a), "r"(b), "r"(mask));
+  return d;
+#endif
+}
+
+// The row above a pass, two words of one column, loaded through L1 (as __ldca) with PTX's
+// L2::256B prefetch size: a miss in L2 fetches the whole 256-byte line, 32 columns of one
+// target, not the 32-byte sector of four. The rows above were written a pass earlier, which
+// for a long stack is long gone from L2 (1.4 GB of rows for sp500k's query lanes). With
+// this, W1 in stacks ran at 4.69 TCUPS against 4.55; the same loop without it at 3.56-3.84,
+// every step waiting on these loads (one H100, NOTES-gpu.md, "The query lanes' own
+// instructions").
+__device__ __forceinline__ uint2 load_row_above(const uint2* at) {
+#ifdef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
+  return *at;
+#else
+  uint2 v;
+  asm("ld.global.ca.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(at));
+  return v;
+#endif
+}
+
 // N consecutive 32-bit profile entries as they are, one 16-byte load per four (the lane
 // types whose entries are a whole register: Queries16, Lanes32).
 template <int N, class P>
