@@ -131,10 +131,10 @@ __device__ __forceinline__ u32 select_bits(u32 a, u32 b, u32 mask) {
 // The row above a pass, two words of one column, loaded through L1 (as __ldca) with PTX's
 // L2::256B prefetch size: a miss in L2 fetches the whole 256-byte line, 32 columns of one
 // target, not the 32-byte sector of four. The rows above were written a pass earlier, which
-// for a long stack is long gone from L2 (1.4 GB of rows for sp500k's query lanes). With
-// this, W1 in stacks ran at 4.69 TCUPS against 4.55; the same loop without it at 3.56-3.84,
-// every step waiting on these loads (one H100, NOTES-gpu.md, "The query lanes' own
-// instructions").
+// for a long stack is long gone from L2 (16 bytes per column of every target pair: over
+// 1.8 GB for sp500k's 226 million letters, against 50 MB of L2). With this, W1 in stacks
+// ran at 4.69-4.73 TCUPS against 4.55; the same loop without it at 3.56-3.84, every step
+// waiting on these loads (one H100, NOTES-gpu.md, "The query lanes' own instructions").
 __device__ __forceinline__ uint2 load_row_above(const uint2* at) {
 #ifdef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
   return *at;
