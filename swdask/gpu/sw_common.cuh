@@ -139,8 +139,14 @@ __device__ __forceinline__ uint2 load_row_above(const uint2* at) {
 #ifdef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
   return *at;
 #else
+  // volatile, with a memory clobber: the rows are rewritten in place every pass, so a load
+  // must stay behind the pass's barrier and never merge with another pass's (NVRTC 13.0
+  // compiles the query lanes' kernels to the same SASS as without)
   uint2 v;
-  asm("ld.global.ca.L2::256B.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(at));
+  asm volatile("ld.global.ca.L2::256B.v2.u32 {%0, %1}, [%2];"
+               : "=r"(v.x), "=r"(v.y)
+               : "l"(at)
+               : "memory");
   return v;
 #endif
 }
