@@ -229,9 +229,10 @@ def _launch_group(runtime, batch, query_rows, target_rows, q0, t0, m, n, sizes, 
                   alphabet, scoring, trace) -> tuple:
     """One launch over pairs that fit the device together (query row ``query_rows[k]`` of
     the batch from ``q0[k]``, ``m[k]`` residues, against target row ``target_rows[k]`` from
-    ``t0[k]``, ``n[k]``; ``sizes``: their :func:`_pair_parts`), then the packing of their CIGAR texts into one buffer, all queued:
-    ``(count, results, packed offsets, packed texts)`` on the device. The per-pair numbers
-    go up as one array; the packed offsets are summed on the device, so nothing waits."""
+    ``t0[k]``, ``n[k]``; ``sizes``: their :func:`_pair_parts`), then the packing of their
+    CIGAR texts into one buffer, all queued: ``(count, results, packed offsets, packed
+    texts)`` on the device. The per-pair numbers go up as one array; the packed offsets are
+    summed on the device, so nothing waits."""
     xp = runtime.xp
     count = m.size
     offsets = [np.cumsum(v) - v for v in sizes[:2]] + [np.cumsum(sizes[2])]  # text: slot ends

@@ -189,8 +189,11 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::wait(emu::warp_barrie
 // (or a poll's __nanosleep), so a read-modify-write is atomic and every store visible.
 inline void __threadfence() {}
 inline void __nanosleep(unsigned) { emu::yield(); }
+// Cached loads (L2 only, or L1 too): a plain read here.
 template <class T>
 inline T __ldcg(const T* p) { return *p; }
+template <class T>
+inline T __ldca(const T* p) { return *p; }
 inline int atomicAdd(int* p, int v) {
   const int old = *p;
   *p = old + v;
@@ -292,10 +295,6 @@ inline unsigned pack16(int lo, int hi) {
 // 16-bit wrap-around add, as add.s16x2 does
 inline int wrap16(int v) { return (int)(short)(unsigned short)(v & 0xffff); }
 }  // namespace emu
-
-// Cached loads: a plain read here.
-template <class T>
-inline T __ldca(const T* address) { return *address; }
 
 inline unsigned __vmaxs2(unsigned a, unsigned b) {
   using namespace emu;

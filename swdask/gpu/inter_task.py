@@ -494,10 +494,15 @@ def query_streams(rows, streams: int) -> np.ndarray:
     return chosen
 
 
+def padded_rows(lengths, rows: int) -> np.ndarray:
+    """Each query's rows in a stack, its length rounded up to a multiple of ``rows`` (R)."""
+    return -(-np.asarray(lengths, dtype=np.int64) // rows) * rows
+
+
 def stack_rows(lengths, rows: int, streams: int) -> int:
     """The profile rows of a stack of queries of ``lengths`` padded to ``rows`` (R) in
     ``streams`` streams (:func:`query_streams`): its longest stream's."""
-    padded = np.array([-(-m // rows) * rows for m in lengths], dtype=np.int64)
+    padded = padded_rows(lengths, rows)
     chosen = query_streams(padded, streams)
     return max(int(padded[chosen == stream].sum()) for stream in range(streams))
 
@@ -525,7 +530,7 @@ class _Stack:
             joined = [codes_list[0]]
             self.streams = np.zeros(1, np.int64)
         else:
-            padded = np.array([-(-m // rows) * rows for m in self.lengths], dtype=np.int64)
+            padded = padded_rows(self.lengths, rows)
             self.streams = query_streams(padded, 2 if query_lanes else 1)
             self.starts = np.zeros(len(codes_list), np.int64)
             joined = []
@@ -567,7 +572,7 @@ class _Stack:
             return np.zeros((-(-self.lengths[0] // rows), 1), np.int32)
         if rows != self.rows:
             raise ValueError(f"a stack padded to R = {self.rows} launched with R = {rows}")
-        per = np.array([-(-m // rows) for m in self.lengths], dtype=np.int64)
+        per = padded_rows(self.lengths, rows) // rows
         streams = 2 if self.query_lanes else 1
         table = np.full((self.profile_rows // rows, streams), -1, np.int32)
         for stream in range(streams):
