@@ -9,6 +9,11 @@ Measures, per query and in total (GCUPS = |query| x total database residues / se
   recompute of saturated rows, reverse kernel for starts, scatter to row order. For scores
   only, scores + end cells, and scores + start and end cells. Wall clock around a
   synchronised call; the first (compiling) call of each kernel variant is done before.
+* scan: the 20 queries together through the many-queries search's engine
+  (``GpuBackend.many_against_many``: stacked forward launches, end cells of every row, the
+  targets' layout cached as a search keeps it), with the search's query lanes on (its
+  default on sm_90) and off. Its results are compared, every row, with the per-query
+  kernel-only run's (``differing``).
 * end-to-end: ``swdask.align(query, series, backend="gpu")`` from a pandas Series of strings
   to the result DataFrame (encoding, upload, layout, kernels, download, frame).
 * exactness: GPU results against swdask's CPU engine (``swdask.lowlevel.align_many``,
@@ -30,14 +35,16 @@ import platform
 import time
 from pathlib import Path
 
+import dask
 import numpy as np
 
 import swdask
 from _common import (add_commit_argument, gpu_properties, read_fasta, read_sequences,
-                     short_name, stamp, timed, write_result)
+                     short_name, stamp, timed, timed_repeats, write_result)
+from swdask.gpu._backend import GpuBackend
 from swdask.gpu.inter_task import forward_plan
-from swdask.lowlevel import (align_many, encode, forward_shape, prepare_query, prepare_targets,
-                             search)
+from swdask.lowlevel import (EncodedSequences, align_many, encode, forward_shape,
+                             prepare_query, prepare_targets, search)
 
 COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
 
@@ -60,6 +67,10 @@ def mismatched_rows(gpu: dict, cpu, rows=None, columns=COLUMNS) -> np.ndarray:
         diff = got != want
         bad = diff if bad is None else bad | diff
     return np.flatnonzero(bad)
+
+
+class _ScanOwner:
+    """What a scan's targets belong to (the many-queries search caches the layout by it)."""
 
 
 def main():
@@ -179,11 +190,53 @@ def main():
               f"{cells / total / 1e12:6.3f} TCUPS", flush=True)
         return run
 
+    def scan_run(query_lanes: bool, reps: int):
+        backend = GpuBackend(targets.runtime)
+        database = EncodedSequences(device_encoded[0], device_encoded[1], encoded.valid)
+        owner = _ScanOwner()  # the layout's cache key, as a search's partition
+        prepared = [prepare_query(s, scoring) for s in q_seqs]
+
+        def scan():
+            checks = [[] for _ in prepared]
+            found = list(backend.many_against_many(prepared, database, "end", owner=owner,
+                                                   fingerprint=("W1",), checks=checks))
+            again = backend.failed_checks(checks)
+            for k in np.flatnonzero(again):  # 16-bit lanes saturated: as the search does
+                found[k] = backend.one_against_many(prepared[k], database, "end")
+            return found, int(np.sum(again))
+
+        with dask.config.set({"swdask.gpu.query-lanes": query_lanes}):
+            scan()  # lays the targets out (cached for the owner), compiles
+            times, (found, again) = timed_repeats(scan, reps)
+        differing = 0
+        for k, result in enumerate(found):
+            want = kept[(k, "end")]
+            got = {name: cupy.asnumpy(result.columns[name]).astype(np.int64)
+                   for name in ("score", "query_end", "target_end")}
+            for name in ("query_end", "target_end"):  # the API's ends are exclusive
+                got[name] = np.where(got[name] >= 0, got[name] - 1, -1)
+            differing += int(np.sum((got["score"] != want["score"])
+                                    | (got["query_end"] != want["query_end"])
+                                    | (got["target_end"] != want["target_end"])))
+        del found
+        cells = sum(len(s) for s in q_seqs) * total_residues
+        best = min(times)
+        print(f"scan end query-lanes={query_lanes} {best:7.3f} s "
+              f"{cells / best / 1e12:6.3f} TCUPS, {differing} of "
+              f"{len(q_seqs) * rows_total} results differing from the per-query run", flush=True)
+        return {"mode": "scan", "positions": "end", "query_lanes": query_lanes,
+                "seconds_total": best, "gcups_total": cells / best / 1e9, "reps": reps,
+                "all_seconds": times, "redone_queries": again, "differing": differing,
+                "compared": len(q_seqs) * rows_total}
+
     runs.append(kernel_run("end", args.reps, keep=True))
     runs.append(kernel_run("none", 1))
     runs.append(kernel_run("full", 1, keep=True))
     for shape in shapes[1:]:
         runs.append(kernel_run("end", 1, shape=shape))
+    write_w1()
+    for query_lanes in (True, False):
+        runs.append(scan_run(query_lanes, args.reps))
     write_w1()
 
     # ------------------------------------------------------------------ exactness vs the CPU
@@ -236,6 +289,8 @@ def main():
               f"{b['gcups']:7.0f} {c['gcups']:7.0f}")
     for run in runs:
         shape = run.get("shape_override")
+        if run["mode"] == "scan":
+            shape = f"lanes={'q' if run['query_lanes'] else 't'}"
         print(f"{run['mode']:10s} {run['positions']:4s} {str(shape or ''):8s} "
               f"{run['seconds_total']:8.3f} s {run['gcups_total'] / 1000:6.3f} TCUPS")
     print(f"checked {checked}, mismatches {mismatches}")

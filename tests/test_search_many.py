@@ -238,6 +238,21 @@ def test_gpu_search_redoes_queries_whose_16_bit_lanes_saturated(setting, monkeyp
 
 
 @pytest.fixture
+def poisoned_empty(monkeypatch):
+    """``numpy.empty`` (the emulation's device allocations) fills its arrays with 0xA7 bytes:
+    a kernel that uses memory it never wrote shows it in its results."""
+    empty = np.empty
+
+    def poisoned(*args, **kwargs):
+        array = empty(*args, **kwargs)
+        if array.dtype != object and array.flags.c_contiguous:
+            array.reshape(-1).view(np.uint8)[...] = 0xA7
+        return array
+
+    monkeypatch.setattr(np, "empty", poisoned)
+
+
+@pytest.fixture
 def stack_sizes(monkeypatch):
     """``stack_sizes()``: a list that the number of queries of each forward stack the GPU
     search starts (``inter_task.start_stack``) is appended to."""
@@ -264,7 +279,8 @@ def stack_sizes(monkeypatch):
     ("4:60,8", 2000, None, True, True), ("4:60,8", 2000, None, False, False),
     ("4:60,8", 2000, None, True, False), ("4", 140, None, True, False)])
 def test_gpu_stacks_of_queries_equal_cpu(setting, monkeypatch, forward_parts, stack_sizes,
-                                         buckets, long_row_min, shape, parts, query_lanes):
+                                         poisoned_empty, buckets, long_row_min, shape, parts,
+                                         query_lanes):
     """Queries stacked into one forward launch (inter_task.cu, "Stacked queries"), two per
     register against a target (``query_lanes``, "Query lanes") or one against two targets:
     lengths around multiples of the rows per thread (R = 32 in a stack), one letter, several
@@ -370,7 +386,8 @@ def test_gpu_stacks_finish_after_the_next_is_queued(setting, monkeypatch, failin
 def test_gpu_dna_stacks_equal_cpu(setting, monkeypatch, stack_sizes, query_lanes):
     """DNA queries stacked, two per register (``query_lanes``) or against two targets per
     register: a scoring whose profile entries need the 16-bit lanes' shift (mismatch -4,
-    gap open 2: inter_task.cu, "Adds on the FMA pipe"), queries of 3 to 150 letters in
+    gap open 2: inter_task.cu, "Adds on the FMA pipe"; with query lanes negative entries,
+    "E a column ahead"), queries of 3 to 150 letters in
     stacks of up to 6 (streams of unequal rows, queries starting mid-pass in one stream but
     not the other), targets holding copies of the queries (high scores, ties). Every hit,
     with end and start cells, equals the CPU engine's (the host emulation runs the
@@ -391,9 +408,10 @@ def test_gpu_dna_stacks_equal_cpu(setting, monkeypatch, stack_sizes, query_lanes
     for k, query in enumerate(queries[:8]):
         targets[3 * k] = targets[3 * k][:7] + query + targets[3 * k][7:20]
     column = pd.Series(targets, index=pd.RangeIndex(100, 100 + len(targets)))
-    got = column.sw.search(queries, top=4, backend="gpu", positions=True, **scoring)
-    want = column.sw.search(queries, top=4, backend="cpu", positions=True, **scoring)
-    pd.testing.assert_frame_equal(got, want)
+    for positions in ("end", True):  # (the end cells' scores are the forward kernel's)
+        got = column.sw.search(queries, top=4, backend="gpu", positions=positions, **scoring)
+        want = column.sw.search(queries, top=4, backend="cpu", positions=positions, **scoring)
+        pd.testing.assert_frame_equal(got, want)
     assert max(stacked) > 2
 
 

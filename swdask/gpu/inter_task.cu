@@ -123,6 +123,21 @@
 // substitution (each cell is at most the best so far plus one substitution), which the
 // host checks (and recomputes that lane). The 32-bit lanes (Lanes32) take the same code
 // with no offsets.
+//
+// E a column ahead; HG in T's offsets (query lanes). Each row's E for the next column is
+// computed right after the row's HG (E[i][j+1] = max(E[i][j] - ge, HG[i][j] + to_e)), not
+// before its T: the compiler then keeps E in place, where it had rotated it through other
+// registers and copied it back (41 moves per two steps of <Queries16, 4, 32>, now 23; the
+// target lanes' 47, now 7). With query lanes HG and F also hold profile_shift (hg_shift), so
+// they are in E's and T's offsets and E's update is one add-max with no add; the profile then
+// holds sub + gap_open, which may be negative in lane 0. Lane 0 of HG_diag is >= profile_shift
+// and its profile entry >= -profile_shift, so their 32-bit sum still never leaves lane 0's 16
+// bits, but it carries one into lane 1 where lane 0's entry is negative: the host packs each
+// profile word as high * 65536 + low, that carry's borrow already in it (inter_task.py,
+// _Stack). A step of <Queries16, 4, 32> went from 331.5 to 288.5 instructions, 172.5 of them
+// on the ALU pipe (174.5; NVRTC 13.0); on one H100 W1 in stacks ran at 4.95-5.02 TCUPS against
+// 4.69, and in target lanes 4.18-4.21 against 4.08 (benchmarks/NOTES-gpu.md, "E a column
+// ahead").
 #include "sw_common.cuh"
 
 namespace swdask {
@@ -236,13 +251,20 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   // The lanes' offsets ("Adds on the FMA pipe" above): HG and F hold their value + low_bias
   // in lane 0, E and T theirs + low_bias + profile_shift in lane 0, + profile_shift in lane 1.
   const int low_bias = L == 2 ? gap_open : 0;
-  const reg_t hg_zero = V::pack(low_bias - gap_open, -gap_open);  // HG of a cell with H = 0
+  // With query lanes HG and F hold profile_shift too (E's and T's offsets, so E needs no
+  // add), and the profile holds sub + gap_open ("E a column ahead; HG in T's offsets").
+  const int hg_shift = V::query_lanes ? profile_shift : 0;
+  const reg_t hg_zero =  // HG of a cell with H = 0
+      V::pack(low_bias - gap_open + hg_shift, -gap_open + hg_shift);
   // T's floor, H = 0 (with query lanes as a multiply-add, which the compiler redoes in the
   // loop from the parameters: as a pack it took four ALU instructions per step)
   const reg_t t_zero = V::query_lanes ? (u32)profile_shift * 0x10001u + (u32)low_bias
                                       : V::pack(low_bias + profile_shift, profile_shift);
-  const reg_t to_e = V::splat(profile_shift);             // HG + this: E's offsets
-  const reg_t to_u = V::splat(gap_open + profile_shift);  // T - this: U = T - go, HG's offsets
+  const reg_t to_e = V::query_lanes ? 0u : V::splat(profile_shift);  // HG + this: E's offsets
+  // T - this: U = T - go, in HG's offsets. With query lanes it is splat(gap_open), which the
+  // compiler otherwise rebuilt in the loop from the parameter, a move per row (opaque).
+  const reg_t to_u = V::query_lanes ? opaque(V::splat(gap_open))
+                                    : V::splat(gap_open + profile_shift);
   const reg_t neg = V::splat(V::neg);
   const reg_t minus_one = V::splat(-1);
   const u32 pad_code = (u32)(alpha1 - 1);
@@ -315,7 +337,11 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       HG[r] = hg_zero;
-      E[r] = neg;
+      // E of column 0 (H = 0 on its left). Any value up to it works: it stays below T's floor,
+      // and column 1's E takes column 0's HG, which is above it. hg_zero is it with query
+      // lanes; with target lanes it is profile_shift less (so written, the target lanes'
+      // loop compiles as measured: with hg_zero + to_e, 30 more ALU instructions per step).
+      E[r] = hg_zero;
     }
     reg_t prev_in_HG = hg_zero;  // HG of the row above, previous column (the diagonal)
     reg_t out_HG = hg_zero, out_F = neg;  // what this thread hands to thread t+1 next step
@@ -336,7 +362,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     // lanes keep the read-only path (W1 4.07 TCUPS against 4.01 with __ldca, one H100).
     auto fetch_codes = [&](int col) -> u32 {
       const code_t* at = codes_at + CODE_STEP * min(max(col, 0), last_col);
-      if constexpr (V::query_lanes) return __ldca(at);
+      if constexpr (V::query_lanes) return load_code(at);
       return *at;
     };
     auto fetch_boundary = [&](int col) -> uint2 {
@@ -355,7 +381,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       const int q = QL == 1 ? 0 : l;
       const int thr = max(carried[q] && run_score[l] > 0 ? run_score[l] - 1 : 0,
                           floor_score[q]) - gap_open;
-      best |= V::splat(thr + (l ? 0 : low_bias)) & lane_bits(l);
+      best |= V::splat(thr + (l ? 0 : low_bias) + hg_shift) & lane_bits(l);
       best_j[l] = -1;
       best_r[l] = 0;
     }
@@ -389,17 +415,17 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       codes_slot = fetch_codes(j + 2);
       row_slot = fetch_boundary(s + 2);
 
-      const prof_t* pa = tile + (in_codes & 0xffu) * LETTER + t * S;
+      // (with query lanes the code is one byte, loaded as such: no mask)
+      const prof_t* pa = tile + (V::query_lanes ? in_codes : in_codes & 0xffu) * LETTER + t * S;
       const prof_t* pb = V::query_lanes ? pa : tile + (in_codes >> 8) * LETTER + t * S;
-      // Per row: E (from the previous column), T = max(diag + sub, E, 0), U = T - go, then
-      // HG = max(T, F) - go and the next row's F = max(F - min(ge, go), U): the only chain
-      // through the rows is that last add-max. T and E of row r+1 are computed before HG[r]
-      // is overwritten (they read the old HG[r]), so every HG[r] updates in place. The adds
-      // written `+` and `-` run on the FMA pipe ("Adds on the FMA pipe" above).
+      // Per row: T = max(diag + sub, E, 0), U = T - go, then HG = max(T, F) - go, E of the
+      // next column = max(E - ge, HG) and the next row's F = max(F - min(ge, go), U): the
+      // only chain through the rows is that last add-max. T of row r+1 is computed before
+      // HG[r] is overwritten (it reads the old HG[r]), so every HG[r] updates in place. The
+      // adds written `+` and `-` run on the FMA pipe ("Adds on the FMA pipe" above).
       reg_t F = in_F;  // F of this thread's first row, column j
       reg_t sc[R];     // scores of the rows, loaded one chunk ahead of their use
       V::template load_scores<CHUNK>(pa, pb, *reinterpret_cast<reg_t(*)[CHUNK]>(sc));
-      E[0] = V::add_max(E[0], ge_neg, HG[0] + to_e);
       reg_t term = V::max3(prev_in_HG + sc[0], E[0], t_zero);  // T of row 0
       prev_in_HG = in_HG;
 #pragma unroll
@@ -409,11 +435,11 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
                                          *reinterpret_cast<reg_t(*)[CHUNK]>(sc + r + CHUNK));
         reg_t next_term = 0;
         if (r + 1 < R) {
-          E[r + 1] = V::add_max(E[r + 1], ge_neg, HG[r + 1] + to_e);  // E[i+1][j]
           next_term = V::max3(HG[r] + sc[r + 1], E[r + 1], t_zero);
         }
         const reg_t U = term - to_u;                    // T - go
         HG[r] = V::add_max(F, go_neg, U);               // H[i][j] - go
+        E[r] = V::add_max(E[r], ge_neg, HG[r] + to_e);  // E[i][j+1]
         F = V::add_max(F, fe_neg, U);                   // F[i+1][j]
         term = next_term;
       }
@@ -501,7 +527,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       const bool run_last = t == G - 1 || query_ends[q];
       int cand_score = 0, cand_j = SW_INT_MAX, cand_i = SW_INT_MAX;
       if (best_j[l] >= 0) {
-        cand_score = V::lane(best, l) - (l ? 0 : low_bias) + gap_open;
+        cand_score = V::lane(best, l) - (l ? 0 : low_bias) - hg_shift + gap_open;
         cand_j = best_j[l];
         cand_i = row0 + t * R + best_r[l];
       }

@@ -548,12 +548,17 @@ class _Stack:
         self.profile_rows = int(joined[0].shape[0])
         self.profile, self.pad, self.shift = _profile(runtime, matrix, joined[0], gap_open,
                                                       lanes)
-        if query_lanes:  # both streams' int16 entries side by side in a uint32 per row
+        if query_lanes:
+            # both streams' entries in a uint32 per row, without the shift (sub + gap_open:
+            # the kernel keeps HG in T's offsets: inter_task.cu, "E a column ahead"), packed
+            # as high * 65536 + low, so that lane 0's negative entries borrow from lane 1
+            # as the kernel's 32-bit add carries back into it
             xp = runtime.xp
             second, _, _ = _profile(runtime, matrix, joined[1], gap_open, lanes)
-            self.profile = (self.profile.view(xp.uint16).astype(xp.uint32)
-                            | (second.view(xp.uint16).astype(xp.uint32) << 16))
-            self.pad = self.pad | (self.pad << 16)
+            low = self.profile.astype(xp.int64) - self.shift
+            high = second.astype(xp.int64) - self.shift
+            self.profile = (((high << 16) + low) & 0xFFFFFFFF).astype(xp.uint32)
+            self.pad = 0  # PAD's entry, -gap_open + gap_open, in both lanes
         self._segments = {}
         self._part_cuts = {}
 

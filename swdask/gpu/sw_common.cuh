@@ -11,7 +11,8 @@
 // it (E' = max(E - ge, HG)), and the diagonal term H_diag + sub becomes HG_diag +
 // (sub + gap_open), so the query profile stores sub + gap_open. Five operations per cell,
 // only one of them on the dependency chain down the rows; in the forward kernel two of them
-// are plain adds on the FMA pipe (inter_task.cu, "Adds on the FMA pipe").
+// (one with query lanes) are plain adds on the FMA pipe (inter_task.cu, "Adds on the FMA
+// pipe", "E a column ahead").
 //
 // This file compiles three ways: NVRTC (through cupy.RawModule), nvcc (tests), and plain
 // g++ with host_emulation.h (tests on machines without a GPU).
@@ -147,6 +148,27 @@ __device__ __forceinline__ uint2 load_row_above(const uint2* at) {
                : "=r"(v.x), "=r"(v.y)
                : "l"(at)
                : "memory");
+  return v;
+#endif
+}
+
+// x, as a value the compiler cannot see through: it keeps it in a register instead of
+// rebuilding it from the kernel's parameters where it is used.
+__device__ __forceinline__ u32 opaque(u32 x) {
+#ifndef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
+  asm("mov.b32 %0, %0;" : "+r"(x));
+#endif
+  return x;
+}
+
+// A target's code through L1's coherent path (as __ldca), zero-extended into a 32-bit
+// register by the load itself (__ldca of a byte compiled to the load and an AND).
+__device__ __forceinline__ u32 load_code(const u8* at) {
+#ifdef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
+  return *at;
+#else
+  u32 v;
+  asm("ld.global.ca.u8 %0, [%1];" : "=r"(v) : "l"(at));
   return v;
 #endif
 }
