@@ -415,6 +415,28 @@ def test_gpu_dna_stacks_equal_cpu(setting, monkeypatch, stack_sizes, query_lanes
     assert max(stacked) > 2
 
 
+@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
+def test_gpu_query_lanes_rows_above_stay_their_query(setting):
+    """With query lanes, thread 0 of a pass reads the row above only at its target's columns:
+    the rows above are rewritten in place during the pass (by the pass's last thread, often
+    another query's rows), so past the target's end they hold another query's cells
+    (inter_task.cu, "Query lanes"). Queries copied into targets (high scores), stacked into
+    passes shared by several queries: every row's score and end cell equals the CPU
+    engine's. (Reading past the end gave 22 of 240 rows wrong here.)"""
+    setting("gpu.runtime", "emulation")
+    setting("gpu.query-lanes", True)
+    rng = np.random.default_rng(3)
+    letters = np.array(list("ACDEFGHIKLMNPQRSTVWY"))
+    targets = ["".join(rng.choice(letters, int(n))) for n in rng.integers(1, 260, size=30)]
+    queries = ["".join(rng.choice(letters, int(m))) for m in rng.integers(20, 200, size=8)]
+    for k, query in enumerate(queries):
+        targets[3 * k] = targets[3 * k][:30] + query[5:] + targets[3 * k][30:60]
+    column = pd.Series(targets)
+    got = column.sw.search(queries, top=len(targets), backend="gpu", positions="end")
+    want = column.sw.search(queries, top=len(targets), backend="cpu", positions="end")
+    pd.testing.assert_frame_equal(got, want)
+
+
 def test_query_streams_balance_the_rows_and_keep_the_order():
     """A stack's queries in two streams (inter_task.cu, "Query lanes"): each query in one
     stream, the streams' rows within one query of each other, and the profile's rows those

@@ -398,6 +398,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
         in_F = __shfl_up_sync(SW_FULL_MASK, out_F, 1, G);
       }
       if (t == 0) {
+        // (only at the target's columns: past them the clamped load reads the last column,
+        // which this pass's last thread rewrites in place, with another query's cells)
         const bool real = s < my_len && reads_boundary;
         in_HG = real ? row_slot.x : hg_zero;
         in_F = real ? row_slot.y : neg;
