@@ -9,7 +9,8 @@ Measures, per query and in total (GCUPS = |query| x total database residues / se
   recompute of saturated rows, reverse kernel for starts, scatter to row order. For scores
   only, scores + end cells, and scores + start and end cells. Wall clock around a
   synchronised call; the first (compiling) call of each kernel variant is done before.
-* scan: the 20 queries together through the many-queries search's engine
+* scan: the 20 queries together (and the ``--scan-short`` shortest alone) through the
+  many-queries search's engine
   (``GpuBackend.many_against_many``: stacked forward launches, end cells of every row, the
   targets' layout cached as a search keeps it), with the search's query lanes on (its
   default on sm_90) and off. Its results are compared, every row, with the per-query
@@ -86,6 +87,8 @@ def main():
     parser.add_argument("--reps", type=int, default=2, help="timed repeats (kernel, ends)")
     parser.add_argument("--e2e-modes", default="end,full")
     parser.add_argument("--shapes", default="", help="extra 16-bit shapes to time, G,R;G,R")
+    parser.add_argument("--scan-short", type=int, default=5,
+                        help="also scan this many shortest queries together (0: not)")
     parser.add_argument("--no-check", action="store_true",
                         help="skip the CPU check (timing runs of A/B comparisons only)")
     args = parser.parse_args()
@@ -190,11 +193,12 @@ def main():
               f"{cells / total / 1e12:6.3f} TCUPS", flush=True)
         return run
 
-    def scan_run(query_lanes: bool, reps: int):
+    def scan_run(query_lanes: bool, reps: int, chosen=None):
+        chosen = list(range(len(q_seqs))) if chosen is None else list(chosen)
         backend = GpuBackend(targets.runtime)
         database = EncodedSequences(device_encoded[0], device_encoded[1], encoded.valid)
         owner = _ScanOwner()  # the layout's cache key, as a search's partition
-        prepared = [prepare_query(s, scoring) for s in q_seqs]
+        prepared = [prepare_query(q_seqs[k], scoring) for k in chosen]
 
         def scan():
             checks = [[] for _ in prepared]
@@ -209,7 +213,7 @@ def main():
             scan()  # lays the targets out (cached for the owner), compiles
             times, (found, again) = timed_repeats(scan, reps)
         differing = 0
-        for k, result in enumerate(found):
+        for k, result in zip(chosen, found):
             want = kept[(k, "end")]
             got = {name: cupy.asnumpy(result.columns[name]).astype(np.int64)
                    for name in ("score", "query_end", "target_end")}
@@ -219,15 +223,16 @@ def main():
                                     | (got["query_end"] != want["query_end"])
                                     | (got["target_end"] != want["target_end"])))
         del found
-        cells = sum(len(s) for s in q_seqs) * total_residues
+        cells = sum(len(q_seqs[k]) for k in chosen) * total_residues
         best = min(times)
-        print(f"scan end query-lanes={query_lanes} {best:7.3f} s "
+        print(f"scan end query-lanes={query_lanes} ({len(chosen)} queries) {best:7.3f} s "
               f"{cells / best / 1e12:6.3f} TCUPS, {differing} of "
-              f"{len(q_seqs) * rows_total} results differing from the per-query run", flush=True)
+              f"{len(chosen) * rows_total} results differing from the per-query run", flush=True)
         return {"mode": "scan", "positions": "end", "query_lanes": query_lanes,
+                "queries": [short_name(q_names[k]) for k in chosen],
                 "seconds_total": best, "gcups_total": cells / best / 1e9, "reps": reps,
                 "all_seconds": times, "redone_queries": again, "differing": differing,
-                "compared": len(q_seqs) * rows_total}
+                "compared": len(chosen) * rows_total}
 
     runs.append(kernel_run("end", args.reps, keep=True))
     runs.append(kernel_run("none", 1))
@@ -237,6 +242,9 @@ def main():
     write_w1()
     for query_lanes in (True, False):
         runs.append(scan_run(query_lanes, args.reps))
+    if args.scan_short:  # the shortest queries alone, as a search of short queries runs them
+        shortest = np.argsort([len(s) for s in q_seqs], kind="stable")[:args.scan_short]
+        runs.append(scan_run(True, args.reps, sorted(int(k) for k in shortest)))
     write_w1()
 
     # ------------------------------------------------------------------ exactness vs the CPU
@@ -290,7 +298,7 @@ def main():
     for run in runs:
         shape = run.get("shape_override")
         if run["mode"] == "scan":
-            shape = f"lanes={'q' if run['query_lanes'] else 't'}"
+            shape = f"lanes={'q' if run['query_lanes'] else 't'} x{len(run['queries'])}"
         print(f"{run['mode']:10s} {run['positions']:4s} {str(shape or ''):8s} "
               f"{run['seconds_total']:8.3f} s {run['gcups_total'] / 1000:6.3f} TCUPS")
     print(f"checked {checked}, mismatches {mismatches}")
