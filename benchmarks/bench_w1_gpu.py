@@ -10,11 +10,10 @@ Measures, per query and in total (GCUPS = |query| x total database residues / se
   only, scores + end cells, and scores + start and end cells. Wall clock around a
   synchronised call; the first (compiling) call of each kernel variant is done before.
 * scan: the 20 queries together (and the ``--scan-short`` shortest alone) through the
-  many-queries search's engine
-  (``GpuBackend.many_against_many``: stacked forward launches, end cells of every row, the
-  targets' layout cached as a search keeps it), with the search's query lanes on (its
-  default on sm_90) and off. Its results are compared, every row, with the per-query
-  kernel-only run's (``differing``).
+  many-queries search's engine (``GpuBackend.many_against_many``: stacked forward launches,
+  end cells of every row, the targets' layout cached as a search keeps it), with the
+  search's query lanes on (its default on sm_90) and off. Its results are compared, every
+  row, with the per-query kernel-only run's (``differing``).
 * end-to-end: ``swdask.align(query, series, backend="gpu")`` from a pandas Series of strings
   to the result DataFrame (encoding, upload, layout, kernels, download, frame).
 * exactness: GPU results against swdask's CPU engine (``swdask.lowlevel.align_many``,

@@ -386,12 +386,11 @@ def test_gpu_stacks_finish_after_the_next_is_queued(setting, monkeypatch, failin
 def test_gpu_dna_stacks_equal_cpu(setting, monkeypatch, stack_sizes, query_lanes):
     """DNA queries stacked, two per register (``query_lanes``) or against two targets per
     register: a scoring whose profile entries need the 16-bit lanes' shift (mismatch -4,
-    gap open 2: inter_task.cu, "Adds on the FMA pipe"; with query lanes negative entries,
-    "E a column ahead"), queries of 3 to 150 letters in
-    stacks of up to 6 (streams of unequal rows, queries starting mid-pass in one stream but
-    not the other), targets holding copies of the queries (high scores, ties). Every hit,
-    with end and start cells, equals the CPU engine's (the host emulation runs the
-    kernels)."""
+    gap open 2: inter_task.cu, "Adds on the FMA pipe"; with query lanes, entries below 0,
+    "E a column ahead"), queries of 3 to 150 letters in stacks of up to 6 (streams of
+    unequal rows, queries starting mid-pass in one stream but not the other), targets
+    holding copies of the queries (high scores, ties). Every hit, with end cells alone and
+    with start cells too, equals the CPU engine's (the host emulation runs the kernels)."""
     from swdask.gpu import inter_task
 
     setting("gpu.runtime", "emulation")
@@ -420,9 +419,9 @@ def test_gpu_query_lanes_rows_above_stay_their_query(setting):
     """With query lanes, thread 0 of a pass reads the row above only at its target's columns:
     the rows above are rewritten in place during the pass (by the pass's last thread, often
     another query's rows), so past the target's end they hold another query's cells
-    (inter_task.cu, "Query lanes"). Queries copied into targets (high scores), stacked into
-    passes shared by several queries: every row's score and end cell equals the CPU
-    engine's. (Reading past the end gave 22 of 240 rows wrong here.)"""
+    (inter_task.cu, thread 0's row above in the step). Queries copied into targets (high
+    scores), stacked into passes shared by several queries: every row's score and end cell
+    equals the CPU engine's. (Reading past the end gave 22 of 240 rows wrong here.)"""
     setting("gpu.runtime", "emulation")
     setting("gpu.query-lanes", True)
     rng = np.random.default_rng(3)
