@@ -450,19 +450,22 @@ def lane16_bound(scoring) -> int:
     return scoring.saturation_bound(_LANE16_MAX - offset)
 
 
-def _profile(runtime, matrix, codes, gap_open, lanes):
+def _profile(runtime, matrix, codes, gap_open, lanes, shifted: bool = True):
     """``(profile, pad, shift)``: ``profile[a, i] = matrix[a, q_i] + gap_open`` (+ the 16-bit
-    kernel's :func:`profile_shift`) plus a PAD row, as the kernels read it; a query row of
+    kernel's :func:`profile_shift` where ``shifted``; the query lanes' profile is not,
+    inter_task.cu, "E a column ahead") plus a PAD row, as the kernels read it; a query row of
     code ``alphabet`` (the padding between stacked queries) scores PAD's score against every
     letter, as the rows past the stack's end do. PAD is a substitution of ``-gap_open`` in
-    the 16-bit kernel (so its entries are the shift, >= 0) and far below any score in the
-    32-bit one; either way a PAD cell never wins (inter_task.cu)."""
+    the 16-bit kernel (so its entries are the shift, >= 0, or 0 unshifted) and far below any
+    score in the 32-bit one; either way a PAD cell never wins (inter_task.cu). ``shift`` is
+    :func:`profile_shift` either way."""
     alphabet = matrix.shape[0]
     dtype = np.int16 if lanes == 2 else np.int32
     shift = profile_shift(matrix, gap_open, lanes)
-    pad = shift if lanes == 2 else gap_open + _LANE32_PAD
+    added = shift if shifted else 0
+    pad = added if lanes == 2 else gap_open + _LANE32_PAD
     table = substitution_table(matrix, (alphabet + 1, alphabet + 1), pad=pad,
-                               offset=gap_open + shift)
+                               offset=gap_open + added)
     # row-major, as the kernels read it (a column gather alone would come out column-major)
     return runtime.xp.asarray(np.ascontiguousarray(table[:, codes], dtype=dtype)), pad, shift
 
@@ -546,19 +549,18 @@ class _Stack:
             joined = [np.concatenate([codes, np.full(total - codes.shape[0], alphabet,
                                                      dtype=np.int64)]) for codes in joined]
         self.profile_rows = int(joined[0].shape[0])
+        # the query lanes' entries are not shifted: the kernel keeps HG in T's offsets
+        # (inter_task.cu, "E a column ahead")
         self.profile, self.pad, self.shift = _profile(runtime, matrix, joined[0], gap_open,
-                                                      lanes)
+                                                      lanes, shifted=not query_lanes)
         if query_lanes:
-            # both streams' entries in a uint32 per row, without the shift (sub + gap_open:
-            # the kernel keeps HG in T's offsets: inter_task.cu, "E a column ahead"), packed
-            # as high * 65536 + low, so that lane 0's negative entries borrow from lane 1
-            # as the kernel's 32-bit add carries back into it
+            # both streams' entries in a uint32 per row, packed as high * 65536 + low, so
+            # that lane 0's negative entries borrow from lane 1 as the kernel's 32-bit add
+            # carries back into it (PAD's entries are 0 in both lanes)
             xp = runtime.xp
-            second, _, _ = _profile(runtime, matrix, joined[1], gap_open, lanes)
-            low = self.profile.astype(xp.int64) - self.shift
-            high = second.astype(xp.int64) - self.shift
-            self.profile = (((high << 16) + low) & 0xFFFFFFFF).astype(xp.uint32)
-            self.pad = 0  # PAD's entry, -gap_open + gap_open, in both lanes
+            second, _, _ = _profile(runtime, matrix, joined[1], gap_open, lanes, shifted=False)
+            self.profile = (((second.astype(xp.int64) << 16) + self.profile.astype(xp.int64))
+                            & 0xFFFFFFFF).astype(xp.uint32)
         self._segments = {}
         self._part_cuts = {}
 
