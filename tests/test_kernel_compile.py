@@ -309,6 +309,20 @@ def test_emulated_length_buckets(emulated):
         with dask.config.set({"swdask.gpu.buckets": wrong}):
             with pytest.raises(ValueError, match="swdask.gpu.buckets"):
                 inter_task.length_buckets()
+    # the one-pass R (its kernels read no row above a pass) where a forced shape asks it for
+    # a longer query: the largest other R; the .cu's constant is the host's
+    with dask.config.set({"swdask.gpu.shape": "4,36"}):
+        assert [launch[2:] for launch in inter_task.forward_plan(prepared.pairs, 144)] == [(4, 36)]
+        assert [launch[2:] for launch in inter_task.forward_plan(prepared.pairs, 145)] == [(4, 32)]
+        _compare(query, targets, BLOSUM62, modes=("end",))
+    assert re.search(r"constexpr int ONE_PASS_ROWS = (\d+);", _kernels.source("inter_task.cu")
+                     ).group(1) == str(_kernels.ONE_PASS_ROWS)
+    # the defaults (these targets are all short): with target lanes G = 4 only where it takes
+    # the query in one pass, with query lanes G = 4 for every short target
+    assert [launch[2:] for launch in inter_task.forward_plan(prepared.pairs, 140)] == [(4, 36)]
+    assert [launch[2] for launch in inter_task.forward_plan(prepared.pairs, len(query))] == [8]
+    assert [launch[2] for launch in inter_task.forward_plan(
+        prepared.pairs, len(query), rows=32, query_lanes=True)] == [4]
 
 
 @needs_gxx

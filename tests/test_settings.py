@@ -28,7 +28,7 @@ def test_every_shipped_default_is_in_the_yaml_and_readable():
     for section, values in shipped.items():
         for name, value in values.items():
             assert _settings.get(f"{section}.{name}") == value
-    assert _settings.get("gpu.buckets") == "4:800,8:1500,16:3000,32"
+    assert _settings.get("gpu.buckets") is None  # the measured ones, per lane type
 
 
 def test_dask_config_set_overrides_and_restores():
@@ -86,14 +86,14 @@ def test_import_swdask_leaves_dask_until_a_setting_is_read():
     is imported afterwards, by the user or by the first read of a setting, swdask's
     namespace is in ``dask.config`` with its defaults and the old ``SWDASK_*`` names."""
     code = ("import sys, swdask; print('dask' in sys.modules); import dask; "
-            "print(dask.config.get('swdask.gpu.buckets')); "
+            "print(dask.config.get('swdask.gpu.long-row-min')); "
             "print(dask.config.get('swdask.gpu.chunk-bytes'))")
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("SWDASK_", "DASK_SWDASK"))}
     done = subprocess.run([sys.executable, "-c", code],
                           env={**clean, "SWDASK_GPU_CHUNK_BYTES": "777"},
                           capture_output=True, text=True, timeout=120, check=True)
-    assert done.stdout.split() == ["False", "4:800,8:1500,16:3000,32", "777"]
+    assert done.stdout.split() == ["False", "12000", "777"]
     code = ("import sys, swdask; from swdask import _settings; "
             "print(_settings.get('traceback.max-cells') is not None, 'dask' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], env=clean, capture_output=True,

@@ -15,8 +15,9 @@ _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 
 #: Rows per thread (R) of the 16-bit forward kernels; multiples of 4 (vector loads).
 ROWS_PER_THREAD = (8, 12, 16, 20, 24, 28, 32)
-#: Rows per thread of a 16-bit forward launch whose query (or stack) fits one pass of G x 36
-#: rows, and only there (sm_90): a query of up to 144 letters then runs in one pass of 4
+#: Rows per thread of a 16-bit forward launch of one query that fits one pass of G x 36
+#: rows, and only there (sm_90; those kernels read and write no row above a pass:
+#: inter_task.cu, ONE_PASS_ROWS): a query of up to 144 letters then runs in one pass of 4
 #: threads, without padding. Where a pass reads the row above it, W1's queries of more than
 #: one pass ran at 2.0-2.7 TCUPS against 3.7-4.1 at their usual shapes (in NVRTC 13.5's SASS
 #: at 36 rows, that load is copied to another register 38 instructions after it is issued,

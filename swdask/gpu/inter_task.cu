@@ -15,8 +15,8 @@
 // G-1 writes its last row for the next pass.
 //
 // Query profile. Each pass, the block copies the profile rows of the pass (every letter,
-// G*R rows, sub + gap_open as int16 or int32) into shared memory, laid out so that a thread's
-// R rows of one letter are contiguous (one or a few 16-byte loads per letter per column).
+// G*R rows, sub + gap_open as int32) into shared memory, laid out so that a thread's R rows
+// of one letter are contiguous (16-byte loads of four rows per letter per column).
 // All groups of a block move through the passes together (one __syncthreads per pass): the
 // block's pairs have nearly equal lengths since targets are sorted, and every group steps
 // through the longest pair of its block; the cells past a target's end score PAD.
@@ -44,8 +44,8 @@
 // group of threads aligns one target, a "unit": units 2p and 2p + 1 are pair p's targets,
 // read as the low and high bytes of the pair's codes (so the layout is the pairs'), with
 // the row above the passes kept per unit. The profile holds both streams' entries of a row
-// side by side (a uint32), so a step reads its rows' scores with no byte permute: about 32
-// of the 209 ALU instructions of a step of <Lanes16, 4, 32>. Where the lanes hold targets
+// side by side (a uint32), so a step reads one word per row, where two targets need two
+// (see "Profile words by multiply-add"). Where the lanes hold targets
 // everything is per lane; here what belongs to a query (fresh, ends, carried, floors, the
 // reduction) is per stream, and a register's bits are selected per stream where it
 // differs. Results go to slot unit, as pair * 2 + lane would. Their codes and rows above
@@ -108,12 +108,13 @@
 // "Adds on the FMA pipe"). A 32-bit add is exact per lane only while lane 0 neither borrows
 // from nor carries into lane 1, so the values are kept offset:
 // - lane 0 of HG and F holds its value + gap_open (low_bias), so HG >= -go is >= 0 there;
-// - the profile holds sub + gap_open + profile_shift, with profile_shift the least that
-//   makes every entry >= 0, so HG_diag + profile adds two non-negative lane-0 values;
-// - E and T hold their value + profile_shift in both lanes (+ low_bias in lane 0): E is
+// - the profile held sub + gap_open + profile_shift, with profile_shift the least that
+//   makes every entry >= 0, so HG_diag + profile added two non-negative lane-0 values;
+// - E and T hold their value + profile_shift in both lanes (+ low_bias in lane 0): E was
 //   max(E - ge, HG + profile_shift), T = max(HG_diag + profile, E, t_zero) with t_zero
-//   the offset H = 0, and U = T - (gap_open + profile_shift) is back in HG's offsets, >= 0
+//   the offset H = 0, and U = T - (gap_open + profile_shift) back in HG's offsets, >= 0
 //   in lane 0 since T >= t_zero.
+// (Today HG and F hold profile_shift too and the profile does not: "E a column ahead".)
 // No add of lane 0 ever carries into or borrows from lane 1, even in a lane that
 // saturates: the signed maxima keep T in [t_zero, 32767] and HG in [0, 32767] in lane 0,
 // so T - (gap_open + profile_shift) >= 0, and HG + profile_shift and HG_diag + profile
@@ -124,33 +125,54 @@
 // host checks (and recomputes that lane). The 32-bit lanes (Lanes32) take the same code
 // with no offsets.
 //
-// E a column ahead; HG in T's offsets (query lanes). Each row's E for the next column is
-// computed right after the row's HG (E[i][j+1] = max(E[i][j] - ge, HG[i][j] + to_e)), not
-// before its T: the compiler then keeps E in place, where it had rotated it through other
-// registers and copied it back (41 moves per two steps of <Queries16, 4, 32>, now 23; the
-// target lanes' 47, now 7). With query lanes HG and F also hold profile_shift (hg_shift), so
-// they are in E's and T's offsets and E's update is one add-max with no add; the profile then
-// holds sub + gap_open, which may be negative in lane 0. Lane 0 of HG_diag is >= profile_shift
-// and its profile entry >= -profile_shift, so their 32-bit sum still never leaves lane 0's 16
-// bits, but it carries one into lane 1 where lane 0's entry is negative: the host packs each
-// profile word as high * 65536 + low, that carry's borrow already in it (inter_task.py,
-// _Stack). A step of <Queries16, 4, 32> went from 331.5 to 288.5 instructions, 172.5 of them
-// on the ALU pipe (174.5; NVRTC 13.0); on one H100 W1 in stacks ran at 4.95-5.02 TCUPS against
-// 4.69, and in target lanes 4.18-4.21 against 4.08 (benchmarks/NOTES-gpu.md, "E a column
-// ahead").
+// E a column ahead; HG in T's offsets. Each row's E for the next column is computed right
+// after the row's HG (E[i][j+1] = max(E[i][j] - ge, HG[i][j])), not before its T: the
+// compiler then keeps E in place, where it had rotated it through other registers and copied
+// it back (41 moves per two steps of <Queries16, 4, 32>, now 23). HG and F also hold
+// profile_shift (hg_shift), so they are in E's and T's offsets and E's update is one add-max
+// with no add; the profile then holds sub + gap_open, which may be negative in lane 0. Lane 0
+// of HG_diag is >= profile_shift and its profile entry >= -profile_shift, so their 32-bit sum
+// still never leaves lane 0's 16 bits, but it carries one into lane 1 where lane 0's entry is
+// negative: a profile word is put together as high * 65536 + low, that carry's borrow already
+// in it (by the host with query lanes, inter_task.py, _Stack; by the kernel with target
+// lanes, below). A step of <Queries16, 4, 32> went from 331.5 to 288.5 instructions, 172.5 of
+// them on the ALU pipe (174.5; NVRTC 13.0); on one H100 W1 in stacks ran at 4.95-5.02 TCUPS
+// against 4.69 (benchmarks/NOTES-gpu.md, "E a column ahead").
+//
+// Profile words by multiply-add (target lanes). Two targets' scores of a row come from two
+// letters' entries; a byte permute put them side by side, one ALU instruction per row. The
+// entries are now int32 (sign-extended) and the word is high * 65536 + low, a multiply-add on
+// the FMA pipe, in the offsets above (HG in T's, as with query lanes: E's add went too). A
+// step of <Lanes16, 8, 32> went from 348.5 instructions, 208.5 on the ALU pipe, to 334.5 and
+// 174.5 (NVRTC 13.0); of the one-pass <Lanes16, 4, 36>, with no row above (ONE_PASS_ROWS),
+// from 398 and 231.5 to 354.5 and 185.5. The entries take twice the shared memory and its
+// loads: where two groups of a warp read in the same phase of a 16-byte load (G = 4) their
+// letters' rows hit the same banks half the time, so those launches keep two copies of the
+// profile, 16 banks apart, one per group parity (tile_copies). And G = 4 over several passes
+// waited on memory (spills and L1 misses: W1 one query at a time 2.71 TCUPS), so target lanes
+// take G = 4 only for a query of one pass (inter_task.py, LENGTH_BUCKETS). On one H100 W1 one
+// query at a time ran at 4.40-4.43 TCUPS against 4.11-4.12, with start cells 3.90-3.92 against
+// 3.68-3.69, and the 144-letter query at 3.8-3.9 against 3.3-3.4 (benchmarks/NOTES-gpu.md,
+// "Profile words by multiply-add").
 #include "sw_common.cuh"
 
 namespace swdask {
 
-template <class V, int R>
+// Rows per thread of the launches that take their whole stack in one pass: no row above a
+// pass is read or written, and no best carried to a next pass (swdask/gpu/_kernels.py,
+// ONE_PASS_ROWS: the host launches this R only so).
+constexpr int ONE_PASS_ROWS = 36;
+
+template <class V, int G>
+__host__ __device__ constexpr int tile_copies() {
+  return (!V::query_lanes && V::lanes == 2 && G < 8) ? 2 : 1;
+}
+
+template <int R>
 __host__ __device__ constexpr int tile_stride() {
-  // Elements per thread in the shared profile, padded so that the 16-byte (8-byte) loads of
-  // eight (sixteen) neighbouring threads hit distinct banks.
-  if constexpr (sizeof(typename V::prof_t) == 2) {
-    return (R % 8 == 0 && (R / 8) % 2 == 0) ? R + 8 : R;
-  } else {
-    return ((R / 4) % 2 == 0) ? R + 4 : R;
-  }
+  // Entries (32-bit) per thread in the shared profile, padded so that the 16-byte loads of
+  // eight neighbouring threads hit distinct banks.
+  return ((R / 4) % 2 == 0) ? R + 4 : R;
 }
 
 // Interleave the residue codes of each pair: pair_codes[pair_start[p] + j] holds the codes of
@@ -178,11 +200,12 @@ __global__ void sw_pair_codes(const u8* __restrict__ residues, const i64* __rest
   }
 }
 
-// The forward pass. profile[letter * m + i] = sub(letter, q_i) + gap_open + profile_shift
-// for letter < alpha1 - 1 and the m rows of the stack (m = num_segments * R; PAD's score on
-// padding rows); letter alpha1 - 1 is PAD. For Lanes16 every entry is >= 0 (profile_shift
-// makes it so; PAD is profile_shift, a substitution of -gap_open); for Lanes32,
-// profile_shift is 0. seg_query: the query of each R-row segment (see above);
+// The forward pass. profile[letter * m + i] = sub(letter, q_i) + gap_open for letter <
+// alpha1 - 1 and the m rows of the stack (m = num_segments * R; PAD's score on padding
+// rows); letter alpha1 - 1 is PAD (0 in the 16-bit kernels, a substitution of -gap_open;
+// with query lanes each entry holds both streams' as one word, see "E a column ahead").
+// profile_shift (0 for Lanes32) is the least that makes every 16-bit entry plus it >= 0.
+// seg_query: the query of each R-row segment (see above);
 // query_row0: each query's first row in the stack; query_floor: each query's floor (0: none,
 // see "Floors from a scout" below). Results per query q and slot (pair * lanes + lane), at
 // q * out_stride + slot: the best score and its inclusive end cell (the query's own row; -1
@@ -207,11 +230,16 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   typedef typename V::reg_t reg_t;
   typedef typename V::prof_t prof_t;
   constexpr int L = V::lanes;
-  constexpr int S = tile_stride<V, R>();
+  constexpr int S = tile_stride<R>();
   constexpr int ROWS = G * R;
-  constexpr int LETTER = G * S;  // elements per letter in the shared profile
-  // rows per profile load: a 16-byte load holds 8 rows of 16-bit entries, 4 of 32-bit ones
-  constexpr int CHUNK = (R % 8 == 0 && sizeof(prof_t) == 2) ? 8 : 4;
+  // Two copies of the shared profile, 16 banks apart, where two groups of a warp read in
+  // the same phase of a 16-byte load (G = 4 with target lanes: two letters per group), the
+  // odd groups reading the second: then no two of them ever read one bank.
+  constexpr int COPIES = tile_copies<V, G>();
+  constexpr int LETTER = COPIES == 2 ? (G * S + 31) / 32 * 32 : G * S;  // entries per letter
+  constexpr int CHUNK = 4;  // rows per profile load: a 16-byte load of 32-bit entries
+  // R = ONE_PASS_ROWS: the host launches it only where the stack takes one pass (see there)
+  constexpr bool ONE_PASS = R == ONE_PASS_ROWS;
   static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G must be a power of two <= 32");
   static_assert(R % 4 == 0, "R must be a multiple of 4");
   SW_DYNAMIC_SHARED(prof_t, tile);
@@ -242,29 +270,29 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       : my_start - boundary_base;
   u32* const my_boundary = boundary + part * boundary_stride + 2 * unit_column;
   const int seg_begin = part_segments[part];
+  // this thread's rows of the shared profile (letter 0; its copy, see COPIES)
+  const int copy_stride = alpha1 * LETTER + 16;  // (16 entries: 16 banks further)
+  const prof_t* const my_tile =
+      tile + (COPIES == 2 ? ((threadIdx.x / G) & 1) * copy_stride : 0) + t * S;
 
   const reg_t go_neg = V::splat(-gap_open);
   const reg_t ge_neg = V::splat(-gap_extend);
   // F[i+1] = max(F[i] - ge, H[i] - go) with H[i] = max(T[i], F[i]) (T: the diagonal and E
   // terms, >= 0) is max(F[i] - min(ge, go), T[i] - go): one add-max per row on the chain.
   const reg_t fe_neg = V::splat(-min(gap_extend, gap_open));
-  // The lanes' offsets ("Adds on the FMA pipe" above): HG and F hold their value + low_bias
-  // in lane 0, E and T theirs + low_bias + profile_shift in lane 0, + profile_shift in lane 1.
+  // The lanes' offsets ("Adds on the FMA pipe", "E a column ahead" above): HG, F, E and T
+  // hold their value + low_bias + profile_shift in lane 0, + profile_shift in lane 1 (the
+  // 32-bit lanes none: both are 0 there).
   const int low_bias = L == 2 ? gap_open : 0;
-  // With query lanes HG and F hold profile_shift too (E's and T's offsets, so E needs no
-  // add), and the profile holds sub + gap_open ("E a column ahead; HG in T's offsets").
-  const int hg_shift = V::query_lanes ? profile_shift : 0;
+  const int hg_shift = profile_shift;
   const reg_t hg_zero =  // HG of a cell with H = 0
       V::pack(low_bias - gap_open + hg_shift, -gap_open + hg_shift);
-  // T's floor, H = 0 (with query lanes as a multiply-add, which the compiler redoes in the
-  // loop from the parameters: as a pack it took four ALU instructions per step)
-  const reg_t t_zero = V::query_lanes ? (u32)profile_shift * 0x10001u + (u32)low_bias
-                                      : V::pack(low_bias + profile_shift, profile_shift);
-  const reg_t to_e = V::query_lanes ? 0u : V::splat(profile_shift);  // HG + this: E's offsets
-  // T - this: U = T - go, in HG's offsets. With query lanes it is splat(gap_open), which the
-  // compiler otherwise rebuilt in the loop from the parameter, a move per row (opaque).
-  const reg_t to_u = V::query_lanes ? opaque(V::splat(gap_open))
-                                    : V::splat(gap_open + profile_shift);
+  // T's floor, H = 0 (as a multiply-add, which the compiler redoes in the loop from the
+  // parameters: as a pack it took four ALU instructions per step)
+  const reg_t t_zero = (u32)profile_shift * 0x10001u + (u32)low_bias;
+  // T - this: U = T - go, in HG's offsets: splat(gap_open), which the compiler otherwise
+  // rebuilt in the loop from the parameter, a move per row (opaque).
+  const reg_t to_u = opaque(V::splat(gap_open));
   const reg_t neg = V::splat(V::neg);
   const reg_t minus_one = V::splat(-1);
   const u32 pad_code = (u32)(alpha1 - 1);
@@ -301,8 +329,10 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       const int letter = idx / ROWS;
       const int rr = idx - letter * ROWS;
       const int row = row0 + rr;
-      tile[letter * LETTER + (rr / R) * S + (rr % R)] =
-          (prof_t)(row < row_end ? (int)profile[letter * m + row] : pad_score);
+      const prof_t entry = (prof_t)(row < row_end ? (int)profile[letter * m + row] : pad_score);
+      const int at = letter * LETTER + (rr / R) * S + (rr % R);
+      tile[at] = entry;
+      if constexpr (COPIES == 2) tile[copy_stride + at] = entry;
     }
     __syncthreads();
 
@@ -324,7 +354,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       const int above = seg > 0 && seg - 1 < num_segments ? seg_query[(seg - 1) * QL + q] : -2;
       fresh[q] = my_query[q] != above;
       query_ends[q] = seg + 1 >= seg_end || my_query[q] != seg_query[(seg + 1) * QL + q];
-      carried[q] = my_query[q] >= 0 && my_query[q] == open_query[q];
+      carried[q] = !ONE_PASS && my_query[q] >= 0 && my_query[q] == open_query[q];
       floor_score[q] = my_query[q] >= 0 ? query_floor[my_query[q]] : 0;
       const u32 flags = (fresh[q] ? 1u : 0u) | (t > 0 && !fresh[q] ? 2u : 0u) |
                         (t + 1 < G && !query_ends[q] ? 4u : 0u);
@@ -337,16 +367,13 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       HG[r] = hg_zero;
-      // E of column 0 (H = 0 on its left). Any value up to it works: it stays below T's floor,
-      // and column 1's E takes column 0's HG, which is above it. hg_zero is it with query
-      // lanes; with target lanes it is profile_shift less (so written, the target lanes'
-      // loop compiles as measured: with hg_zero + to_e, 30 more ALU instructions per step).
+      // E of column 0 (H = 0 on its left): HG in E's offsets ("E a column ahead")
       E[r] = hg_zero;
     }
     reg_t prev_in_HG = hg_zero;  // HG of the row above, previous column (the diagonal)
     reg_t out_HG = hg_zero, out_F = neg;  // what this thread hands to thread t+1 next step
-    const bool reads_boundary = seg0 > seg_begin;
-    const bool writes_boundary = seg0 + G < seg_end;
+    const bool reads_boundary = !ONE_PASS && seg0 > seg_begin;
+    const bool writes_boundary = !ONE_PASS && seg0 + G < seg_end;
 
     // Inputs loaded two steps ahead: each thread the codes of its own column (j = s - t),
     // thread 0 the row above the pass. Every thread loads, from a clamped, always valid
@@ -418,8 +445,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       row_slot = fetch_boundary(s + 2);
 
       // (with query lanes the code is one byte, loaded as such: no mask)
-      const prof_t* pa = tile + (V::query_lanes ? in_codes : in_codes & 0xffu) * LETTER + t * S;
-      const prof_t* pb = V::query_lanes ? pa : tile + (in_codes >> 8) * LETTER + t * S;
+      const prof_t* pa = my_tile + (V::query_lanes ? in_codes : in_codes & 0xffu) * LETTER;
+      const prof_t* pb = V::query_lanes ? pa : my_tile + (in_codes >> 8) * LETTER;
       // Per row: T = max(diag + sub, E, 0), U = T - go, then HG = max(T, F) - go, E of the
       // next column = max(E - ge, HG) and the next row's F = max(F - min(ge, go), U): the
       // only chain through the rows is that last add-max. T of row r+1 is computed before
@@ -441,7 +468,7 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
         }
         const reg_t U = term - to_u;                    // T - go
         HG[r] = V::add_max(F, go_neg, U);               // H[i][j] - go
-        E[r] = V::add_max(E[r], ge_neg, HG[r] + to_e);  // E[i][j+1]
+        E[r] = V::add_max(E[r], ge_neg, HG[r]);  // E[i][j+1]
         F = V::add_max(F, fe_neg, U);                   // F[i+1][j]
         term = next_term;
       }

@@ -87,12 +87,15 @@ def long_rows_cap(runtime) -> int | None:
     return per_sm * runtime.multiprocessors
 
 
-def tile_stride(entry_bytes: int, rows: int) -> int:
-    """Elements per thread in the shared query profile of ``entry_bytes`` per element
-    (mirrors ``tile_stride`` in the .cu)."""
-    if entry_bytes == 2:
-        return rows + 8 if rows % 8 == 0 and (rows // 8) % 2 == 0 else rows
-    return rows + 4 if (rows // 4) % 2 == 0 else rows
+def tile_bytes(alpha1: int, group: int, rows: int, lanes: int, query_lanes: bool) -> int:
+    """Bytes of the forward kernel's shared query profile: ``alpha1`` letters of ``group``
+    threads' int32 entries, each thread's ``rows`` padded (mirrors ``tile_stride``,
+    ``tile_copies`` and ``LETTER`` in the .cu: with target lanes and G = 4, two copies)."""
+    stride = rows + 4 if (rows // 4) % 2 == 0 else rows
+    if lanes != 2 or query_lanes or group >= 8:
+        return alpha1 * group * stride * 4
+    letter = -(-group * stride // 32) * 32
+    return (2 * alpha1 * letter + 16) * 4
 
 
 def rows_for(m: int, group: int, compute_capability: int = 90) -> int:
@@ -133,24 +136,34 @@ def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[
 #: cut the longest pairs' passes (G x R query rows each). sp500k cut into 8 partitions,
 #: searched one after another, W1 kernel-only (scores + ends, every row equal to the whole's):
 #: 0.36 of the whole database's throughput with G = 8 from 3,000 letters (the default
-#: before), 0.74-0.76 with 16 from 3,000 and 32 from 6,000, 0.864-0.885 with these buckets;
-#: the whole database took 2.456-2.463 s against 2.430-2.444 s with the old ones (H100,
-#: benchmarks/results/W1-partition-tail-nvidia-h100-80gb-hbm3-2026-11-25*.json,
-#: bench_partition_tail_gpu.py --partitions 8). These buckets with the rows of 4,000+ or
-#: 6,000+ letters on the intra-task kernel (long-row-min) did 0.67-0.70. Earlier, with the
-#: buckets launched one after another, every split was slower than one launch on the whole
-#: database (benchmarks/NOTES-gpu.md, "Length buckets").
-LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((4, 800), (8, 1500), (16, 3000),
-                                                        (32, None))
+#: before), 0.74-0.76 with 16 from 3,000 and 32 from 6,000, 0.864-0.885 with the buckets
+#: of :data:`QUERY_LANE_BUCKETS`; the whole database took 2.456-2.463 s against 2.430-2.444 s
+#: with the old ones (H100, benchmarks/results/W1-partition-tail-nvidia-h100-80gb-hbm3-2026-
+#: 11-25*.json, bench_partition_tail_gpu.py --partitions 8). These buckets with the rows of
+#: 4,000+ or 6,000+ letters on the intra-task kernel (long-row-min) did 0.67-0.70. Earlier,
+#: with the buckets launched one after another, every split was slower than one launch on
+#: the whole database (benchmarks/NOTES-gpu.md, "Length buckets").
+#:
+#: With target lanes (two targets per register: one query) G = 4 takes only a query of one
+#: pass (up to 4 x 36 rows, :func:`bucket_shape`): in more passes its launch waited on
+#: memory since the profile's entries are 32-bit (inter_task.cu, "Profile words by
+#: multiply-add"). W1 one query at a time, one H100: 4.43 TCUPS with these buckets, 2.71
+#: with G = 4 below 800 letters (benchmarks/NOTES-gpu.md, "Profile words by multiply-add").
+LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((8, 1500), (16, 3000), (32, None))
+#: The buckets of a stack with query lanes (inter_task.cu, "Query lanes"): W1's 20 queries
+#: scanned together at 5.01 TCUPS with these, 4.91 with :data:`LENGTH_BUCKETS` (one H100).
+QUERY_LANE_BUCKETS: tuple[tuple[int, int | None], ...] = ((4, 800), (8, 1500), (16, 3000),
+                                                            (32, None))
 
 
-def length_buckets() -> tuple[tuple[int, int | None], ...]:
-    """The 16-bit forward kernel's length buckets: :data:`LENGTH_BUCKETS`, or
-    the setting ``swdask.gpu.buckets`` (tuning, tests), e.g. ``"4:1500,8"``: G = 4 for pairs
-    shorter than 1,500 letters, G = 8 for the rest (G is one of ``_kernels.GROUP_SIZES``)."""
+def length_buckets(query_lanes: bool = False) -> tuple[tuple[int, int | None], ...]:
+    """The 16-bit forward kernel's length buckets: :data:`LENGTH_BUCKETS` (or, with query
+    lanes, :data:`QUERY_LANE_BUCKETS`), or the setting ``swdask.gpu.buckets`` for both
+    (tuning, tests), e.g. ``"4:1500,8"``: G = 4 for pairs shorter than 1,500 letters, G = 8
+    for the rest (G is one of ``_kernels.GROUP_SIZES``)."""
     override = _settings.get("gpu.buckets")
     if not override or not str(override).strip():
-        return LENGTH_BUCKETS
+        return QUERY_LANE_BUCKETS if query_lanes else LENGTH_BUCKETS
     override = str(override)
     buckets = []
     for item in override.split(","):
@@ -166,19 +179,37 @@ def length_buckets() -> tuple[tuple[int, int | None], ...]:
 
 
 def forward_plan(layout, m: int, compute_capability: int = 90, buckets=None,
-                 shape: tuple[int, int] | None = None,
-                 rows: int | None = None) -> list[tuple[int, int, int, int]]:
+                 shape: tuple[int, int] | None = None, rows: int | None = None,
+                 query_lanes: bool = False) -> list[tuple[int, int, int, int]]:
     """Launches of the 16-bit forward kernel over ``layout`` (pairs longest first): a list
     of (first pair, end pair, G, R), longest bucket first, empty buckets left out; R by
     :func:`rows_for` for ``m`` query rows, or ``rows`` in every launch (a stack of queries,
-    padded to that R). A given ``shape`` (or the setting ``swdask.gpu.shape``) runs every
-    pair in one launch of that shape."""
+    padded to that R), from the buckets of :func:`length_buckets` (``query_lanes``: a stack
+    in query lanes). A given ``shape`` (or the setting ``swdask.gpu.shape``) runs every pair
+    in one launch of that shape."""
+    # kept per layout (every search of a layout plans again for its query's rows)
+    settings = (_settings.get("gpu.shape"), _settings.get("gpu.buckets"))
+    key = (m, compute_capability, tuple(buckets) if buckets else None, shape, rows,
+           query_lanes, settings)
+    if key not in layout._plans:
+        layout._plans[key] = _plan(layout, m, compute_capability, buckets, shape, rows,
+                                   query_lanes)
+    return list(layout._plans[key])
+
+
+def _plan(layout, m, compute_capability, buckets, shape, rows, query_lanes):
+    """:func:`forward_plan`, not kept."""
     num_pairs = layout.num_pairs
     if shape is None and _settings.get("gpu.shape"):
         shape = choose_shape(m, 2, compute_capability)
     if shape is not None:
-        return [(0, num_pairs, shape[0], shape[1])] if num_pairs else []
-    buckets = buckets or length_buckets()
+        group, per_thread = shape
+        if rows is not None:
+            per_thread = rows
+        elif per_thread == _kernels.ONE_PASS_ROWS and m > group * per_thread:
+            per_thread = max(_kernels.ROWS_PER_THREAD)  # (the one-pass R takes one pass only)
+        return [(0, num_pairs, group, per_thread)] if num_pairs else []
+    buckets = buckets or length_buckets(query_lanes)
     plan, end = [], num_pairs
     for group, below in buckets:  # shortest first: each takes the tail still unassigned
         # pair_len is non-increasing: pairs of at least L letters are the first count(>= L)
@@ -270,9 +301,11 @@ def warm_up(runtime, query_lengths, scoring) -> None:
             else:
                 streams = 2 if query_lanes_for(runtime, len(chosen)) else 1
                 launches.append((stack_rows(chosen, stacked, streams), stacked))
-        names.update(_kernels.forward_name(2, *bucket_shape(rows, group, capability, fixed),
-                                           query_lanes_for(runtime, 2) and fixed is not None)
-                     for rows, fixed in launches if rows for group, _ in length_buckets())
+        for rows, fixed in launches:
+            lanes_of_queries = query_lanes_for(runtime, 2) and fixed is not None
+            names.update(_kernels.forward_name(2, *bucket_shape(rows, group, capability, fixed),
+                                               lanes_of_queries)
+                         for group, _ in length_buckets(lanes_of_queries) if rows)
     for name in sorted(names):
         runtime.function("inter_task.cu", name)
 
@@ -317,6 +350,8 @@ class _PairLayout:
     columns: int
     _at_least: dict = field(default_factory=dict, repr=False)
     _first_columns: dict = field(default_factory=dict, repr=False)
+    _block_lengths: dict = field(default_factory=dict, repr=False)
+    _plans: dict = field(default_factory=dict, repr=False)
 
     @property
     def num_pairs(self) -> int:
@@ -330,6 +365,20 @@ class _PairLayout:
             self._at_least[length] = int((self.pair_len >= length).sum()) if \
                 self.num_pairs else 0
         return self._at_least[length]
+
+    def block_lengths(self, first: int, end: int, per_pair: int, groups_per_block: int):
+        """The longest unit of each block of a launch over pairs ``first`` to ``end`` (a
+        unit: a pair, or with ``per_pair`` 2 each of its targets), ``groups_per_block``
+        units per block: pairs are longest first, so a block's first. Kept per launch shape:
+        every search of the layout launches the same few."""
+        key = (first, end, per_pair, groups_per_block)
+        if key not in self._block_lengths:
+            xp = array_module(self.pair_len)
+            unit_len = self.pair_len[first:end]
+            if per_pair > 1:
+                unit_len = xp.repeat(unit_len, per_pair)
+            self._block_lengths[key] = xp.ascontiguousarray(unit_len[::groups_per_block])
+        return self._block_lengths[key]
 
     def first_column(self, pair: int) -> int:
         """The first column of pair ``pair`` in ``pair_codes`` (``columns`` for
@@ -434,9 +483,10 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
 
 
 def profile_shift(matrix, gap_open: int, lanes: int = 2) -> int:
-    """What the 16-bit forward kernel's profile adds to every ``sub + gap_open`` so that none
-    is negative (inter_task.cu, "Adds on the FMA pipe"): 0 for BLOSUM62 with gap_open 11,
-    for instance; 0 for the 32-bit kernel, whose adds need no offsets."""
+    """The least that makes every ``sub + gap_open`` plus it non-negative: the 16-bit forward
+    kernels keep it in HG, E and T so that lane 0's adds never leave its 16 bits
+    (inter_task.cu, "Adds on the FMA pipe", "E a column ahead"): 0 for BLOSUM62 with
+    gap_open 11, for instance; 0 for the 32-bit kernel, whose adds need no offsets."""
     if lanes != 2:
         return 0
     return max(0, -(int(np.min(matrix)) + int(gap_open)))
@@ -450,24 +500,21 @@ def lane16_bound(scoring) -> int:
     return scoring.saturation_bound(_LANE16_MAX - offset)
 
 
-def _profile(runtime, matrix, codes, gap_open, lanes, shifted: bool = True):
-    """``(profile, pad, shift)``: ``profile[a, i] = matrix[a, q_i] + gap_open`` (+ the 16-bit
-    kernel's :func:`profile_shift` where ``shifted``; the query lanes' profile is not,
-    inter_task.cu, "E a column ahead") plus a PAD row, as the kernels read it; a query row of
-    code ``alphabet`` (the padding between stacked queries) scores PAD's score against every
-    letter, as the rows past the stack's end do. PAD is a substitution of ``-gap_open`` in
-    the 16-bit kernel (so its entries are the shift, >= 0, or 0 unshifted) and far below any
-    score in the 32-bit one; either way a PAD cell never wins (inter_task.cu). ``shift`` is
-    :func:`profile_shift` either way."""
+def _profile(runtime, matrix, codes, gap_open, lanes):
+    """``(profile, pad, shift)``: ``profile[a, i] = matrix[a, q_i] + gap_open`` as int32 plus a
+    PAD row, as the kernels read it; a query row of code ``alphabet`` (the padding between
+    stacked queries) scores PAD's score against every letter, as the rows past the stack's
+    end do. PAD is a substitution of ``-gap_open`` in the 16-bit kernels (entries 0) and far
+    below any score in the 32-bit one; either way a PAD cell never wins (inter_task.cu).
+    ``shift`` is :func:`profile_shift`, which the 16-bit kernels keep in HG, E and T
+    instead of in the profile (inter_task.cu, "E a column ahead")."""
     alphabet = matrix.shape[0]
-    dtype = np.int16 if lanes == 2 else np.int32
     shift = profile_shift(matrix, gap_open, lanes)
-    added = shift if shifted else 0
-    pad = added if lanes == 2 else gap_open + _LANE32_PAD
-    table = substitution_table(matrix, (alphabet + 1, alphabet + 1), pad=pad,
-                               offset=gap_open + added)
+    pad = 0 if lanes == 2 else gap_open + _LANE32_PAD
+    table = substitution_table(matrix, (alphabet + 1, alphabet + 1), pad=pad, offset=gap_open)
     # row-major, as the kernels read it (a column gather alone would come out column-major)
-    return runtime.xp.asarray(np.ascontiguousarray(table[:, codes], dtype=dtype)), pad, shift
+    return (runtime.xp.asarray(np.ascontiguousarray(table[:, codes], dtype=np.int32)), pad,
+            shift)
 
 
 #: Most rows and queries of one stack of queries (:func:`search_stack`), and most bytes of
@@ -549,25 +596,18 @@ class _Stack:
             joined = [np.concatenate([codes, np.full(total - codes.shape[0], alphabet,
                                                      dtype=np.int64)]) for codes in joined]
         self.profile_rows = int(joined[0].shape[0])
-        # the query lanes' entries are not shifted: the kernel keeps HG in T's offsets
-        # (inter_task.cu, "E a column ahead")
         self.profile, self.pad, self.shift = _profile(runtime, matrix, joined[0], gap_open,
-                                                      lanes, shifted=not query_lanes)
+                                                      lanes)
         if query_lanes:
             # both streams' entries in a uint32 per row, packed as high * 65536 + low, so
             # that lane 0's negative entries borrow from lane 1 as the kernel's 32-bit add
             # carries back into it (PAD's entries are 0 in both lanes)
             xp = runtime.xp
-            second, _, _ = _profile(runtime, matrix, joined[1], gap_open, lanes, shifted=False)
+            second, _, _ = _profile(runtime, matrix, joined[1], gap_open, lanes)
             self.profile = (((second.astype(xp.int64) << 16) + self.profile.astype(xp.int64))
                             & 0xFFFFFFFF).astype(xp.uint32)
         self._segments = {}
         self._part_cuts = {}
-
-    @property
-    def entry_bytes(self) -> int:
-        """Bytes of one profile entry (a row against a letter) as the kernel reads it."""
-        return int(self.profile.dtype.itemsize)
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -593,11 +633,13 @@ class _Stack:
         (``seg_query``: :meth:`segment_queries` flattened, segment by segment)."""
         if rows not in self._segments:
             table = self.segment_queries(rows)
-            row0 = (np.zeros(1, np.int32) if self.rows is None
-                    else self.starts.astype(np.int32))
-            xp = self.runtime.xp
-            self._segments[rows] = (xp.asarray(table.reshape(-1)), int(table.shape[0]),
-                                    xp.asarray(row0))
+            if self.rows is None:  # one query: every segment its, from row 0
+                seg_query, row0, _ = _one_query_tables(self.runtime, table.shape[0])
+            else:
+                xp = self.runtime.xp
+                seg_query = xp.asarray(table.reshape(-1))
+                row0 = xp.asarray(self.starts.astype(np.int32))
+            self._segments[rows] = (seg_query, int(table.shape[0]), row0)
         return self._segments[rows]
 
     def part_segments(self, rows: int, parts: int):
@@ -609,7 +651,10 @@ class _Stack:
         if key not in self._part_cuts:
             table = self.segment_queries(rows)
             total = table.shape[0]
-            if self.rows is None or parts <= 1:
+            if self.rows is None:
+                self._part_cuts[key] = (_one_query_tables(self.runtime, total)[2], 1)
+                return self._part_cuts[key]
+            if parts <= 1:
                 cuts = np.array([0, total], np.int64)
             else:
                 # a part may start where no stream's query goes on from the segment before
@@ -624,6 +669,36 @@ class _Stack:
             self._part_cuts[key] = (self.runtime.xp.asarray(cuts.astype(np.int32)),
                                     int(cuts.shape[0] - 1))
         return self._part_cuts[key]
+
+
+#: Small read-only device arrays that searches share, by (runtime, device, what).
+_DEVICE_CONSTANTS: dict = {}
+
+
+def _read_only_zeros(runtime, count: int):
+    """``count`` int32 zeros on the device, for kernels that only read them (no floors),
+    kept per device and count like :func:`_one_query_tables`."""
+    key = (runtime.name, runtime.current_device(), "zeros", int(count))
+    if key not in _DEVICE_CONSTANTS:
+        _DEVICE_CONSTANTS.setdefault(key, runtime.xp.zeros(int(count), dtype=runtime.xp.int32))
+    return _DEVICE_CONSTANTS[key]
+
+
+def _one_query_tables(runtime, segments: int):
+    """The segment tables of a stack of one query in ``segments`` R-row segments, on the
+    device: ``seg_query`` (all 0), ``query_row0`` ([0]) and the cuts of one part ([0,
+    segments]), uploaded once per device and count and shared by every search of one query:
+    their three small copies took 0.2 ms of a 144-letter query's 8.6 ms search (one H100,
+    benchmarks/NOTES-gpu.md, "A short query's own overheads")."""
+    key = (runtime.name, runtime.current_device(), "one query", int(segments))
+    tables = _DEVICE_CONSTANTS.get(key)
+    if tables is None:
+        host = np.zeros(int(segments) + 3, np.int32)
+        host[-1] = segments  # [0] * segments, then row 0, then the cuts 0, segments
+        joined = runtime.xp.asarray(host)
+        tables = _DEVICE_CONSTANTS.setdefault(
+            key, (joined[:segments], joined[segments:segments + 1], joined[segments + 1:]))
+    return tables
 
 
 #: Floors from a scout (inter_task.cu, "Floors from a scout"): a search that keeps each
@@ -680,6 +755,10 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
     num_pairs = layout.num_pairs
     m = stack.profile_rows
     multipass = any(math.ceil(m / (group * rows)) > 1 for _, _, group, rows in plan)
+    if any(rows == _kernels.ONE_PASS_ROWS and (m > group * rows or len(stack) > 1)
+           for _, _, group, rows in plan):  # those kernels read no row above (inter_task.cu)
+        raise RuntimeError(f"a forward launch of R = {_kernels.ONE_PASS_ROWS} for a stack of "
+                           f"{len(stack)} queries in {m} rows: it takes one query in one pass")
     boundary = None  # the row above the passes, shared by the launches not in parts
     # with query lanes a thread group aligns one target of a pair (a "unit", two per pair),
     # whose row above the passes takes the pair's columns once more
@@ -689,7 +768,7 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
     out_score = xp.empty((len(stack), stride), dtype=xp.int32)
     out_end_i = xp.empty((len(stack), stride), dtype=xp.int32)
     out_end_j = xp.empty((len(stack), stride), dtype=xp.int32)
-    no_floors = xp.zeros(len(stack), dtype=xp.int32)
+    no_floors = _read_only_zeros(runtime, len(stack))
     scout, plan = _scout(plan, top if lanes == 2 else None)
     floors = no_floors if scout is None else xp.zeros(len(stack), dtype=xp.int32)
     block = runtime.block_threads
@@ -703,12 +782,8 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
         groups_per_block = block // group
         count = end - first
         grid = (count * per_pair + groups_per_block - 1) // groups_per_block
-        # pairs are longest first, so a block's longest pair is its first
-        unit_len = layout.pair_len[first:end]
-        if per_pair > 1:
-            unit_len = xp.repeat(unit_len, per_pair)
-        block_len = xp.ascontiguousarray(unit_len[::groups_per_block])
-        shared = alpha1 * group * tile_stride(stack.entry_bytes, rows) * stack.entry_bytes
+        block_len = layout.block_lengths(first, end, per_pair, groups_per_block)
+        shared = tile_bytes(alpha1, group, rows, lanes, stack.query_lanes)
         seg_query, num_segments, row0 = stack.segments(rows)
         boundary_base, boundary_stride = 0, 0
         parts = 1
@@ -935,12 +1010,12 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
         if len(codes_list) > 1:  # one R for every launch: the forced shape's, or the largest
             forced = shape or (choose_shape(1, 2, runtime.compute_capability)
                                if _settings.get("gpu.shape") else None)
-            fixed = forced[1] if forced else max(
-                _kernels.rows_per_thread(runtime.compute_capability))
+            fixed = (forced[1] if forced and forced[1] != _kernels.ONE_PASS_ROWS
+                     else max(_kernels.rows_per_thread(runtime.compute_capability)))
         stack = _Stack(runtime, matrix, codes_list, scoring.gap_open, 2, fixed,
                        query_lanes=query_lanes_for(runtime, len(codes_list)))
         plan = forward_plan(targets.pairs, stack.profile_rows, runtime.compute_capability,
-                            shape=shape, rows=fixed)
+                            shape=shape, rows=fixed, query_lanes=stack.query_lanes)
         forward = _run_forward(runtime, targets.pairs, stack, alpha1, scoring, plan,
                                joined=joined, hold=hold, top=top if mode != "full" else None)
     elif inter_rows.shape[0] and targets.order.shape[0]:

@@ -10,9 +10,9 @@
 // The kernels keep HG = H - gap_open instead of H: E then needs a single add-and-max from
 // it (E' = max(E - ge, HG)), and the diagonal term H_diag + sub becomes HG_diag +
 // (sub + gap_open), so the query profile stores sub + gap_open. Five operations per cell,
-// only one of them on the dependency chain down the rows; in the forward kernel two of them
-// (one with query lanes) are plain adds on the FMA pipe (inter_task.cu, "Adds on the FMA
-// pipe", "E a column ahead").
+// only one of them on the dependency chain down the rows; in the forward kernel one of them
+// is a plain add on the FMA pipe, as is the add of U = T - go (inter_task.cu, "Adds on the
+// FMA pipe", "E a column ahead").
 //
 // This file compiles three ways: NVRTC (through cupy.RawModule), nvcc (tests), and plain
 // g++ with host_emulation.h (tests on machines without a GPU).
@@ -37,12 +37,35 @@ typedef long long i64;
   T* name = reinterpret_cast<T*>(sw_dynamic_smem)
 #endif
 
+// x, as a value the compiler cannot see through: it keeps it in a register instead of
+// rebuilding it from the kernel's parameters where it is used.
+__device__ __forceinline__ u32 opaque(u32 x) {
+#ifndef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
+  asm("mov.b32 %0, %0;" : "+r"(x));
+#endif
+  return x;
+}
+
+// N consecutive 32-bit profile entries as they are, one 16-byte load per four.
+template <int N, class P>
+__device__ __forceinline__ void load_words(const P* at, u32 (&s)[N]) {
+  static_assert(N % 4 == 0, "rows per load must be a multiple of 4");
+#pragma unroll
+  for (int k = 0; k < N; k += 4) {
+    const uint4 w = *reinterpret_cast<const uint4*>(at + k);
+    s[k + 0] = w.x;
+    s[k + 1] = w.y;
+    s[k + 2] = w.z;
+    s[k + 3] = w.w;
+  }
+}
+
 // Two targets per 32-bit register, one signed 16-bit lane each (low lane: the first target of
 // the pair). On sm_90 every operation below is one DPX instruction; on older GPUs the CUDA
 // headers expand them into __vadd2/__vmaxs2 SIMD sequences (the non-DPX path).
 struct Lanes16 {
   typedef u32 reg_t;
-  typedef short prof_t;
+  typedef int prof_t;
   static constexpr int lanes = 2;
   static constexpr bool query_lanes = false;  // lanes hold targets (see Queries16)
   typedef u16 code_t;  // a column's codes as the forward kernel reads them: both targets'
@@ -81,38 +104,20 @@ struct Lanes16 {
   static __device__ __forceinline__ bool lane_equal(reg_t a, reg_t b, int k) {
     return ((a ^ b) & (k ? 0xffff0000u : 0x0000ffffu)) == 0;
   }
-  // Scores of N consecutive rows against the two targets' current letters: rows come as
-  // int16 pairs, one 16-byte (or 8-byte) load per letter, then one byte-permute per row
-  // puts the two targets' scores side by side.
+  // Scores of N consecutive rows against the two targets' current letters: each letter's
+  // entries are int32 (sign-extended), and lane 0's plus lane 1's times 65536 puts them
+  // side by side as a multiply-add on the FMA pipe (a byte permute of int16 entries was
+  // one ALU instruction per row; inter_task.cu, "Profile words by multiply-add"). Where
+  // lane 0's entry is negative the word borrows one from lane 1, which HG_diag's add
+  // carries back ("E a column ahead").
   template <int N>
   static __device__ __forceinline__ void load_scores(const prof_t* pa, const prof_t* pb,
                                                      reg_t (&s)[N]) {
-    static_assert(N % 4 == 0, "rows per load must be a multiple of 4");
-    if constexpr (N % 8 == 0) {
+    u32 wa[N], wb[N];
+    load_words<N>(pa, wa);
+    load_words<N>(pb, wb);
 #pragma unroll
-      for (int k = 0; k < N; k += 8) {
-        const uint4 wa = *reinterpret_cast<const uint4*>(pa + k);
-        const uint4 wb = *reinterpret_cast<const uint4*>(pb + k);
-        s[k + 0] = __byte_perm(wa.x, wb.x, 0x5410);
-        s[k + 1] = __byte_perm(wa.x, wb.x, 0x7632);
-        s[k + 2] = __byte_perm(wa.y, wb.y, 0x5410);
-        s[k + 3] = __byte_perm(wa.y, wb.y, 0x7632);
-        s[k + 4] = __byte_perm(wa.z, wb.z, 0x5410);
-        s[k + 5] = __byte_perm(wa.z, wb.z, 0x7632);
-        s[k + 6] = __byte_perm(wa.w, wb.w, 0x5410);
-        s[k + 7] = __byte_perm(wa.w, wb.w, 0x7632);
-      }
-    } else {
-#pragma unroll
-      for (int k = 0; k < N; k += 4) {
-        const uint2 wa = *reinterpret_cast<const uint2*>(pa + k);
-        const uint2 wb = *reinterpret_cast<const uint2*>(pb + k);
-        s[k + 0] = __byte_perm(wa.x, wb.x, 0x5410);
-        s[k + 1] = __byte_perm(wa.x, wb.x, 0x7632);
-        s[k + 2] = __byte_perm(wa.y, wb.y, 0x5410);
-        s[k + 3] = __byte_perm(wa.y, wb.y, 0x7632);
-      }
-    }
+    for (int k = 0; k < N; ++k) s[k] = wb[k] * 0x10000u + wa[k];
   }
 };
 
@@ -152,15 +157,6 @@ __device__ __forceinline__ uint2 load_row_above(const uint2* at) {
 #endif
 }
 
-// x, as a value the compiler cannot see through: it keeps it in a register instead of
-// rebuilding it from the kernel's parameters where it is used.
-__device__ __forceinline__ u32 opaque(u32 x) {
-#ifndef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
-  asm("mov.b32 %0, %0;" : "+r"(x));
-#endif
-  return x;
-}
-
 // A target's code through L1's coherent path (as __ldca), zero-extended into a 32-bit
 // register by the load itself (__ldca of a byte compiled to the load and an AND).
 __device__ __forceinline__ u32 load_code(const u8* at) {
@@ -171,21 +167,6 @@ __device__ __forceinline__ u32 load_code(const u8* at) {
   asm("ld.global.ca.u8 %0, [%1];" : "=r"(v) : "l"(at));
   return v;
 #endif
-}
-
-// N consecutive 32-bit profile entries as they are, one 16-byte load per four (the lane
-// types whose entries are a whole register: Queries16, Lanes32).
-template <int N, class P>
-__device__ __forceinline__ void load_words(const P* at, u32 (&s)[N]) {
-  static_assert(N % 4 == 0, "rows per load must be a multiple of 4");
-#pragma unroll
-  for (int k = 0; k < N; k += 4) {
-    const uint4 w = *reinterpret_cast<const uint4*>(at + k);
-    s[k + 0] = w.x;
-    s[k + 1] = w.y;
-    s[k + 2] = w.z;
-    s[k + 3] = w.w;
-  }
 }
 
 // Two queries per 32-bit register against one target: Lanes16's arithmetic, with the lanes
