@@ -151,9 +151,10 @@
 // profile, 16 banks apart, one per group parity (tile_copies). And G = 4 over several passes
 // waited on memory (spills and L1 misses: W1 one query at a time 2.71 TCUPS), so target lanes
 // take G = 4 only for a query of one pass (inter_task.py, LENGTH_BUCKETS). On one H100 W1 one
-// query at a time ran at 4.40-4.43 TCUPS against 4.11-4.12, with start cells 3.90-3.92 against
-// 3.68-3.69, and the 144-letter query at 3.8-3.9 against 3.3-3.4 (benchmarks/NOTES-gpu.md,
-// "Profile words by multiply-add").
+// query at a time ran at 4.40-4.46 TCUPS against 4.11-4.12, with start cells 3.92-3.97 against
+// 3.68-3.69, the 20 queries in target lanes at 4.49-4.53 against 4.18; the 144-letter query,
+// with the one-pass kernel (ONE_PASS_ROWS) and fewer host steps around it, at 3.94-4.02
+// against 3.3-3.4 (benchmarks/NOTES-gpu.md, "Profile words by multiply-add").
 #include "sw_common.cuh"
 
 namespace swdask {
@@ -163,6 +164,8 @@ namespace swdask {
 // ONE_PASS_ROWS: the host launches this R only so).
 constexpr int ONE_PASS_ROWS = 36;
 
+// Copies of the shared profile a block keeps (see COPIES in sw_inter_forward; inter_task.py,
+// tile_bytes, mirrors it).
 template <class V, int G>
 __host__ __device__ constexpr int tile_copies() {
   return (!V::query_lanes && V::lanes == 2 && G < 8) ? 2 : 1;

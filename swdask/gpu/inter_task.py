@@ -148,7 +148,8 @@ def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[
 #: pass (up to 4 x 36 rows, :func:`bucket_shape`): in more passes its launch waited on
 #: memory since the profile's entries are 32-bit (inter_task.cu, "Profile words by
 #: multiply-add"). W1 one query at a time, one H100: 4.43 TCUPS with these buckets, 2.71
-#: with G = 4 below 800 letters (benchmarks/NOTES-gpu.md, "Profile words by multiply-add").
+#: with G = 4 below 800 letters, the same code (benchmarks/NOTES-gpu.md, "Profile words by
+#: multiply-add").
 LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((8, 1500), (16, 3000), (32, None))
 #: The buckets of a stack with query lanes (inter_task.cu, "Query lanes"): W1's 20 queries
 #: scanned together at 5.01 TCUPS with these, 4.91 with :data:`LENGTH_BUCKETS` (one H100).
@@ -688,8 +689,9 @@ def _one_query_tables(runtime, segments: int):
     """The segment tables of a stack of one query in ``segments`` R-row segments, on the
     device: ``seg_query`` (all 0), ``query_row0`` ([0]) and the cuts of one part ([0,
     segments]), uploaded once per device and count and shared by every search of one query:
-    their three small copies took 0.2 ms of a 144-letter query's 8.6 ms search (one H100,
-    benchmarks/NOTES-gpu.md, "A short query's own overheads")."""
+    without their three small copies the host's part of a 144-letter query's launch took
+    0.42 ms instead of 0.57, of a search of 8.4-8.7 ms (one H100, benchmarks/NOTES-gpu.md,
+    "Profile words by multiply-add")."""
     key = (runtime.name, runtime.current_device(), "one query", int(segments))
     tables = _DEVICE_CONSTANTS.get(key)
     if tables is None:

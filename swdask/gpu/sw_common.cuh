@@ -37,15 +37,6 @@ typedef long long i64;
   T* name = reinterpret_cast<T*>(sw_dynamic_smem)
 #endif
 
-// x, as a value the compiler cannot see through: it keeps it in a register instead of
-// rebuilding it from the kernel's parameters where it is used.
-__device__ __forceinline__ u32 opaque(u32 x) {
-#ifndef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
-  asm("mov.b32 %0, %0;" : "+r"(x));
-#endif
-  return x;
-}
-
 // N consecutive 32-bit profile entries as they are, one 16-byte load per four.
 template <int N, class P>
 __device__ __forceinline__ void load_words(const P* at, u32 (&s)[N]) {
@@ -157,6 +148,15 @@ __device__ __forceinline__ uint2 load_row_above(const uint2* at) {
 #endif
 }
 
+// x, as a value the compiler cannot see through: it keeps it in a register instead of
+// rebuilding it from the kernel's parameters where it is used.
+__device__ __forceinline__ u32 opaque(u32 x) {
+#ifndef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
+  asm("mov.b32 %0, %0;" : "+r"(x));
+#endif
+  return x;
+}
+
 // A target's code through L1's coherent path (as __ldca), zero-extended into a 32-bit
 // register by the load itself (__ldca of a byte compiled to the load and an AND).
 __device__ __forceinline__ u32 load_code(const u8* at) {
@@ -172,8 +172,8 @@ __device__ __forceinline__ u32 load_code(const u8* at) {
 // Two queries per 32-bit register against one target: Lanes16's arithmetic, with the lanes
 // holding two queries' rows (low lane: the first query stream of a stack, see inter_task.cu,
 // "Query lanes"). The profile stores both queries' scores of a row against one letter side by
-// side (a uint32 per row), so a thread reads its rows' scores with no permute: one 16-byte
-// load per four rows.
+// side (a uint32 per row), so a thread reads its rows' scores as they are: one 16-byte load
+// per four rows, half of Lanes16's.
 struct Queries16 : Lanes16 {
   typedef u32 prof_t;
   static constexpr bool query_lanes = true;
