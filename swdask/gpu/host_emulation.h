@@ -189,11 +189,9 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) { emu::wait(emu::warp_barrie
 // (or a poll's __nanosleep), so a read-modify-write is atomic and every store visible.
 inline void __threadfence() {}
 inline void __nanosleep(unsigned) { emu::yield(); }
-// Cached loads (L2 only, or L1 too): a plain read here.
+// Cached loads (L2 only): a plain read here.
 template <class T>
 inline T __ldcg(const T* p) { return *p; }
-template <class T>
-inline T __ldca(const T* p) { return *p; }
 inline int atomicAdd(int* p, int v) {
   const int old = *p;
   *p = old + v;

@@ -676,13 +676,19 @@ class _Stack:
 _DEVICE_CONSTANTS: dict = {}
 
 
-def _read_only_zeros(runtime, count: int):
-    """``count`` int32 zeros on the device, for kernels that only read them (no floors),
-    kept per device and count like :func:`_one_query_tables`."""
-    key = (runtime.name, runtime.current_device(), "zeros", int(count))
+def _kept_on_device(runtime, what: tuple, build):
+    """``build()`` (device arrays that kernels only read), made once per runtime, device and
+    ``what`` and shared by every search after."""
+    key = (runtime.name, runtime.current_device()) + what
     if key not in _DEVICE_CONSTANTS:
-        _DEVICE_CONSTANTS.setdefault(key, runtime.xp.zeros(int(count), dtype=runtime.xp.int32))
+        _DEVICE_CONSTANTS.setdefault(key, build())
     return _DEVICE_CONSTANTS[key]
+
+
+def _read_only_zeros(runtime, count: int):
+    """``count`` int32 zeros on the device, for kernels that only read them (no floors)."""
+    return _kept_on_device(runtime, ("zeros", int(count)),
+                           lambda: runtime.xp.zeros(int(count), dtype=runtime.xp.int32))
 
 
 def _one_query_tables(runtime, segments: int):
@@ -692,15 +698,15 @@ def _one_query_tables(runtime, segments: int):
     without their three small copies the host's part of a 144-letter query's launch took
     0.42 ms instead of 0.57, of a search of 8.4-8.7 ms (one H100, benchmarks/NOTES-gpu.md,
     "Profile words by multiply-add")."""
-    key = (runtime.name, runtime.current_device(), "one query", int(segments))
-    tables = _DEVICE_CONSTANTS.get(key)
-    if tables is None:
-        host = np.zeros(int(segments) + 3, np.int32)
+    segments = int(segments)
+
+    def build():
+        host = np.zeros(segments + 3, np.int32)
         host[-1] = segments  # [0] * segments, then row 0, then the cuts 0, segments
         joined = runtime.xp.asarray(host)
-        tables = _DEVICE_CONSTANTS.setdefault(
-            key, (joined[:segments], joined[segments:segments + 1], joined[segments + 1:]))
-    return tables
+        return joined[:segments], joined[segments:segments + 1], joined[segments + 1:]
+
+    return _kept_on_device(runtime, ("one query", segments), build)
 
 
 #: Floors from a scout (inter_task.cu, "Floors from a scout"): a search that keeps each
