@@ -5,6 +5,13 @@ The scripts run as ``python3 benchmarks/<script>.py``, so this folder is on ``sy
 ``from _common import ...`` needs nothing more. swdask itself must be importable: installed
 (``pip install -e .``) or on ``PYTHONPATH`` (``ci/gpu_run.sh`` puts the checkout there).
 
+Every script is named ``bench_<workload or subject>_<what it measures>``, ending in ``_gpu``
+where it needs a GPU and ``_cpu`` where it compares CPU code only (``bench_w1_gpu.py``,
+``bench_w2_traceback_gpu.py``, ``bench_search_job.py``); a module that is no script starts
+with ``_``. Of swdask the scripts import ``swdask`` and ``swdask.lowlevel`` only: what a
+script needs of the engine beyond them goes into ``swdask.lowlevel``, documented
+(``tests/test_benchmarks_api.py`` checks both rules).
+
 Importing this module is cheap (no swdask, pandas or CuPy until a function needs them):
 ``ci/steps/w2.sh`` imports ``bench_w2_gpu`` only to map set names to file names.
 """

@@ -7,6 +7,9 @@ the device synchronised around it: GPU encoding of the column's own buffers, the
 (laid out on the first query, from swdask's layout cache after), laying the targets out
 uncached and the kernels alone, the result frame, the join onto the partition, and the
 whole accessor call. Prints one line per stage.
+
+    python3 benchmarks/bench_cudf_align_stages_gpu.py --db sp500k.fa \\
+        --queries cudasw_queries.fasta [--rows 250000]
 """
 from __future__ import annotations
 
@@ -26,10 +29,9 @@ def main():
     from dask.sizeof import sizeof
 
     import swdask
-    # the accessor's own first stage (a cuDF column encoded in place, with the owner and
-    # fingerprint that key the layout cache): no public equivalent
-    from swdask.lowlevel import align_many, prepare_query, prepare_targets, search
-    from swdask.lowlevel import cudf_targets as device_targets
+    # cudf_targets: the accessor's own first stage (a cuDF column encoded in place, with the
+    # owner and fingerprint that key the layout cache)
+    from swdask.lowlevel import align_many, cudf_targets, prepare_query, prepare_targets, search
 
     swdask.register_cudf()
     frame = swdask.read_fasta(args.db).head(args.rows, npartitions=-1)
@@ -49,7 +51,7 @@ def main():
         prepared = prepare_query(query, scoring)
         print(f"query of {len(query)}")
         series = frame["sequence"]
-        encode_column, owner, fingerprint = device_targets(series, scoring, "target row")
+        encode_column, owner, fingerprint = cudf_targets(series, scoring, "target row")
         encoded = stage("encode (buffers + lookup)",
                         encode_column if callable(encode_column) else lambda: encode_column)
         found = stage("align_many (layout cached)", lambda: align_many(

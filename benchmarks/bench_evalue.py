@@ -11,7 +11,7 @@ both report (same query, same target), the JSON holds the rank correlation of th
 E-values (Spearman: Pearson's on the ranks), the fraction within a factor of 10, the same for
 bit scores, and each program's whole wall clock (a new process to the file written).
 
-    python benchmarks/bench_evalue.py --queries 50 --out benchmarks/results
+    python benchmarks/bench_evalue.py --queries 50 --out benchmarks/results/evalue
 """
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--query-file", default=str(MMSEQS / "QUERY.fasta.gz"))
     parser.add_argument("--db", default=str(MMSEQS / "DB.fasta.gz"))
-    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--out", default="benchmarks/results/evalue")
     add_commit_argument(parser)
     args = parser.parse_args()
     ssearch = shutil.which("ssearch36")

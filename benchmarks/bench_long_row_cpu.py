@@ -17,7 +17,7 @@ dna_target.fa --dna --match 2 --mismatch -3 --gap-open 5 --gap-extend 2 --top 1`
 process with one numba thread, process start to hits file written (``job``: its wall
 clock, the phases it reports, its score).
 
-    python benchmarks/bench_long_row_cpu.py --out benchmarks/results
+    python benchmarks/bench_long_row_cpu.py --out benchmarks/results/w3-cpu
 """
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def _job(query: str, target: Path, repeats: int) -> dict:
     import pandas as pd
 
     from _common import run_process
-    from bench_search import _phases
+    from bench_search_job import _phases
 
     with tempfile.TemporaryDirectory() as work:
         query_file, output = Path(work) / "query.fa", Path(work) / "hits.tsv"
@@ -75,7 +75,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--target", default=str(TARGET))
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--out", default="benchmarks/results/w3-cpu")
     add_commit_argument(parser)
     args = parser.parse_args()
 

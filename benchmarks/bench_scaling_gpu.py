@@ -2,8 +2,8 @@
 """Scaling over the GPUs of one machine (issue 14), in one run: the same workloads on 1, 2,
 4 (and 8) GPUs, each GPU count its own cluster, one worker per GPU.
 
-First the W1 kernel alone on GPU 0 (``kernel_only`` of bench_dask_cudf_gpu.py: sp500k laid
-out once, each query's ``search`` timed), the figure the Dask runs are compared with.
+First the W1 kernel alone on GPU 0 (``kernel_only`` of bench_w1_dask_cudf_gpu.py: sp500k
+laid out once, each query's ``search`` timed), the figure the Dask runs are compared with.
 
 For each GPU count N in ``--gpus`` a ``LocalCUDACluster`` of N workers (``swdask.cluster``),
 and on it, for each database, the frame read by ``swdask.read_fasta(backend="cudf")`` in
@@ -12,7 +12,7 @@ has GPUs, so every N holds whole, equal shares; the same frame at every N) and p
 ``swdask.persist_balanced`` (equal residues per worker); then:
 
 * ``W1-dask`` (sp500k only): the 20 W1 queries as ``ddf.sw.align(query, positions="end")``,
-  all submitted together and persisted on the workers (as bench_dask_cudf_gpu.py: an
+  all submitted together and persisted on the workers (as bench_w1_dask_cudf_gpu.py: an
   untimed first batch, then ``--reps`` timed batches, the best kept). Every result row of
   every query is compared with the one-GPU run's.
 * ``search-1000`` (sp500k) and ``search-1000-x<repeat>`` (sp500k's file ``--repeat`` times,
@@ -27,8 +27,9 @@ record of ``runs`` holds ``workload``, ``gpus``, ``seconds``, ``gcups``, ``x_lin
 on N GPUs over N x the one-GPU GCUPS of this run), ``hits_equal_to_one_gpu``, and what the
 task stream showed (per worker: seconds computing, first start, last stop; the gaps are
 the scheduling and the client) and the seconds of swdask's stages inside the tasks
-(encode, scan, positions: ``swdask._timing``, read from each worker). With ``--report``, the timed runs on the largest N are also
-saved as ``distributed.performance_report`` HTML (needs bokeh).
+(encode, scan, positions: ``swdask.lowlevel.stage_seconds``, read from each worker). With
+``--report``, the timed runs on the largest N are also saved as
+``distributed.performance_report`` HTML (needs bokeh).
 
 ``--backend pandas`` runs the same on a CPU ``LocalCluster`` (one single-threaded worker per
 "GPU"), for checking the script on a machine without GPUs.
@@ -48,7 +49,7 @@ import numpy as np
 
 from _common import (add_commit_argument, gpu_properties, read_fasta, read_sequences,
                      sample_proteins, stamp, write_result)
-from bench_dask_cudf_gpu import (END_COLUMNS, frame_results, kernel_only, mismatches,
+from bench_w1_dask_cudf_gpu import (END_COLUMNS, frame_results, kernel_only, mismatches,
                                  partition_residues)
 
 #: the hits' columns compared between GPU counts (all of them but the bit score, which the
@@ -95,10 +96,10 @@ def task_summary(stream, name: str) -> dict:
 
 def worker_stages(client) -> dict:
     """Each worker's seconds by swdask stage since the last call (and zero them again)."""
-    from swdask import _timing
+    from swdask.lowlevel import stage_seconds
 
     return {worker: {name: round(seconds, 4) for name, seconds in stages.items()}
-            for worker, stages in client.run(_timing.take).items()}
+            for worker, stages in client.run(stage_seconds).items()}
 
 
 def align_batch(ddf, queries, prefix):

@@ -13,7 +13,7 @@ residues), ``ssearch36_wall_seconds``, and in the same run the engine alone
 (``engine_seconds``, ``engine_gcups``: ``swdask.lowlevel`` search of the encoded database in
 this process, no cluster, no reading or writing; best of the repeats).
 
-    python benchmarks/bench_search.py --sets 10 100 --out benchmarks/results
+    python benchmarks/bench_search_job.py --sets 10 100 --out benchmarks/results/search-cpu
 
 GPU sets (``--gpu``, on the GPU machine: ``ci/gpu_run.sh``'s ``search`` step), for each
 ``--backends`` (``gpu``; ``cudf`` where cuDF and dask-cuda are importable):
@@ -422,7 +422,7 @@ def main() -> int:
     parser.add_argument("--db", default=str(MMSEQS / "DB.fasta.gz"))
     parser.add_argument("--backend", default="cpu")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--out", default="benchmarks/results/search-cpu")
     add_commit_argument(parser)
     parser.add_argument("--gpu", action="store_true", help="the GPU sets (see above)")
     parser.add_argument("--alignment", action="store_true",

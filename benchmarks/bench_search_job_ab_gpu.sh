@@ -9,7 +9,7 @@
 #   mkdir -p .devcarry/ab/old && git archive <commit> swdask | tar -x -C .devcarry/ab/old
 #   mkdir -p .devcarry/ab/new && git archive HEAD swdask | tar -x -C .devcarry/ab/new
 #   (device call, carry [".whl", ".devcarry"], after ci/gpu_run.sh's setup step)
-#   bash benchmarks/ab_search_gpu.sh $PWD/.devcarry/ab/new $PWD/.devcarry/ab/old
+#   bash benchmarks/bench_search_job_ab_gpu.sh $PWD/.devcarry/ab/new $PWD/.devcarry/ab/old
 # (Q=<fasta> searches other queries, ROUNDS=<n> sets the rounds after round 0)
 REPO=$PWD; DB=/tmp/swdask-bench/sp500k.fa; Q=${Q:-$REPO/.devcarry/cudasw_queries.fasta}
 export NUMBA_CACHE_DIR=/tmp/numba-cache

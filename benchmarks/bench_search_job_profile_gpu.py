@@ -1,15 +1,18 @@
 """Where the time of one ``swdask search`` job on the GPU goes, from the process's start to
-the file written: a diagnosis, not a benchmark (``bench_search.py --gpu`` times the job).
+the file written: a diagnosis, not a benchmark (``bench_search_job.py --gpu`` times the job).
 
-    python3 benchmarks/profile_search_gpu.py --db sp500k.fa --queries cudasw_queries.fasta
+    python3 benchmarks/bench_search_job_profile_gpu.py --db sp500k.fa \\
+        --queries cudasw_queries.fasta
 
 1. the import tree of ``swdask.cli`` (``python -X importtime``), the largest entries;
 2. a warm run of the job as a user runs it (``python -m swdask search ... --verbose``):
    its wall clock and phases;
 3. the same job again in a new process that samples every thread's stack every 5 ms from
-   the first line on (before any import) and runs the job under cProfile: a timeline of
-   what each thread was doing (the innermost swdask, CuPy or numba frame, or the module
-   being imported), then cProfile's largest cumulative entries (the main thread).
+   the first line on (before any import) and runs the job under cProfile
+   (``swdask.lowlevel.run_command``: the command line inside this process, after the
+   imports of ``swdask.lowlevel``): a timeline of what each thread was doing (the innermost
+   swdask, CuPy or numba frame, or the module being imported), then cProfile's largest
+   cumulative entries (the main thread).
 """
 from __future__ import annotations
 
@@ -82,9 +85,9 @@ def _inner(argv) -> None:
     sampler.start()
     profile = cProfile.Profile()
     profile.enable()
-    from swdask.cli import main
+    from swdask.lowlevel import run_command
 
-    code = main(argv)
+    code = run_command(argv)
     profile.disable()
     stop.set()
     sampler.join()

@@ -4,11 +4,11 @@ mmseqs2-examples' DB.fasta concatenated 10 and 100 times (about 114 MB and 1.1 G
 records keep their ids, so the copies are duplicates, which the search does not mind), one
 query (the first of QUERY.fasta.gz), top 10, default partitions, the job as it runs by
 default (in this process on every core, partitions of up to 64 MiB, two in flight; before
-commit 76743c2's successors, a local cluster of the machine's cores). The resident memory of the job's whole process tree (the command and its
-worker processes) is sampled every 50 ms; the JSON holds the peak beside the database's size
-and the wall clock. It should not grow with the database beyond the partitions in flight.
+commit 76743c2's successors, a local cluster of the machine's cores). The resident memory of
+the job's whole process tree (the command and its worker processes) is sampled every 50 ms;
+the JSON holds the peak beside the database's size and the wall clock. It should not grow with the database beyond the partitions in flight.
 
-    python benchmarks/bench_memory.py --copies 10 100 --out benchmarks/results
+    python benchmarks/bench_search_memory.py --copies 10 100 --out benchmarks/results/search-cpu
 """
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def _peak_of(command, cwd) -> tuple[float, int, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, nargs="+", default=[10, 100])
-    parser.add_argument("--out", default="benchmarks/results")
+    parser.add_argument("--out", default="benchmarks/results/search-cpu")
     add_commit_argument(parser)
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="swdask-bench-memory-"))

@@ -2,16 +2,18 @@
 """The 1,000-query search against a column cut into parts, one GPU, one process.
 
 What a Dask search does on each GPU, without Dask: sp500k read into a pandas column, the
-1,000 proteins of bench_search.py's ``search-1000`` (``--sample-from``, seed 10) searched with
-``Series.sw.search(top=10, backend="gpu")`` against the whole column and against its ``k``
-slices of equal residues, one after another (``--parts 1,4,16``), in ``--rounds`` rounds,
-under each of ``--configs`` (swdask settings, e.g. ``"defaults;gpu.long-rows-per-sm=0"``: the
-defaults, then no long rows on the intra-task kernel); prints seconds, TCUPS (cells /
-seconds) and swdask's stages (``swdask._timing``: scan, positions) for each. An untimed
-search of one 16th first loads every kernel variant.
+1,000 proteins of bench_search_job.py's ``search-1000`` (``--sample-from``, seed 10) searched
+with ``Series.sw.search(top=10, backend="gpu")`` against the whole column and against its
+``k`` slices of equal residues, one after another (``--parts 1,4,16``), in ``--rounds``
+rounds, under each of ``--configs`` (swdask settings, e.g.
+``"defaults;gpu.long-rows-per-sm=0"``: the defaults, then no long rows on the intra-task
+kernel); prints seconds, TCUPS (cells / seconds) and swdask's stages
+(``swdask.lowlevel.stage_seconds``: scan, positions) for each. An untimed search of one 16th
+first loads every kernel variant.
 
-Measured with it (benchmarks/NOTES-gpu.md, "Scaling over 4 GPUs"): 4 parts ran at 0.94 of
-the whole column, 16 parts at 0.29 (the long-row split; see the notes).
+Measured with it (docs/notes/gpu-several-gpus-and-dask.md, "A column cut into parts, no
+Dask"): 4 parts ran at 0.94 of the whole column, 16 parts at 0.29 (the long-row split; see
+the notes).
 """
 from __future__ import annotations
 
@@ -37,7 +39,7 @@ def main():
     import dask
     import yaml
 
-    from swdask import _timing
+    from swdask.lowlevel import stage_seconds
 
     column = read_fasta(args.db)["sequence"]
     queries = sample_proteins(args.sample_from, args.sample, 10)[["id", "sequence"]]
@@ -50,7 +52,7 @@ def main():
         return [column.iloc[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
 
     slices(16)[0].sw.search(queries, top=10, backend="gpu")
-    _timing.take()
+    stage_seconds()
     for number in range(args.rounds):
         for config in args.configs.split(";"):
             settings = {} if config == "defaults" else {
@@ -62,7 +64,7 @@ def main():
                     for part in slices(count):
                         part.sw.search(queries, top=10, backend="gpu")
                     seconds = time.perf_counter() - start
-                    stages = {name: round(v, 2) for name, v in _timing.take().items()}
+                    stages = {name: round(v, 2) for name, v in stage_seconds().items()}
                     print(f"round {number} [{config}] parts {count:2d}: {seconds:7.2f} s  "
                           f"{cells / seconds / 1e12:.3f} TCUPS  {stages}", flush=True)
 

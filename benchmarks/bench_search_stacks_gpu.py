@@ -1,22 +1,28 @@
 """Where the scan of many queries spends its GPU time: a diagnosis, not a benchmark
-(``bench_search.py --gpu`` times the job).
+(``bench_search_job.py --gpu`` times the job).
 
-In one process, the database (sp500k) laid out once on the GPU, the ``--sample`` proteins
+In one process, the database (sp500k) encoded once on the GPU, the ``--sample`` proteins
 drawn from DB.fasta.gz (the search-1000 set's seed) are scanned as the many-queries search
-scans them (``_many_queries.search_encoded``, scores only, top 10, no start positions), under
-several stack limits (``inter_task.STACK_ROWS`` / ``STACK_QUERIES``; ``1`` query: every
-query alone, as before stacking). For each: the scan's wall clock (synchronised) and the
-GPU time of the forward launches alone (CUDA events around ``_run_forward``), so the rest
-(scatter, checks, top rows, the host between launches) is the difference; TCUPS of both;
-and the GPU seconds between events around the scatter of the kernels' slots to rows, the
-results' ``finish`` and the top rows' selection.
+scans them (``swdask.lowlevel.search_many``, scores only, top 10, no start positions), under
+several stack limits (``swdask.lowlevel.stack_limits``: most query rows and queries in one
+stack; ``1`` query: every query alone, as before stacking). For each: the scan's wall clock
+(synchronised) and the GPU time of the forward launches alone (CUDA events around the stage
+``forward``, ``swdask.lowlevel.timed_stages``), so the rest (scatter, checks, top rows, the
+host between launches) is the difference; TCUPS of both; and the GPU seconds between events
+around the scatter of the kernels' slots to rows, the results' ``finish`` and the top rows'
+selection.
 
-    python3 benchmarks/profile_stacks_gpu.py --db sp500k.fa --sample-from DB.fasta.gz
+    python3 benchmarks/bench_search_stacks_gpu.py --db sp500k.fa --sample-from DB.fasta.gz
 """
 from __future__ import annotations
 
 import argparse
 import time
+
+from _common import read_fasta, sample_proteins
+
+#: the stages timed (swdask.lowlevel.STAGES), the forward launches first
+REGIONS = ("forward", "scatter", "finish", "top rows")
 
 
 def main() -> int:
@@ -28,82 +34,55 @@ def main() -> int:
     parser.add_argument("--limits", default="8192x64,16384x128,4096x32,1x1",
                         help="ROWSxQUERIES stack limits to run, in order")
     parser.add_argument("--stack-bytes", type=float, default=None,
-                        help="GiB the results of one stack may take (inter_task.STACK_BYTES; "
-                             "default: the library's)")
+                        help="GiB the results of one stack may take (default: the library's)")
     args = parser.parse_args()
 
     import cupy
-    import numpy as np
 
-    from swdask import _many_queries
-    from swdask._fasta import read_fasta_frame, whole_plain_text
-    from swdask._scoring import make_scoring
-    from swdask._sequences import prepare_query
-    from swdask.gpu import inter_task
-    from swdask.gpu._runtime import get_runtime
-    from swdask.gpu._encode import encode_fasta_text
+    import swdask
+    from swdask.lowlevel import (get_backend, prepare_query, search_many, stack_limits,
+                                 timed_stages)
 
-    scoring = make_scoring("BLOSUM62", gap_open=11, gap_extend=1)
-    runtime = get_runtime()
-    path, text = whole_plain_text(args.db)
-    encoded, _headers = encode_fasta_text(text, path, scoring, runtime)
+    scoring = swdask.make_scoring("BLOSUM62", gap_open=11, gap_extend=1)
+    encoded = get_backend("gpu").encode(read_fasta(args.db)["sequence"], scoring,
+                                        what="target row")
     residues = int(encoded.offsets[-1])
-    pool = read_fasta_frame(args.sample_from, blocksize=None, threads=1)
-    rng = np.random.default_rng(args.seed)
-    chosen = np.sort(rng.choice(len(pool), size=min(args.sample, len(pool)), replace=False))
-    queries = [prepare_query(s, scoring) for s in pool["sequence"].iloc[chosen]]
+    pool = sample_proteins(args.sample_from, args.sample, args.seed)
+    queries = [prepare_query(s, scoring) for s in pool["sequence"]]
     cells = sum(len(q) for q in queries) * residues
     print(f"{len(queries)} queries, {sum(len(q) for q in queries)} letters; database "
           f"{residues} residues; {cells:.3e} cells", flush=True)
 
-    from swdask.gpu import _backend
+    def scan(chosen):
+        search_many(chosen, encoded, 10, "none", backend="gpu", owner=encoded,
+                    fingerprint=("profile",))
 
-    regions = {"forward": [], "scatter": [], "finish": [], "top rows": []}
+    def gpu_seconds(found) -> float:
+        return sum(cupy.cuda.get_elapsed_time(a, b) for a, b in found) / 1000
 
-    def timed(function, name):
-        def run(*a, **k):
-            start = cupy.cuda.Event()
-            start.record()
-            found = function(*a, **k)
-            end = cupy.cuda.Event()
-            end.record()
-            regions[name].append((start, end))
-            return found
-        return run
-
-    # the GPU time between events around each region (the stream is busy throughout, so
-    # it is the region's kernels; idle gaps would count too)
-    events = regions["forward"]
-    inter_task._run_forward = timed(inter_task._run_forward, "forward")
-    inter_task._scatter = timed(inter_task._scatter, "scatter")
-    _backend.finish = timed(_backend.finish, "finish")
-    _many_queries.top_candidates = timed(_many_queries.top_candidates, "top rows")
-    owner = encoded
-    # the layout cached, the kernels loaded: one short stack first
-    _many_queries.search_encoded(queries[:3], encoded, 10, "none", backend="gpu", owner=owner,
-                                 fingerprint=("profile",))
+    scan(queries[:3])  # the layout cached, the kernels loaded: one short stack first
     cupy.cuda.Device().synchronize()
-    if args.stack_bytes:
-        inter_task.STACK_BYTES = int(args.stack_bytes * (1 << 30))
-    print(f"results of one stack at most {inter_task.STACK_BYTES / (1 << 30):.2f} GiB")
-    for limit in args.limits.split(","):
-        rows, count = (int(v) for v in limit.split("x"))
-        inter_task.STACK_ROWS, inter_task.STACK_QUERIES = rows, count
-        for found in regions.values():
-            found.clear()
-        start = time.perf_counter()
-        _many_queries.search_encoded(queries, encoded, 10, "none", backend="gpu", owner=owner,
-                                     fingerprint=("profile",))
-        cupy.cuda.Device().synchronize()
-        wall = time.perf_counter() - start
-        kernel = sum(cupy.cuda.get_elapsed_time(a, b) for a, b in events) / 1000
-        print(f"stacks of <= {rows} rows, <= {count} queries: scan {wall:.2f} s "
-              f"({cells / wall / 1e12:.3f} TCUPS), forward launches {kernel:.2f} s "
-              f"({cells / kernel / 1e12:.3f} TCUPS) in {len(events)} calls; the rest "
-              f"{wall - kernel:.2f} s", flush=True)
-        print("  GPU seconds by region: " + ", ".join(
-            f"{name} {sum(cupy.cuda.get_elapsed_time(a, b) for a, b in found) / 1000:.2f} "
-            f"({len(found)} calls)" for name, found in regions.items()), flush=True)
+    stack_bytes = int(args.stack_bytes * (1 << 30)) if args.stack_bytes else None
+    with stack_limits(result_bytes=stack_bytes) as (_, _, in_force):
+        print(f"results of one stack at most {in_force / (1 << 30):.2f} GiB")
+        for limit in args.limits.split(","):
+            rows, count = (int(v) for v in limit.split("x"))
+            # the GPU time between events around each region (the stream is busy throughout,
+            # so it is the region's kernels; idle gaps would count too)
+            with stack_limits(rows, count), timed_stages(*REGIONS, gpu=True) as regions:
+                start = time.perf_counter()
+                scan(queries)
+                cupy.cuda.Device().synchronize()
+                wall = time.perf_counter() - start
+            events = regions["forward"]
+            kernel = gpu_seconds(events)
+            print(f"stacks of <= {rows} rows, <= {count} queries: scan {wall:.2f} s "
+                  f"({cells / wall / 1e12:.3f} TCUPS), forward launches {kernel:.2f} s "
+                  f"({cells / kernel / 1e12:.3f} TCUPS) in {len(events)} calls; the rest "
+                  f"{wall - kernel:.2f} s", flush=True)
+            print("  GPU seconds by region: " + ", ".join(
+                f"{name} {gpu_seconds(found):.2f} ({len(found)} calls)"
+                for name, found in regions.items()), flush=True)
     return 0
 
 

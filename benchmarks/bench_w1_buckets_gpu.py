@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """W1 (sp500k): threads per target pair (G) by target-length bucket, kernel-only.
 
-Two measurements of the 16-bit forward kernel, targets already on the GPU, for the group
-sizes the engine has (G = 4 and 8; G = 1 and 2 were measured with an earlier version of this
-script, benchmarks/NOTES-gpu.md "Length buckets", and removed):
+Two measurements of the 16-bit forward kernel, targets already on the GPU, for G = 4 and 8
+(``GROUPS``; the engine has 16 and 32 besides, for the longest targets; G = 1 and 2 were
+measured with an earlier version of this script, docs/notes/gpu-inter-task.md "Length
+buckets", and removed):
 
 1. ``ranges``: for a few W1 queries, the rows of each range of target lengths laid out on
    their own (``swdask.lowlevel.prepare_targets``, no row set apart for the intra-task

@@ -10,10 +10,10 @@ Measures, per query and in total (GCUPS = |query| x total database residues / se
   only, scores + end cells, and scores + start and end cells. Wall clock around a
   synchronised call; the first (compiling) call of each kernel variant is done before.
 * scan: the 20 queries together (and the ``--scan-short`` shortest alone) through the
-  many-queries search's engine (``GpuBackend.many_against_many``: stacked forward launches,
-  end cells of every row, the targets' layout cached as a search keeps it), with the
-  search's query lanes on (its default on sm_90) and off. Its results are compared, every
-  row, with the per-query kernel-only run's (``differing``).
+  many-queries search's engine (``swdask.lowlevel.get_backend("gpu").many_against_many``:
+  stacked forward launches, end cells of every row, the targets' layout cached as a search
+  keeps it), with the search's query lanes on (its default on sm_90) and off. Its results
+  are compared, every row, with the per-query kernel-only run's (``differing``).
 * end-to-end: ``swdask.align(query, series, backend="gpu")`` from a pandas Series of strings
   to the result DataFrame (encoding, upload, layout, kernels, download, frame).
 * exactness: GPU results against swdask's CPU engine (``swdask.lowlevel.align_many``,
@@ -41,10 +41,8 @@ import numpy as np
 import swdask
 from _common import (add_commit_argument, gpu_properties, read_fasta, read_sequences,
                      short_name, stamp, timed, timed_repeats, write_result)
-from swdask.gpu._backend import GpuBackend
-from swdask.gpu.inter_task import forward_plan
-from swdask.lowlevel import (EncodedSequences, align_many, encode, forward_shape,
-                             prepare_query, prepare_targets, search)
+from swdask.lowlevel import (EncodedSequences, align_many, encode, forward_launches,
+                             forward_shape, get_backend, prepare_query, prepare_targets, search)
 
 COLUMNS = ("score", "query_start", "query_end", "target_start", "target_end")
 
@@ -181,9 +179,8 @@ def main():
                               "shape": list(shape or forward_shape(
                                   len(seq), targets.runtime.compute_capability)),
                               # the (G, R) of each launch of the plan, longest targets first
-                              "launches": [list(launch[2:]) for launch in forward_plan(
-                                  targets.pairs, len(seq),
-                                  targets.runtime.compute_capability, shape=shape)]})
+                              "launches": [list(launch[2:]) for launch in forward_launches(
+                                  targets, len(seq), shape=shape)]})
         cells = sum(len(s) for s in q_seqs) * total_residues
         run = {"mode": "kernel", "positions": mode, "shape_override": shape,
                "seconds_total": total, "gcups_total": cells / total / 1e9, "reps": reps,
@@ -194,7 +191,7 @@ def main():
 
     def scan_run(query_lanes: bool, reps: int, chosen=None):
         chosen = list(range(len(q_seqs))) if chosen is None else list(chosen)
-        backend = GpuBackend(targets.runtime)
+        backend = get_backend("gpu")
         database = EncodedSequences(device_encoded[0], device_encoded[1], encoded.valid)
         owner = _ScanOwner()  # the layout's cache key, as a search's partition
         prepared = [prepare_query(q_seqs[k], scoring) for k in chosen]

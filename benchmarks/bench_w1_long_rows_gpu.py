@@ -3,11 +3,11 @@
 
 Kernel-only timing of ``swdask.lowlevel.search`` (targets already on the GPU, results left
 there) for a few W1 queries under three routings of the rows of at least the setting
-``swdask.gpu.long-row-min`` (2,000) letters:
+``swdask.gpu.long-row-min`` letters (its value in force is printed and recorded):
 
 * ``default``: the engine's rule (long rows to the intra-task kernel unless there are more
-  than ``swdask.gpu.long-rows-per-sm`` per multiprocessor: on sp500k they are ~6,400, so
-  they stay);
+  than ``swdask.gpu.long-rows-per-sm`` per multiprocessor, then they stay; the count is
+  printed);
 * ``all-long``: every long row to the intra-task kernel (``swdask.gpu.long-rows-per-sm: -1``);
 * ``off``: every row in the inter-task search (``swdask.gpu.long-row-min: 0``).
 

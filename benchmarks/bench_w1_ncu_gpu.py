@@ -2,7 +2,7 @@
 """Profile one W1 query's forward kernel under Nsight Compute (no timing of its own).
 
     ncu --clock-control none -k regex:sw_inter_forward --launch-skip 1 -c 1 \\
-        python3 benchmarks/profile_w1_gpu.py --db sp500k.fa --length 1000 --mode end
+        python3 benchmarks/bench_w1_ncu_gpu.py --db sp500k.fa --length 1000 --mode end
 
 The first launch (a warm-up on the same data, which also compiles) is skipped by
 --launch-skip 1; the second is the one profiled.

@@ -25,7 +25,8 @@ import numpy as np
 import swdask
 from _common import (add_commit_argument, read_fasta, read_sequences, stamp, synchronize,
                      timed, write_result)
-from swdask.lowlevel import encode, prepare_query, prepare_targets, search
+from swdask.lowlevel import (EncodedSequences, encode, failed_checks, get_backend, prepare_query,
+                             prepare_targets, search)
 
 
 def main():
@@ -102,8 +103,6 @@ def queued(parts, codes_list, scoring, keep: bool):
     targets)`` in turn (partition by partition), queued with the checks deferred, and the
     results by (first row, end row, query index) if ``keep`` (else each is dropped when the
     next search is queued, as the search job keeps only its top rows)."""
-    from swdask.gpu.inter_task import check_flags
-
     synchronize()
     start = time.perf_counter()
     checks, found = [], {}
@@ -111,7 +110,7 @@ def queued(parts, codes_list, scoring, keep: bool):
         for k, codes in enumerate(codes_list):
             result = search(targets, codes, scoring, "end", checks=checks)
             found[(a, b, k)] = result if keep else None
-    for key, again in zip(list(found), check_flags(checks)):
+    for key, again in zip(list(found), failed_checks(checks)):
         if again:  # a 16-bit lane may have wrapped: searched again, as the search job does
             a, b, k = key
             targets = next(t for first, _, t in parts if first == a)
@@ -191,16 +190,13 @@ def stacked(counts, queries, scoring, encoded, residues, offsets, report, cupy):
     """The many-queries search's scan (issue 13: "a search split into 4 and 8 partitions on
     one GPU keeps its throughput"): for each count, the database cut into that many
     partitions of consecutive rows, and every partition searched in turn by all queries
-    through the GPU backend as the search runs them (``GpuBackend.many_against_many``: the
+    through the GPU backend as the search runs them (``many_against_many``: the
     partition's layout cached by a warm run first, the queries in stacks, each stack's
     results finished behind the next one's launches, the checks read once at the end, then
     any saturated search again), with the default buckets. Seconds of two repeats,
     ``x_one_partition`` against the first count's best (1 for the whole), and every
     partition's scores and end cells against that count's."""
-    from swdask._sequences import EncodedSequences
-    from swdask.gpu._backend import GpuBackend
-
-    backend = GpuBackend()
+    backend = get_backend("gpu")
     n = len(encoded.offsets) - 1
     prepared = [prepare_query(q, scoring) for q in queries]
     cells = sum(len(q) for q in queries) * int(encoded.offsets[-1])

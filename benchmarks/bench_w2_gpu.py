@@ -32,7 +32,7 @@ Commands:
 * ``tune --data DIR``: kernel-only GCUPS of forced kernels/shapes on the first rows of each set.
 * ``precompile tests W2``: compile kernel instances many at once (CuPy keeps them on disk):
   ``tests``, every kernel swdask can launch, the shapes tests force included
-  (``swdask.gpu._kernels.all_variants``); a set-name prefix (``W2``), the shapes ``tune``
+  (``swdask.lowlevel.kernel_variants``); a set-name prefix (``W2``), the shapes ``tune``
   forces.
 * ``oneall``: the one-against-all threshold for align_long_rows (see its docstring).
 
@@ -397,7 +397,7 @@ def oneall(args):
     (those up to 1,000 letters) plus ``--long`` targets of length L (windows of the protein
     pool with 25% substitutions): (a) the inter-task search
     (``swdask.lowlevel.align_many(..., backend="gpu")``) on every row, (b) the same search on
-    the short rows plus ``swdask.gpu._pairs.align_long_rows`` (one block per row) on the long
+    the short rows plus ``swdask.lowlevel.align_long_rows`` (one block per row) on the long
     ones. Both from host arrays to host results, with starts. Also checks that the two
     kernels agree on the long rows.
     """

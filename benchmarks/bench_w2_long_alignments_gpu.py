@@ -9,8 +9,9 @@ columns out): one call in mode ``"full"`` (score and four positions), then one i
 warm-up on the set's first pair cut to 20,000 letters a side (kernels compiled or loaded).
 Reported: wall seconds, GCUPS over the pairs' cells, the cells of the traced segments, CuPy's
 memory pool at its largest (its blocks are kept, so the pool's size after a call is what that
-call held at once) against the device's memory, and which pairs the GPU traced (the others go
-to the CPU: see ``swdask.gpu._traceback``).
+call held at once) against the device's memory, and the device bytes the largest pair takes
+while traced (``swdask.lowlevel.traceback_bytes``; a pair the GPU cannot hold is traced on
+the CPU).
 
 Checks, independent of swdask's traceback:
 * ``--walk`` rows (and every row of a set of fewer): the CIGAR walked over the two segments
@@ -20,7 +21,7 @@ Checks, independent of swdask's traceback:
   separate process started before the GPU work (the 100,000 x 100,000 pair takes minutes on
   one CPU thread; ``--cpu-timeout`` seconds at most, else reported as not compared).
 
-    python3 benchmarks/bench_long_alignments_gpu.py --data /tmp/w2data --out $OUT
+    python3 benchmarks/bench_w2_long_alignments_gpu.py --data /tmp/w2data --out $OUT
 """
 from __future__ import annotations
 
@@ -102,8 +103,7 @@ def warm_up_pair(q, t, longest: int = 20_000):
 def measure(args, workload: str, pending) -> dict:
     import cupy
 
-    from swdask.gpu._traceback import pair_bytes
-    from swdask.lowlevel import align_pairs
+    from swdask.lowlevel import align_pairs, traceback_bytes
 
     scoring = scoring_for(workload)
     q, t = load(Path(args.data), file_of(workload), scoring)
@@ -129,7 +129,7 @@ def measure(args, workload: str, pending) -> dict:
                ("score", "query_start", "query_end", "target_start", "target_end")}
     m = columns["query_end"] - columns["query_start"]
     n = columns["target_end"] - columns["target_start"]
-    sizes = pair_bytes(m, n)
+    sizes = traceback_bytes(m, n)
     record.update({"traced_cells": int(np.sum(m * n)),
                    "largest_pair_trace_bytes": int(sizes.max())})
     # every CIGAR of the walked rows re-scores to the score and spans the positions

@@ -8,7 +8,7 @@ its phases on stderr. In the same run, after the jobs, the same pairs in this pr
 after a warm-up) and the kernels alone (``run_pairs``, mode "full", the batch already on
 the device), so the job's figure stands beside the kernel's on the same machine.
 
-    python3 benchmarks/time_reads_job_gpu.py --data /tmp/w2data --out DIR --commit SHA
+    python3 benchmarks/bench_w2_reads_job_gpu.py --data /tmp/w2data --out DIR --commit SHA
 """
 from __future__ import annotations
 

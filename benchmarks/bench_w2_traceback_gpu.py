@@ -2,17 +2,18 @@
 figure): the pairs alone and with alignments (``--repeats`` timed calls of each), then
 
 * with ``--events``: calls with alignments, each with the GPU time of the traceback's own
-  kernels (CUDA events around each group of ``swdask.gpu._traceback._launch_group``: the
-  traceback and the packing of its CIGARs; an event pair brackets the group's work on its
-  stream, so waiting for the forward kernels queued before it is not counted) and the host
-  seconds spent in each stage of ``align_pairs_gpu`` (a stage that reads results back
-  includes the wait for the GPU);
+  kernels (CUDA events around each group's launches, the stage ``trace group`` of
+  ``swdask.lowlevel.timed_stages``: the traceback and the packing of its CIGARs; an event
+  pair brackets the group's work on its stream, so waiting for the forward kernels queued
+  before it is not counted) and the host seconds spent in each stage of the GPU's
+  ``align_pairs`` (:data:`HOST_STAGES`; a stage that reads results back includes the wait
+  for the GPU);
 * unless ``--no-profile``: one call with alignments under cProfile (the device
   synchronises where results come back, so a kernel's time shows in the copy after it).
 
 A diagnosis, not a benchmark: ``bench_w2_gpu.py run --alignment`` times it.
 
-    python3 benchmarks/profile_traceback_gpu.py --data /tmp/w2data [--set W2-dna-reads]
+    python3 benchmarks/bench_w2_traceback_gpu.py --data /tmp/w2data [--set W2-dna-reads]
         [--repeats 9] [--events] [--no-profile]
 """
 from __future__ import annotations
@@ -70,66 +71,33 @@ def main() -> None:
     print(text.getvalue())
 
 
+#: The host stages of ``align_pairs`` on the GPU timed with ``--events``
+#: (``swdask.lowlevel.STAGES``), as printed.
+HOST_STAGES = {"pairs upload": "upload", "pairs forward": "forward launches",
+               "trace launch": "trace launches (after the chunk's cells came back)",
+               "trace read-back": "trace read-back", "pairs finish": "finish"}
+
+
 def _events(q, t, scoring, repeats: int) -> None:
     import cupy
 
-    from swdask.gpu import _traceback
-    from swdask.lowlevel import align_pairs
+    from swdask.lowlevel import align_pairs, timed_stages
 
-    events = []
-    real = _traceback._launch_group
-
-    def timed(runtime, *rest):
-        start, stop = cupy.cuda.Event(), cupy.cuda.Event()
-        start.record()
-        launched = real(runtime, *rest)
-        stop.record()
-        events.append((start, stop, len(rest[1])))
-        return launched
-
-    _traceback._launch_group = timed
-    host = _host_clocks()
     for _ in range(repeats):
-        events.clear()
-        host.clear()
-        begin = time.perf_counter()
-        align_pairs(q, t, scoring, "alignment", backend="gpu")
-        wall = time.perf_counter() - begin
+        with timed_stages("trace group", gpu=True) as groups, \
+                timed_stages(*HOST_STAGES) as host:
+            begin = time.perf_counter()
+            found = align_pairs(q, t, scoring, "alignment", backend="gpu")
+            wall = time.perf_counter() - begin
         cupy.cuda.Device().synchronize()
-        spans = [cupy.cuda.get_elapsed_time(a, b) / 1e3 for a, b, _ in events]
-        pairs = sum(count for _, _, count in events)
+        spans = [cupy.cuda.get_elapsed_time(a, b) / 1e3 for a, b in groups["trace group"]]
+        cigar = found.columns["cigar"]
         print(f"wall {wall:.4f} s; traceback kernels {sum(spans):.4f} s over {len(spans)} "
-              f"groups, {pairs} pairs (per group: {', '.join(f'{s * 1e3:.1f}' for s in spans)}"
-              f" ms); host seconds in: "
-              + ", ".join(f"{name} {seconds:.4f}" for name, seconds in host.items()),
+              f"groups, {len(cigar) - cigar.null_count} alignments (per group: "
+              f"{', '.join(f'{s * 1e3:.1f}' for s in spans)} ms); host seconds in: "
+              + ", ".join(f"{label} {sum(host[name]):.4f}"
+                          for name, label in HOST_STAGES.items() if host[name]),
               flush=True)
-    _traceback._launch_group = real
-
-
-def _host_clocks() -> dict:
-    """Seconds this thread spends in the stages of ``align_pairs_gpu`` (each wrapped)."""
-    from swdask.gpu import _pairs, _traceback
-
-    clocks: dict = {}
-
-    def wrap(owner, name, label):
-        real = getattr(owner, name)
-
-        def timed(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return real(*args, **kwargs)
-            finally:
-                clocks[label] = clocks.get(label, 0.0) + time.perf_counter() - start
-
-        setattr(owner, name, timed)
-
-    wrap(_pairs, "to_device", "upload")
-    wrap(_pairs, "run_pairs", "forward launches")
-    wrap(_pairs, "_trace_chunk", "trace launches (after the chunk's cells came back)")
-    wrap(_traceback.PendingTraces, "collect_traced", "trace read-back")
-    wrap(_pairs, "finish", "finish")
-    return clocks
 
 
 if __name__ == "__main__":

@@ -106,7 +106,7 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1,
                         help="parasail processes (default: one per core)")
     parser.add_argument("--out", default=None, help="JSON path (default: benchmarks/results/"
-                        "W3-<cpu>-<date>.json)")
+                        "w3-cpu/W3-<cpu>-<date>.json)")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(argv)
 
@@ -273,7 +273,7 @@ def main(argv=None) -> int:
     }
     if not args.no_write:
         out = Path(args.out) if args.out else (
-            ROOT / "benchmarks" / "results"
+            ROOT / "benchmarks" / "results" / "w3-cpu"
             / f"W3-{slug(report['device'])}-{os.cpu_count()}cpu-{report['date']}.json")
         print(f"wrote {write_json(out, report, indent=2)}")
     return 1 if mismatches or peer_mismatches else 0

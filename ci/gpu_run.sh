@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one script that runs on the GPU machine: GPU tests, then the GPU benchmarks (W1, W2).
 # Everything it produces goes to $OUT (the device tool brings that folder back; copy its files
-# into benchmarks/results/ afterwards).
+# into benchmarks/results/<workload>/ afterwards: the folders are listed in
+# benchmarks/results/README.md).
 #
 #   COMMIT=$(git rev-parse HEAD) bash ci/gpu_run.sh          # from the repository root
 #
@@ -16,19 +17,25 @@
 #           (bench_w2_gpu.py precompile tests -> precompile.log), then every test marked gpu
 #           under tests/ (GPU_TESTS narrows it) -> gpu-tests.{log,xml}
 #   w1      benchmarks/bench_w1_gpu.py -> W1-<device>-<date>.json, w1.log
-#   search  benchmarks/bench_search.py --gpu: the whole `swdask search` job on W1 and on 1,000
-#           queries (after w1, whose JSON gives kernel_tcups) -> search-<device>-<date>.json
+#   search  benchmarks/bench_search_job.py --gpu: the whole `swdask search` job on W1 and on
+#           1,000 queries (after w1, whose JSON gives kernel_tcups) -> search-<device>-<date>.json
 #   w1long  benchmarks/bench_w1_long_rows_gpu.py: W1 queries with/without the long-row
 #           routing (kernel only, a few queries) -> W1-long-rows-*.json, w1long.log
-#   w2      ci/steps/w2.sh (W2: every pair set, one JSON each) -> $OUT/w2/, w2-*.log
+#   w2      ci/steps/w2.sh (W2, benchmarks/bench_w2_gpu.py: every pair set, one JSON each)
+#           -> $OUT/w2/, w2-*.log
 #   profile only with PROFILE=1: Nsight Compute on one W1 forward launch
-#   abkernels only when named in ONLY: the W1 kernel-only timings (no CPU check) and the
-#           1,000-query scan's profile (profile_stacks_gpu.py), for each swdask tree in
-#           AB_TREES (folders holding swdask/, e.g. `git archive <commit> swdask | tar -x -C
-#           .devcarry/ab/<name>`), alternating, AB_ROUNDS rounds -> ab-kernels.log
-#   daskcudf  ci/steps/daskcudf.sh (needs cuDF staged): W1 through ddf.sw.align on dask_cudf
-#           against kernel-only, on 1, 2, 4... GPUs, and a run with device memory capped
-#           -> W1-dask-cudf-*.json, daskcudf.log
+#           (benchmarks/bench_w1_ncu_gpu.py) -> ncu-w1.txt
+#   abkernels only when named in ONLY: the W1 kernel-only timings (bench_w1_gpu.py, no CPU
+#           check) and the 1,000-query scan's GPU time (bench_search_stacks_gpu.py), for each
+#           swdask tree in AB_TREES (folders holding swdask/, e.g. `git archive <commit>
+#           swdask | tar -x -C .devcarry/ab/<name>`), alternating, AB_ROUNDS rounds ->
+#           ab-kernels.log. The scripts are this checkout's and use swdask.lowlevel, whose
+#           instruments (forward_launches, stack_limits, timed_stages) came with issue 43:
+#           trees of older commits lack them. The whole search job, tree against tree:
+#           benchmarks/bench_search_job_ab_gpu.sh (needs only the command line).
+#   daskcudf  ci/steps/daskcudf.sh (needs cuDF staged; benchmarks/bench_w1_dask_cudf_gpu.py):
+#           W1 through ddf.sw.align on dask_cudf against kernel-only, on 1, 2, 4... GPUs, and
+#           a run with device memory capped -> W1-dask-cudf-*.json, daskcudf.log
 #   scaling  benchmarks/bench_scaling_gpu.py (needs cuDF staged; issue 14): on 1, 2, 4...
 #           GPUs (SCALING_GPUS, default every power of two up to the machine's), one
 #           LocalCUDACluster each, W1 through ddf.sw.align and the 1,000-query ddf.sw.search
@@ -61,7 +68,7 @@
 # warm; measured when precompile covered only the pair kernels the tests force, not every
 # variant as now), w1long 18 s; from earlier runs (not re-timed as one call): w1 ~2 min (kernels
 # ~35 s, end to end ~40 s, the CPU check 17 s, read/encode/compile ~12 s), w2 ~2-3 min
-# (NOTES-w2.md: 109 s warm with its tests, which this script skips). About 6-7 minutes in
+# (109 s warm with its tests, which this script skips). About 6-7 minutes in
 # all; each step has its own timeout (TESTS_TIMEOUT, W1_TIMEOUT, W1LONG_TIMEOUT, W2_TIMEOUT).
 # If a single call runs out of time, split it over two calls on the same warm machine
 # (/tmp, hence the wheels in /tmp/site, sp500k.fa and the W2 data, persists while it is held;
@@ -110,8 +117,9 @@ step_setup() {
   fi
   # The image sets PYTHONDONTWRITEBYTECODE=1 and ships some packages without .pyc (numpy: 132
   # modules a search imports, cuda-python, fsspec, jinja2, ...), so every process compiled
-  # them from source: 0.15-0.35 s of each W1 job (benchmarks/NOTES-gpu.md, 2026-11-24). Compile
-  # them once, as pip does on a real install, with the carried wheels and this checkout.
+  # them from source: 0.15-0.35 s of each W1 job (docs/notes/gpu-search-job.md, "Python
+  # compiled on every start"). Compile them once, as pip does on a real install, with the
+  # carried wheels and this checkout.
   python3 - <<'PY' | xargs -r python3 -m compileall -q -j 0 > /dev/null 2>&1
 import importlib.util
 for name in ("numpy", "cupy", "cupy_backends", "cuda", "fsspec", "jinja2", "markupsafe",
@@ -157,7 +165,7 @@ step_search() {
   [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
   local w1json
   w1json=$(ls -t "$OUT"/W1-nvidia-*.json 2>/dev/null | grep -v -e long -e dask -e tail | head -1)
-  timeout "${SEARCH_TIMEOUT:-400}" python3 benchmarks/bench_search.py --gpu \
+  timeout "${SEARCH_TIMEOUT:-400}" python3 benchmarks/bench_search_job.py --gpu \
     --db "$BENCH_DIR/sp500k.fa" --gpu-queries "$CARRY/cudasw_queries.fasta" \
     --sample-from "$CARRY/DB.fasta.gz" --w1-json "${w1json:-}" --out "$OUT" \
     --commit "$COMMIT" ${SEARCH_ARGS:-} 2>&1 | tee "$OUT/search.log"
@@ -175,7 +183,7 @@ step_abkernels() {
         --no-check --e2e-modes "" --out "/tmp/ab-w1/$(basename "$tree")-$round" \
         --commit "$(basename "$tree")" 2>&1 | grep -e "^kernel" -e "^warm-up"
       echo "== round $round $tree: the 1,000-query scan"
-      PYTHONPATH=$tree:$PYTHONPATH timeout 300 python3 benchmarks/profile_stacks_gpu.py \
+      PYTHONPATH=$tree:$PYTHONPATH timeout 300 python3 benchmarks/bench_search_stacks_gpu.py \
         --db "$BENCH_DIR/sp500k.fa" --sample-from "$CARRY/DB.fasta.gz" \
         --limits "${AB_LIMITS:-32768x256}" 2>&1 | tail -n 4
     done
@@ -206,7 +214,7 @@ step_profile() {  # only with PROFILE=1: Nsight Compute on one W1 forward launch
   timeout "${PROFILE_TIMEOUT:-150}" "$ncu" --clock-control none -k regex:sw_inter_forward \
     --launch-skip 1 -c 1 --section SpeedOfLight --section Occupancy --section LaunchStats \
     --section SchedulerStats --section WarpStateStats --section ComputeWorkloadAnalysis \
-    python3 benchmarks/profile_w1_gpu.py --db "$BENCH_DIR/sp500k.fa" \
+    python3 benchmarks/bench_w1_ncu_gpu.py --db "$BENCH_DIR/sp500k.fa" \
     --queries "$CARRY/cudasw_queries.fasta" --length "${PROFILE_LENGTH:-1000}" \
     --mode "${PROFILE_MODE:-end}" 2>&1 | tee "$OUT/ncu-w1.txt"
 }

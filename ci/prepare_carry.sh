@@ -16,7 +16,7 @@
 #   DEST=/tmp/x bash ci/prepare_carry.sh  # write .whl/ and .devcarry/ under /tmp/x instead
 #
 # Durations on this 2-core machine: wheels and copies a few seconds (measured); the W2 data
-# a few minutes and the references tens of minutes (benchmarks/NOTES-w2.md: W2-protein-10000
+# a few minutes and the references tens of minutes (docs/notes/measuring.md: W2-protein-10000
 # alone took 1,124 s, the 100k pair 111 s). Sizes: .whl ~25 MiB, .devcarry ~10 MiB with ref;
 # a device call carries at most 64 MiB in all (checked at the end).
 set -euo pipefail

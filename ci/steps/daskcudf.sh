@@ -12,7 +12,7 @@ if [ -z "${DASK_GPUS:-}" ]; then
   while [ "$n" -le "$gpus" ]; do DASK_GPUS="$DASK_GPUS,$n"; n=$((n * 2)); done
 fi
 python3 -c "import cudf, dask_cudf, dask_cuda" || { echo "cuDF/dask_cudf/dask_cuda missing: stage them first"; exit 1; }
-python3 benchmarks/bench_dask_cudf_gpu.py --db "$BENCH_DIR/sp500k.fa" \
+python3 benchmarks/bench_w1_dask_cudf_gpu.py --db "$BENCH_DIR/sp500k.fa" \
   --queries "$CARRY/cudasw_queries.fasta" --out "$OUT" --commit "$COMMIT" \
   --gpus "$DASK_GPUS" ${DASK_PARTITIONS:+--partitions $DASK_PARTITIONS} \
   --capped-limit "${CAPPED_LIMIT-64MiB}" ${DASKCUDF_ARGS:-}

@@ -1,0 +1,250 @@
+"""Write benchmarks/results/README.md, the index of the measured results, from their JSON.
+
+    python benchmarks/results_index.py           # rewrite the index
+    python benchmarks/results_index.py --check   # exit 1 if the index is not current
+
+Results live in one folder per workload (``benchmarks/results/<workload>/``); every JSON file
+there gets one row per record it holds: workload, machine, date, commit, the headline figure
+and the file. The headline is read from the record's own fields (``headline`` below says which,
+per kind of record); a record whose fields are of no known kind is listed with "see the file"
+rather than a guessed figure. Other files (A/B logs, profiles, test logs) are listed under
+their workload with the date and commit their names carry. ``tests/test_results_index.py``
+fails when a result is added, moved or removed without rerunning this script.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+INDEX = RESULTS / "README.md"
+
+# Every workload folder, with what its files measure. A folder missing here fails the index
+# (and its test), so a new workload gets a description when it is created.
+WORKLOADS = {
+    "search-gpu": "the whole `swdask search` job on GPUs (a new process, FASTA in, hits file "
+    "out), W1's 20 queries and 1,000 proteins against sp500k, with the kernel alone beside it",
+    "search-cpu": "the whole `swdask search` job on the CPU against ssearch36 (W3's queries "
+    "against DB.fasta), and its memory against the database's size",
+    "w1-kernel": "the 16-bit inter-task kernel alone on W1 (20 queries, 144-5,478 letters, "
+    "against sp500k), per query and scanned together, every result checked; kernel profiles "
+    "and A/B runs of its variants",
+    "w2-pairs": "row-wise pairs on the GPU (W2: reads, DNA and protein pairs of 150 to 100,000 "
+    "letters), with and without alignments, and the one-against-all long-row threshold",
+    "w3-cpu": "the numba CPU kernels against parasail (W3 and one long row), one or two threads",
+    "dask-scaling": "searches through Dask and dask-cuda on several GPUs, and partition sizes",
+    "traceback-gpu": "the GPU traceback alone",
+    "evalue": "E-values against ssearch36's",
+    "gpu-tests": "the GPU test suite's runs on the GPU machine (pass counts, not figures)",
+}
+
+_DATE = re.compile(r"(20\d\d-\d\d-\d\d)")
+_COMMIT = re.compile(r"(?:^|-)([0-9a-f]{7,40})(?=[-.]|$)")
+
+
+def _short(commit) -> str:
+    text = str(commit or "")
+    match = re.match(r"[0-9a-f]{7,40}\b", text)
+    return match.group(0)[:7] if match else ("" if not text else text.split()[0][:12])
+
+
+def _machine(record: dict, top: dict, name: str) -> str:
+    device = record.get("device") or top.get("device") or ""
+    if not device:
+        named = re.search(r"nvidia-(h100|h200)|amd-epyc", name)
+        device = {"h100": "H100", "h200": "H200"}.get(named.group(1), "AMD EPYC") if named else ""
+    device = device.replace("NVIDIA ", "").replace(" 80GB HBM3", "")
+    gpus = record.get("gpus") or top.get("gpus")
+    on_machine = top.get("gpus_on_machine")
+    kind = re.search(r"-x(\d)(?:-|$)", name)
+    if device.startswith(("H100", "H200")):
+        if isinstance(gpus, int) and gpus > 1:
+            device += f", {gpus} GPUs"
+        elif on_machine and on_machine > 1:
+            device += f" (of {on_machine})"
+        elif kind:
+            device += f" (of {kind.group(1)})"
+    for isa in ("avx512", "avx2"):
+        if f"-{isa}" in name:
+            device += f" ({isa.upper()})"
+    cores = record.get("cores") or record.get("logical_cpus") or top.get("cores")
+    if cores and not device.startswith(("H100", "H200")):
+        device += f", {cores} cores"
+    return device or "?"
+
+
+def _number(value, digits: int) -> str:
+    return f"{value:,.{digits}f}"
+
+
+def headline(record: dict) -> str:
+    """The one figure that says what a record measured, from its own fields."""
+    get = record.get
+    if get("workload") in ("search-W1", "search-1000") or (
+        get("wall_seconds") is not None and get("backend") in ("gpu", "cudf")
+    ):
+        text = f"{record.get('workload', 'search')} job {get('wall_seconds'):.2f} s"
+        if get("gpus", 1) and get("gpus", 1) > 1:
+            text += f" on {get('gpus')} GPUs"
+        if get("kernel_tcups"):
+            text += f"; kernel alone {get('kernel_tcups'):.3f} TCUPS"
+        return text
+    if get("backend") == "cpu" and get("wall_seconds") is not None:
+        text = f"{get('workload', 'search')} job {get('wall_seconds'):.2f} s"
+        if get("ssearch36_wall_seconds"):
+            text += f"; ssearch36 {get('ssearch36_wall_seconds'):.2f} s"
+        return text
+    if get("workload") == "W1" and get("gcups_total"):
+        return f"{get('gcups_total') / 1000:.3f} TCUPS ({get('mode', 'kernel')}, positions {get('positions')})"
+    if get("workload") == "W3" and get("gcups_total"):
+        text = f"{get('gcups_total'):.1f} GCUPS (positions {get('positions')})"
+        if get("peer_gcups_total"):
+            text += f"; parasail {get('peer_gcups_total'):.1f}"
+        return text
+    if str(get("workload", "")).startswith("W2") and get("gcups_total"):
+        text = f"{_number(get('gcups_total'), 0)} GCUPS end to end"
+        if get("kernel_gcups_total"):
+            text += f", kernel {_number(get('kernel_gcups_total'), 0)}"
+        if get("gcups_alignment"):
+            text += f"; with alignments {_number(get('gcups_alignment'), 0)}"
+        return text
+    if get("gcups_full") and get("gcups_alignment"):
+        return (f"{_number(get('gcups_full'), 1)} GCUPS positions, "
+                f"{_number(get('gcups_alignment'), 1)} with alignments")
+    if get("job_wall_seconds_best") is not None:
+        return (f"job {get('job_wall_seconds_best'):.2f} s; call {get('call_gcups'):.0f} GCUPS, "
+                f"kernel {get('kernel_gcups'):.0f}")
+    if get("end_over_parasail") is not None:
+        return f"{get('end_over_parasail'):.2f}x parasail sw_striped_16 (one thread, ends)"
+    if get("hits_ssearch36") is not None:
+        return f"{get('queries')} queries, {get('hits_ssearch36')} ssearch36 hits compared"
+    sweep = get("runs") or get("rows")
+    if isinstance(sweep, list) and sweep and all(isinstance(r, dict) for r in sweep):
+        return _sweep(sweep)
+    return "see the file"
+
+
+def _sweep(runs: list[dict]) -> str:
+    """A record of several runs (sizes, settings or trees side by side): how many, and the
+    range of the figure they share."""
+    for key, unit, scale, digits in (
+        ("gcups", "TCUPS", 1000, 3), ("peak_over_database", "x the database's size (peak "
+         "memory)", 1, 1), ("wall_seconds", "s", 1, 2), ("seconds", "s", 1, 3),
+    ):
+        values = [r[key] / scale for r in runs if isinstance(r.get(key), (int, float))]
+        if values:
+            low, high = min(values), max(values)
+            return (f"{len(runs)} runs side by side: {low:,.{digits}f}-{high:,.{digits}f} "
+                    f"{unit}")
+    return f"{len(runs)} runs side by side (see the file)"
+
+
+def _records(data) -> list[dict]:
+    if isinstance(data, dict):
+        runs = data.get("runs")
+        if isinstance(runs, list) and runs and all(
+            isinstance(r, dict) and "workload" in r and "wall_seconds" in r for r in runs
+        ):
+            return runs
+        return [data]
+    if isinstance(data, list):
+        return [r for r in data if isinstance(r, dict)] or [{}]
+    return [{}]
+
+
+def rows() -> tuple[list[tuple], dict[str, list[str]], list[str]]:
+    """(JSON rows, other files by workload, problems): problems are loose files at the top,
+    folders without a description, and unreadable JSON."""
+    table, others, problems = [], {}, []
+    for path in sorted(RESULTS.iterdir()):
+        if path.is_file() and path.name != "README.md":
+            problems.append(f"{path.name}: a loose result file; move it into a workload folder")
+        if not path.is_dir():
+            continue
+        if path.name not in WORKLOADS:
+            problems.append(f"{path.name}/: no description in WORKLOADS")
+        for file in sorted(path.iterdir()):
+            relative = f"{path.name}/{file.name}"
+            if file.suffix != ".json":
+                others.setdefault(path.name, []).append(file.name)
+                continue
+            try:
+                data = json.loads(file.read_text())
+            except ValueError as error:
+                problems.append(f"{relative}: not JSON ({error})")
+                continue
+            top = data if isinstance(data, dict) else {}
+            for record in _records(data):
+                date = record.get("date") or top.get("date")
+                if not date:
+                    found = _DATE.search(file.name)
+                    date = found.group(1) if found else "?"
+                commit = _short(record.get("commit") or top.get("commit"))
+                if not commit:
+                    found = _COMMIT.search(file.stem)
+                    commit = found.group(1)[:7] if found else "?"
+                workload = record.get("workload") or top.get("workload") or path.name
+                table.append((path.name, str(workload), _machine(record, top, file.name),
+                              str(date)[:10], commit, headline(record), relative))
+    return table, others, problems
+
+
+def render() -> str:
+    table, others, problems = rows()
+    if problems:
+        raise SystemExit("benchmarks/results: " + "; ".join(problems))
+    lines = [
+        "# Measured results",
+        "",
+        "Written by `python benchmarks/results_index.py` from the JSON files below; do not edit "
+        "by hand (`tests/test_results_index.py` checks that it is current). Each workload has "
+        "a folder; within it the newest runs come first. How each was measured: "
+        "[the benchmarks page](../../docs/benchmarks.md). Runs superseded by later ones on the "
+        "same kind of machine were pruned; git history keeps them.",
+        "",
+    ]
+    for workload, description in WORKLOADS.items():
+        mine = [row for row in table if row[0] == workload]
+        other = others.get(workload, [])
+        if not mine and not other:
+            continue
+        lines += [f"## {workload}", "", description[0].upper() + description[1:] + ".", ""]
+        if mine:
+            lines += ["| workload | machine | date | commit | headline | file |",
+                      "| --- | --- | --- | --- | --- | --- |"]
+            for row in sorted(mine, key=lambda r: (r[3], r[6]), reverse=True):
+                _, name, machine, date, commit, figure, relative = row
+                lines.append(f"| {name} | {machine} | {date} | {commit} | {figure} | "
+                             f"[{Path(relative).name}]({relative}) |")
+            lines.append("")
+        if other:
+            lines.append("Other records (logs, profiles, A/B runs; their figures are in the "
+                         "files):")
+            lines.append("")
+            for name in sorted(other, key=lambda n: (_DATE.search(n).group(1) if _DATE.search(n) else "", n), reverse=True):
+                lines.append(f"- [{name}]({workload}/{name})")
+            lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if the index is stale")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = INDEX.read_text() if INDEX.exists() else ""
+        if current != text:
+            print("benchmarks/results/README.md is stale: run python benchmarks/results_index.py",
+                  file=sys.stderr)
+            return 1
+        return 0
+    INDEX.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
