@@ -43,7 +43,9 @@ def keep_columns(frame_columns, keep) -> tuple[str, ...]:
     keep = (keep,) if isinstance(keep, str) else tuple(keep)
     for name in keep:
         check_columns(frame_columns, {"keep": name})
-    clash = set(keep) & set(_many_queries.HITS_COLUMNS)
+    # every column a search can add (statistics, alignments, aligned strings), whatever this
+    # search's options: a kept column of the same name would be overwritten without a word
+    clash = set(keep) & set(_many_queries.HITS_COLUMNS + _many_queries.ADDED_COLUMNS)
     if clash:
         raise ValueError(f"keep= names {', '.join(sorted(clash))}, a column of the hits "
                          "themselves; rename that column first")

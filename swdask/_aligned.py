@@ -11,8 +11,8 @@ How: the CIGAR texts (one Arrow buffer) are read as runs, the runs expanded to c
 each column's residue found by counting the residues its string used before it; a handful
 of NumPy passes over the columns, no Python per row. NumPy rather than numba, the rest of
 the CPU engine's tool: a GPU job's process otherwise never starts numba, and the numba
-version of this step cost those jobs 0.45-0.68 s for W1's 200 hits (on an H100 machine,
-benchmarks/NOTES-gpu.md), nearly all of it numba's own start.
+version of this step cost those jobs a visible share of their time, nearly all of it
+numba's own start (docs/notes/gpu-traceback.md).
 
 This module imports nothing of swdask above :mod:`swdask._results`.
 """

@@ -314,10 +314,10 @@ def _forget_ends(mode, rows, query_end, target_end):
 #: going on, so it never wins (in the lanes' saturating arithmetic too: the floor at 0
 #: distributes over ``max``). With AVX-512 a vector of lanes is one register and a column's
 #: pace is its chain from one row to the next: from ``H'``, two vector operations are on it
-#: instead of three, for one more per cell (benchmarks/NOTES-cpu.md, "The lanes' F chain").
+#: instead of three, for one more per cell (docs/notes/cpu-kernels.md).
 #: Where a vector is two 256-bit halves (AVX2), the halves' chains overlap, the number of
 #: operations sets the pace, and from ``H`` the opening is one subtraction shared with
-#: ``E'``: the byte lanes ran 10% faster so (NOTES-cpu.md, "F' below from H on AVX2").
+#: ``E'``: fewer operations per cell, so the byte lanes run faster (docs/notes/cpu-kernels.md).
 F_FROM_H_BEFORE = HAVE_VPERMW
 
 
@@ -793,15 +793,15 @@ def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_exte
 # while a gap can still change a cell (``F > H - gap_open`` in some lane). Same cells, same
 # clamped gap states and the same end-cell rule as the lane kernels.
 #
-# The vertical gap inside a column is one ``max`` per step (benchmarks/NOTES-cpu.md, "The
-# striped kernel's F chain"): a gap entering segment ``k + 1`` is
+# The vertical gap inside a column is one ``max`` per step (docs/notes/cpu-kernels.md, the
+# striped kernel's F chain): a gap entering segment ``k + 1`` is
 # ``F[k+1] = max(F[k] - gap_extend, H'[k] - gap_open)`` with ``H'`` the cell before the
 # vertical gap (diagonal or horizontal gap): a gap leaving a cell that the gap itself
 # raised costs ``gap_open >= gap_extend`` (the scoring's rule), so it is never the better.
 # Then ``G[k] = F[k] + k * gap_extend`` is a running maximum:
 # ``G[k+1] = max(G[k], H'[k] + (k+1) * gap_extend - gap_open)``, one operation on the
 # chain from one step to the next instead of three. The two per-segment constants come
-# from memory. On the 2-core AMD EPYC (AVX-512) a step took 6.7 cycles before, about 3 now.
+# from memory. A step's cost before and after is measured in docs/notes/cpu-kernels.md.
 
 #: Below this many rows to align, and for queries of at least :data:`LANES` letters, the
 #: rows go to the striped kernel (one row per task) instead of the lane kernels.
@@ -826,7 +826,8 @@ def striped_profile(scores: np.ndarray) -> tuple[np.ndarray, int]:
 @nb.njit(cache=True, nogil=True)
 def _aligned_lanes(count):
     """An int16 array of ``count`` elements starting on a 64-byte boundary (a vector load
-    that splits two cache lines costs two: 4-13% of the striped kernel's time)."""
+    that splits two cache lines costs two, a measurable share of the striped kernel's time:
+    docs/notes/cpu-kernels.md)."""
     raw = np.empty(count + 32, dtype=np.int16)
     shift = ((64 - raw.ctypes.data % 64) % 64) // 2
     return raw[shift:shift + count]
@@ -1201,8 +1202,9 @@ def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open,
     if rows.size < _STRIPED_MAX_ROWS:
         # few pairs (a search's top rows, say): those of at least LANES query letters are
         # striped over their query one at a time (one_to_many's rule for few rows), instead
-        # of each taking one lane of a batch: a 1,500-letter query's start and end against
-        # a 330,000-letter row took 0.70 s in the lanes, 0.02 s striped
+        # of each taking one lane of a batch: a long row in one lane keeps the whole batch's
+        # vectors stepping for its length alone, where striped its query fills every lane
+        # (docs/notes/cpu-kernels.md)
         long_query = (q_offsets[rows + 1] - q_offsets[rows]) >= LANES
         for row in rows[long_query]:
             codes = q_residues[q_offsets[row]:q_offsets[row + 1]]

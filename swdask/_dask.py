@@ -93,13 +93,13 @@ def _lazy_search(collection, queries, top, column, keep, options, statistics="au
     # the queries travel as their codes only: a worker builds the kernels' tables it needs
     # once (the tasks on a worker share one copy of the list). Built here, the CPU profiles
     # of 1,000 proteins made an 85 MiB graph; serialising it and sending it to every worker
-    # held each GPU idle 1.0-1.2 s per search (bench_scaling_gpu.py, 4 H200s, NOTES-gpu.md),
-    # against 0.19 s to build them on a worker's core (2-core AMD EPYC)
+    # held each GPU idle far longer than a worker's core takes to build them
+    # (docs/notes/gpu-several-gpus-and-dask.md)
     shipped = dask.delayed(prepared, pure=True)
     summaries = bool(stats and stats.fitted)
     # the search space's totals come from the search tasks themselves: a separate reduction
     # over the partitions would keep each partition in memory until both had read it (peak
-    # memory then grew with the database: benchmarks/results/memory-*.json)
+    # memory then grew with the database: docs/notes/cpu-search-job.md)
     totals = stats is not None
     meta = _search_partition(collection._meta, ids, prepared, top, column, keep, options,
                              summaries, totals).iloc[:0]

@@ -21,8 +21,8 @@ each partition its first line number, so every error names the file and the exac
 Parsing a block is vectorised with numpy and pyarrow (no Python loop over records or lines)
 and produces the Arrow string buffers directly. We looked at Biopython's ``SimpleFastaParser``
 (a Python loop over text lines; it silently skips text before the first header and reports
-no line numbers; on DB.fasta of mmseqs2-examples, 11 MB, it took 51 ms with the header split
-against 25 ms here, measured on the 2-core dev machine) and at
+no line numbers; with the header split it was slower than this parse on DB.fasta of
+mmseqs2-examples: docs/notes/reading-fasta.md) and at
 ``dask.bytes.read_bytes(delimiter=b"\\n>")`` (its blocks start *after* the delimiter, so the
 ``>`` is cut off, and it cannot tell a partition its line or record number); neither fits.
 fsspec (already a Dask dependency) opens files, expands globs and decompresses.
@@ -52,8 +52,8 @@ from ._timing import stage
 #: How much of a file the planning scan reads at a time (also the read size for streams).
 #: Small enough that each chunk and the scan's temporary masks reuse memory the allocator
 #: already holds: 64 MiB chunks (one per partition) spent most of their time in the kernel's
-#: first touch of fresh pages. Planning sp500k-sized text (241 MB, 2 threads, the 2-core
-#: machine): 0.136 s in 64 MiB chunks, 0.051 s in 16 MiB, 0.031 s in 4 MiB, 0.035 s in 1 MiB.
+#: first touch of fresh pages; 4 MiB was the fastest of the chunk sizes measured on
+#: sp500k-sized text (docs/notes/reading-fasta.md).
 _SCAN_CHUNK = 4 * 2**20
 
 _NEWLINE, _CR, _GT = 10, 13, 62
@@ -122,9 +122,9 @@ def parse_block(data: bytes, path: str = "<bytes>", first_line: int = 1) -> pa.T
 
 #: Texts shorter than this are parsed by NumPy (:func:`_parse_checked`), not by the numba
 #: scan: a query file is parsed in milliseconds either way, but the scan's first call in a
-#: process imports numba and loads the compiled scan (0.2-0.3 s on the 2-core machine; on
-#: the H100 machine 0.3 s of import and 0.5 s more, as numba probes SciPy's BLAS), which the
-#: one-GPU search job, its database parsed on the GPU (:func:`fasta_layout`), never needs.
+#: process imports numba and loads the compiled scan (slow to start, more so where numba
+#: probes SciPy's BLAS: docs/notes/reading-fasta.md), which the one-GPU search job, its
+#: database parsed on the GPU (:func:`fasta_layout`), never needs.
 _NUMPY_PARSE_MAX = 2**20
 
 
@@ -176,9 +176,8 @@ def _scan(arr):
     Numba rather than NumPy because NumPy needs a dozen passes over the bytes (masks,
     repeats, gathers) for what one loop does. Line by line, a sequence line's inner loop only
     tests and copies bytes; residues go to a buffer as large as the text (cut to size at the
-    end) so that no counting pass comes first. Measured on the 2-core development machine
-    (one core, sp500k.fa, 231 MB): NumPy alone ~100 MB/s, a byte-by-byte two-pass scan
-    154 MB/s, this one (see benchmarks/NOTES-cpu.md). Compiled by :func:`_compiled_scan`."""
+    end) so that no counting pass comes first; it beat NumPy alone and a byte-by-byte
+    two-pass scan (docs/notes/reading-fasta.md). Compiled by :func:`_compiled_scan`."""
     no_bytes, no_ints = np.empty(0, dtype=np.uint8), np.empty(0, dtype=np.int64)
     n = arr.size
     most = 1  # records: at most one per '>' in the text
@@ -242,8 +241,8 @@ def _scan(arr):
         return False, no_bytes, no_ints, no_ints, no_ints, no_ints, False
     headers = record + 1
     # the residues stay in the buffer they were written to (Arrow takes it as it is) unless
-    # it is mostly headers: a copy of sp500k's 226 MB of residues cost 0.04-0.9 s more on the
-    # 2-core machine, most of it the kernel's first touch of fresh pages
+    # it is mostly headers: a copy of a large database's residues costs the kernel's first
+    # touch of as many fresh pages (docs/notes/reading-fasta.md)
     kept = residues[:r] if 8 * r >= 7 * n else residues[:r].copy()
     return (True, kept, lengths[:headers].copy(), header_starts[:headers].copy(),
             spans[:headers].copy(), header_lines[:headers].copy(), ascii_headers)
@@ -256,8 +255,8 @@ def _split_headers(arr, starts, spans):
     description the rest after the blanks that follow it. Only tabs and spaces are blanks
     here: the scan has refused every other control byte, and a carriage return can only end
     the line. ``ok`` is False where a header has no id (:func:`_header_columns` then names
-    it). Part of the scan (numba): pyarrow's split of the raw headers took 0.054-0.057 s of a
-    64 MB part's 0.19 s on the 2-core machine."""
+    it). Part of the scan (numba): pyarrow's split of the raw headers took a large share of a
+    part's parse (docs/notes/reading-fasta.md)."""
     count = starts.size
     id_lengths = np.empty(count, dtype=np.int64)
     id_starts = np.empty(count, dtype=np.int64)
@@ -396,8 +395,8 @@ def fasta_layout(text, xp):
     delimiter and would leave the line joins and header checks to do: not used.) A CUDA
     version (three kernels in one module, the codes written in the same pass, 2 bytes of
     device memory per byte of text against about 8 here) lost its measurement: the W1 job
-    took 5.70 s (median of 5) against 5.40 s with this one, alternating on one H100
-    (benchmarks/NOTES-gpu.md): no gain for more code, so it was deleted."""
+    was slower with it than with this one (docs/notes/gpu-search-job.md): no gain for more
+    code, so it was deleted."""
     n = int(text.shape[0])
     if n == 0 or bool((((text < 32) & (text != _NEWLINE)) | (text >= 127)).any()):
         return None
@@ -751,9 +750,9 @@ _STREAM_PIECE = 16 * 2**20
 def _parse_stream(stream, path: str, first_line: int) -> pa.Table:
     """A compressed file's whole text (from its start) parsed in pieces cut before a record's
     '>', each piece parsed while the next is decompressed on a thread (zlib, bz2 and lzma
-    let go of Python's lock while they work). Read whole and then parsed, the gzipped
-    sp500k-sized text (241 MB) took 2.4 s to compute on the 2-core machine, where the
-    decompression alone takes 1.2 s (benchmarks/NOTES-cpu.md)."""
+    let go of Python's lock while they work). Read whole and then parsed, the text took the
+    decompression's time plus the parse's; in pieces, the parse hides behind the
+    decompression (docs/notes/reading-fasta.md)."""
     from concurrent.futures import ThreadPoolExecutor
 
     tables, pending, line, opened = [], [], first_line, False
@@ -792,8 +791,8 @@ def _parse_stream(stream, path: str, first_line: int) -> pa.Table:
 def _read_into_array(stream, count: int) -> np.ndarray:
     """Up to ``count`` bytes of ``stream`` as ``uint8`` (fewer where the file ends first),
     read into one array rather than by ``read()``, which makes a ``bytes`` object and copies
-    into it: a 64 MB part read in 0.006-0.007 s against 0.027-0.031 s (2-core machine,
-    page cache)."""
+    into it, several times slower for a large part read from the page cache
+    (docs/notes/reading-fasta.md)."""
     data = np.empty(count, dtype=np.uint8)
     done = 0
     while done < count:

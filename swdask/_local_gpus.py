@@ -17,14 +17,14 @@ database is read into one frame in this process (:func:`~swdask._fasta.read_fast
 ``backend="cudf"`` on one GPU runs this same job: its database is in GPU memory either way
 (the file's bytes parsed there, or the frame's strings uploaded once and encoded there), and
 a job that writes a file hands no frame back, so a cuDF frame would only add cuDF's import
-(about 2.1 s on an H100 machine, more than three times the file's read and parse;
-benchmarks/results/ab-gpu-cudf-w1-job-nvidia-h100-9e08a06-2026-11-24.log) and a copy. cuDF
-frames carry the partitions where the job runs on a cluster.
+(several times longer than the file's read and parse: docs/notes/gpu-search-job.md) and a
+copy. cuDF frames carry the partitions where the job runs on a cluster.
 
-Neither Dask's graph nor its dataframe module is needed: on an H100, importing
-dask.dataframe (which imports dask.array, CuPy's SciPy modules and SciPy) and reading through
-Dask's threaded scheduler took 3.8 s of an 8.7 s W1 job, and the partitions read in parallel
-are joined into one column anyway (one launch on the GPU's whole share).
+Neither Dask's graph nor its dataframe module is needed: importing dask.dataframe (which
+imports dask.array, CuPy's SciPy modules and SciPy) and reading through Dask's threaded
+scheduler took a large share of a short job (docs/notes/gpu-search-job.md), and the
+partitions read in parallel are joined into one column anyway (one launch on the GPU's whole
+share).
 
 Several GPUs (:func:`search_on_gpus`). This process searches on GPU 0 as the one-GPU job
 does, and starts one process for each further GPU, as soon as the job begins where the
@@ -38,23 +38,22 @@ need no merging across processes: this process only puts the batches' hits in th
 order (:func:`~swdask._many_queries.rank_hits`).
 
 Why the queries are shared out, not the database: until 2026-11-25 each process searched
-every query against its own byte range of the file. On two H100s the 1,000-query job took
-17.8-17.9 s against 29.9 s on one GPU (1.68 x): the job waited for both new processes to
-start (about 1.0 s each from spawn to their share: the interpreter, swdask and CuPy) before
-any GPU scanned, and a 20-query job (W1) was slower on two GPUs than on one (4.73 s against
-4.27 s). Now GPU 0 starts scanning as soon as the one-GPU job would, and the others add what
-they can once started (benchmarks/NOTES-gpu.md). The cost: every GPU holds the whole
-database and parses it (0.4 s for sp500k's 231 MB on an H100).
+every query against its own byte range of the file. The job then waited for every new
+process to start (the interpreter, swdask and CuPy, from spawn to its share) before any GPU
+scanned, so two GPUs fell short of twice one GPU's speed, and a 20-query job (W1) was
+slower on two GPUs than on one. Now GPU 0 starts scanning as soon as the one-GPU job would,
+and the others add what they can once started (docs/notes/gpu-several-gpus-and-dask.md).
+The cost: every GPU holds the whole database and parses it.
 
-Why one process per further GPU, not one thread each: on two H200s of one host, the scan of
-300 queries took 9.04-9.09 s on one GPU, 5.86-6.03 s on two driven by two threads of one
-process (1.51 x) and 4.78-4.87 s on two driven by one process each (1.86 x): the per-query
-Python of two threads queues on one GIL (``profile-several-gpus-nvidia-h200-x2-*.log``).
+Why one process per further GPU, not one thread each: two GPUs of one host driven by two
+threads of one process scanned clearly slower than two driven by one process each, as the
+per-query Python of two threads queues on one GIL (docs/notes/gpu-several-gpus-and-dask.md).
 
 Why Python's own processes (:mod:`multiprocessing`), not a Dask cluster: the work is one
 task per further GPU, balanced by the shared counter, with nothing to schedule, retry or
-spill; a local cluster's start and stop cost 1.9 s of a 6.5 s job on the 2-core machine
-(:mod:`swdask._search`), and the graph path imports dask.dataframe. (``--scheduler`` and
+spill; a local cluster's start and stop are a large share of a short job
+(:mod:`swdask._search`, docs/notes/cpu-search-job.md), and the graph path imports
+dask.dataframe. (``--scheduler`` and
 ``--backend cudf`` on several GPUs still run on a Dask cluster, with its dashboard.) The
 processes are started with ``spawn`` (CUDA does not survive ``fork``); each hands its hits
 back on a queue and ends at once, without the interpreter's teardown.
@@ -71,8 +70,8 @@ from . import _timing
 from ._options import Options
 
 #: The fewest query residues a batch takes (the last batches; fewer are left only at the
-#: end): about 0.13 s of scan against sp500k on an H100, so the processes end within about
-#: that of each other, and stacks stay a few proteins long.
+#: end): a short scan against a database like sp500k, so the processes end close together,
+#: and stacks stay a few proteins long (docs/notes/gpu-several-gpus-and-dask.md).
 MIN_BATCH_RESIDUES = 2048
 
 
@@ -99,9 +98,8 @@ def load_database(database_path, lengths, options, blocksize, threads, strip_gap
         with phases("read"):
             text = whole_plain_text(database_path)
         if text is not None:
-            # (the parse beside the warm-up instead, waited for after it, took as long:
-            # parse + ready 0.30-0.44 s against 0.31-0.43 s on an H100, both holding the
-            # interpreter's lock; benchmarks/results/ab-search-1000-*-b0637bb-c678f94-*.log)
+            # (the parse beside the warm-up instead, waited for after it, took as long, both
+            # holding the interpreter's lock; docs/notes/gpu-search-job.md)
             with phases("ready"):
                 ready.result()
             with phases("parse"):
@@ -147,10 +145,8 @@ class QueryBatches:
     query residues not yet taken, at least :data:`MIN_BATCH_RESIDUES`.
 
     Each batch ends with reads that leave its GPU idle a moment (the checks, the top rows'
-    positions): on two H100s, 1,000 queries against sp500k took 14.88-14.93 s in batches of
-    ``1 / processes`` (about 4 a process) against 15.07-15.09 s in batches of
-    ``1 / (2 x processes)`` (about 9), alternating, the same hits
-    (benchmarks/results/ab-query-batches-halves-nvidia-h100-x2-2026-11-26.log)."""
+    positions), so fewer, larger batches win: batches of ``1 / processes`` beat batches of
+    ``1 / (2 x processes)``, with the same hits (docs/notes/gpu-several-gpus-and-dask.md)."""
 
     def __init__(self, lengths, processes: int, counter):
         self.ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
@@ -266,7 +262,8 @@ def search_share(device: int, share: Share, processes: int, counter) -> ShareRes
 
 def quick_gpu_count() -> int:
     """The GPUs the job's process will see, counted before CuPy or the CUDA driver is loaded
-    (the driver's count comes 0.3-0.5 s later, beside the queries' read): the NVIDIA
+    (the driver's count comes only once the driver has started, beside the queries' read:
+    docs/notes/gpu-search-job.md): the NVIDIA
     driver's entries in ``/proc/driver/nvidia/gpus``, at most as many as
     ``CUDA_VISIBLE_DEVICES`` names (CUDA stops at its first invalid entry); under the host
     emulation its setting ``emulation.devices``. 0 where there is no such list. A hint to
@@ -302,10 +299,10 @@ class FurtherGpus:
     for ``None`` (:meth:`stop`: it ends at once). A process whose job's process is gone
     ends too.
 
-    Why early: a further GPU's first batch came about 1 s after GPU 0's (its start 0.5-0.8 s
-    after the spawn, then CuPy, the driver, the read and the parse), which cost the two-GPU
-    job about half of that; spawned after the queries' read and the driver's count, it
-    started 0.5 s later than it could (benchmarks/NOTES-gpu.md)."""
+    Why early: a further GPU's first batch comes well after GPU 0's (the new interpreter's
+    start, then CuPy, the driver, the read and the parse), and the two-GPU job pays for part
+    of that wait; spawned after the queries' read and the driver's count, it started later
+    than it could (docs/notes/gpu-several-gpus-and-dask.md)."""
 
     def __init__(self, gpus: int):
         import multiprocessing
@@ -316,12 +313,12 @@ class FurtherGpus:
         # A process's own arguments are written into a pipe by Process.start itself, which
         # waits, once they pass the pipe's buffer, until the new interpreter reads them; a
         # frame among them is read only after that process has imported pandas. With the
-        # queries there, the job's own GPU waited for that: on two H200s the 1,000-query job
-        # spent 0.66-0.90 s outside every phase, against 0.14-0.21 s on one GPU
-        # (search-1000-1-and-2-gpus-nvidia-h200-x2-*.json), and a spawned process with a
-        # 1,000-query frame took 0.54 s to start on the 2-core machine, against 0.004 s with
-        # ten. So the processes get small arguments, and the queries and options (a Share
-        # each) go on a queue, written by the queue's own thread.
+        # queries there, the job's own GPU waited for that: the two-GPU job spent far longer
+        # outside every phase than the one-GPU job, and a spawned process with a large
+        # frame of queries was far slower to start than with a few
+        # (docs/notes/gpu-several-gpus-and-dask.md). So the processes get small arguments,
+        # and the queries and options (a Share each) go on a queue, written by the queue's
+        # own thread.
         self.shares, self.results = spawn.Queue(), spawn.Queue()
         self.processes = [spawn.Process(target=_process_main, name=str(device), daemon=True,
                                         args=(device, self.shares, gpus, self.counter,

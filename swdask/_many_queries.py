@@ -34,8 +34,9 @@ import pandas as pd
 from . import _engine
 from ._api import column_targets, is_cudf
 from ._metrics import column_total
-from ._results import (COLUMNS, TEXT_COLUMNS, array_module, column_array, host_array,
-                       result_columns, top_candidates)
+from ._results import (ALIGNED_STRINGS, ALIGNMENT_COLUMNS, COLUMNS, TEXT_COLUMNS,
+                       array_module, column_array, host_array, result_columns,
+                       top_candidates)
 from ._scoring import ScoringError
 from ._sequences import EncodedSequences, SequenceError, prepare_query, query_column
 from ._statistics import SCORE_BINS, KarlinAltschul, blast_parameters, fit_scores, score_summary
@@ -148,6 +149,9 @@ def _stack_summaries(summary, count: int) -> dict:
 #: Columns of the hits frame, in order. ``target_index`` is the database row's index label
 #: (``hits.merge(db, left_on="target_index", right_index=True)`` brings its metadata back).
 HITS_COLUMNS = ("query_id", "rank", "target_index") + COLUMNS
+#: The columns a search adds to :data:`HITS_COLUMNS` as its options ask: the statistics, the
+#: alignment and its strings, and the target's length.
+ADDED_COLUMNS = ("bitscore", "evalue") + ALIGNMENT_COLUMNS + ALIGNED_STRINGS + ("target_length",)
 #: Sort keys that travel with a column's hits until they are ranked (then dropped): the
 #: query's number, the column's number (Dask partition), the row's number in it.
 _KEYS = ("_query", "_partition", "_row", "_summary", "_residues", "_sequences")

@@ -42,10 +42,9 @@ def persist_balanced(frame, client=None, column: str = "sequence"):
     ``frame``; only where each partition is held differs. Residues per worker differ by at
     most one partition's residues, so give every worker a whole number of equal partitions
     (``balance_by_residues(frame, k * workers)``). On GPUs keep k small: each partition costs
-    every query of a search a pass of its own. The 1,000-query search against sp500k on one
-    H100 ran at 0.92 of one column in 4 parts and 0.86-0.87 in 8; 200 queries in 16 parts at
-    0.74 (benchmarks/NOTES-gpu.md, "Small partitions"; 0.29 in 16 parts before the launches
-    in parts and the long-row threshold of 2026-11-26). In 64 MB partitions sp500k is three of
+    every query of a search a pass of its own, and the search's rate falls as the parts get
+    more and smaller (docs/notes/gpu-several-gpus-and-dask.md, small partitions). In 64 MB
+    partitions sp500k is three of
     62.6 million residues and one of 38.5 million: on 4 GPUs the largest share is 11% above
     the mean, and the search waits for it. Partitions moved to reach that are copied once
     between workers.

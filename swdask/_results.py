@@ -27,9 +27,8 @@ The ``cigar`` column is an Arrow ``large_string`` array (null: no CIGAR, the mar
 not traced yet), as are the aligned strings (:data:`TEXT_COLUMNS`); every other column is a
 NumPy or CuPy array. Both tracebacks give their CIGARs as one text buffer and its offsets,
 and Arrow keeps them so down to the pandas column (pandas' ``string`` dtype is
-Arrow-backed), with no Python string per row: on the AVX2 2-core machine, 100,000 CIGARs
-into the pandas column took 345-450 ms through Python strings, 15-18 ms this way
-(benchmarks/NOTES-cpu.md). :func:`put_rows`, :func:`stack_rows` and
+Arrow-backed), with no Python string per row, many times faster than through Python strings
+(docs/notes/cpu-kernels.md). :func:`put_rows`, :func:`stack_rows` and
 :meth:`Alignments.take` move rows of both kinds of column.
 
 This module imports nothing of swdask above it (NumPy, pyarrow and, lazily, pandas or cuDF).
@@ -236,8 +235,8 @@ def top_candidates(alignments: "Alignments", top: int):
     if xp is not np:
         # CuPy's argpartition sorts the whole array: sort an int32 key (score descending;
         # rows without a hit after every hit) stably instead, the ties in row order. Half
-        # the bytes of the int64 key below (on an H100 the top rows of 1,000 queries against
-        # sp500k took 0.88 s of GPU time with it: benchmarks/NOTES-gpu.md).
+        # the bytes of the int64 key below, whose sort was a visible share of a many-query
+        # search's GPU time (docs/notes/gpu-search-job.md).
         key = xp.where(alignments.has_hit, -alignments.columns["score"], 1).astype(xp.int32)
         return xp.argsort(key)[:min(top, n)]  # CuPy's argsort is stable
     rows = np.arange(n, dtype=np.int64)

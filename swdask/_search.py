@@ -197,9 +197,13 @@ def check_statistics(fmt: str, evalue, scoring, source: str = "blast"):
 
 def blast6_table(hits: pd.DataFrame) -> pd.DataFrame:
     """The hits (with alignments and statistics) as BLAST's 12 tabular columns, formatted as
-    BLAST writes them: pident with 3 decimals, E-values in 2 significant digits (0.0 below
-    the smallest double), bit scores with one decimal; coordinates 1-based, inclusive."""
+    BLAST writes them: pident with 3 decimals, E-values as ``%.2e`` (0.0 below the smallest
+    double), bit scores with one decimal; coordinates 1-based, inclusive. A statistic the
+    search could not give (``statistics="search"`` for a query that met too few rows to fit)
+    is written ``NA``."""
     def evalue_text(value):
+        if pd.isna(value):
+            return "NA"
         return "0.0" if value == 0 else f"{value:.2e}"
 
     return pd.DataFrame({
@@ -209,7 +213,7 @@ def blast6_table(hits: pd.DataFrame) -> pd.DataFrame:
         "gapopen": hits["gap_opens"], "qstart": hits["query_start"] + 1,
         "qend": hits["query_end"], "sstart": hits["target_start"] + 1,
         "send": hits["target_end"], "evalue": [evalue_text(v) for v in hits["evalue"]],
-        "bitscore": [f"{v:.1f}" for v in hits["bitscore"]]})
+        "bitscore": ["NA" if pd.isna(v) else f"{v:.1f}" for v in hits["bitscore"]]})
 
 
 def check_format(fmt: str, scoring_options: dict, aligned_strings: bool = False) -> None:
@@ -309,8 +313,8 @@ def _lazy_search(database_path, queries, top, options, backend, blocksize, threa
     """The database read and searched, lazily (a Dask frame of hits). With the GPU engine
     (``gpus`` devices) the partitions read in parallel are joined into one per GPU before
     the search: each partition's search pays the tail of its longest rows, so W1 on four
-    partitions of sp500k took 3.8 s of kernels where the whole of it in one took 2.5 s (H200,
-    benchmarks/profile_search_gpu.py)."""
+    partitions of sp500k spent clearly longer in kernels than on the whole of it in one
+    (docs/notes/gpu-several-gpus-and-dask.md)."""
     from ._fasta import read_fasta
 
     if blocksize == "auto":
@@ -419,15 +423,14 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     if local_gpu_job and (backend == "gpu" or likely == 1):
         # this process searches on GPU 0 (alone, or beside the further GPUs' processes; cudf
         # on several GPUs runs on a cluster instead): the driver and its context start at
-        # once, without the interpreter's lock. On an H100 the phases before the scan
-        # (queries to parse) fell from 0.63-0.94 s to 0.58-0.68 s, "ready" to 0; two GPUs'
-        # 1,000-query job took 15.41-15.63 s against 15.58-16.30 s
-        # (benchmarks/results/ab-driver-start-*-62a8b4e-2026-11-26.log)
+        # once, without the interpreter's lock: the driver's start is slow, so it runs
+        # beside the imports and the queries' read, and the "ready" phase comes to nothing
+        # (docs/notes/gpu-search-job.md)
         from .gpu._runtime import start_driver
 
         start_driver(0)
     # the GPU engine: CuPy imported and the GPUs counted on a thread, beside the queries'
-    # read (0.3-0.5 s of a W1 job on the H100 machine)
+    # read (a visible share of a short job: docs/notes/gpu-search-job.md)
     gpu_stack = _start(_gpu_stack) if gpu_engine else None
     # several local GPUs likely: their processes start now, beside the queries' read and
     # the driver's start, and get their work once it is known
@@ -478,15 +481,15 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     if not gpu_engine and scheduler is None and n_workers is None:
         # The CPU engine on this machine and no cluster asked for: in this process too. The
         # numba kernels already use every core, and the partitions stream through (memory
-        # bounded by the partitions in flight); a local cluster's start and stop cost 1.9 s
-        # of a 6.5 s 10-query job on the 2-core machine.
+        # bounded by the partitions in flight); a local cluster's start and stop would be a
+        # large share of a short job (docs/notes/cpu-search-job.md).
         # Partitions as large as memory allows (each costs every query a kernel call, its
-        # longest rows' tail and its own top rows' start positions: on the 2-core machine 10
-        # queries against DB.fasta searched in 3.1 s as one partition, 3.7 s as two, 4.0 s as
-        # four), two in flight: one read while the kernels search the other.
+        # longest rows' tail and its own top rows' start positions, so a search in fewer,
+        # larger partitions is faster: docs/notes/cpu-search-job.md), two in flight: one
+        # read while the kernels search the other.
         # No Dask graph either: the partitions are read one ahead of the search on a thread
-        # (iter_fasta_frames), and dask.dataframe (0.5 s to import on the 2-core machine,
-        # with 0.25 s more to look for distributed at compute time) is never needed.
+        # (iter_fasta_frames), and dask.dataframe (slow to import, and slower still to look
+        # for distributed at compute time) is never needed.
         report(f"running in this process on {available_cores()} cores; no dashboard: pass "
                "--workers N for a local cluster, or --scheduler, to watch it")
         with phases("search"):

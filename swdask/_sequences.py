@@ -74,9 +74,8 @@ def gather_spans(data, starts, lengths):
     position = xp.arange(int(offsets[-1]), dtype=xp.int64)
     if xp is np:  # each position's shift from its span's start, repeated over the span
         # (NumPy's repeat takes the lengths as they are; CuPy's takes host counts only, so
-        # the GPU finds each position's span by a search). On the 2-core machine, 10,000
-        # spans of 445 letters on average (a search's top 10 queries): 0.03 s against
-        # 0.18-0.69 s by the search.
+        # the GPU finds each position's span by a search). On the CPU the repeat is several
+        # times faster than the search for a search's top rows (docs/notes/cpu-search-job.md).
         return data[np.repeat(starts - offsets[:-1], lengths) + position], offsets
     segment = xp.searchsorted(offsets[1:], position, side="right")
     return data[starts[segment] + position - offsets[segment]], offsets

@@ -3,7 +3,7 @@
 numba has no vector type, and leaving the lane loops to LLVM's auto-vectoriser proved
 fragile: the same kernel vectorised for 32 and 64 lanes but not at all for 16, and where it
 did, it re-checked array aliasing on every query row and kept the carried vectors in memory
-(benchmarks/NOTES-cpu.md has the figures). These few intrinsics give the kernels a vector
+(docs/notes/cpu-kernels.md has the figures). These few intrinsics give the kernels a vector
 value that lives in registers; LLVM lowers ``<32 x i16>`` for whatever the host CPU has (one
 zmm register with AVX-512BW, two ymm with AVX2, four xmm with SSE2), so the kernels stay
 portable. The table lookups per lane (:func:`permute`, :func:`permute64`,
@@ -61,7 +61,7 @@ def _lookup_pshufb(builder, table_bytes, positions):
     index has bit 7 set. Each 16-byte piece ``c`` of the table, broadcast to both halves,
     is looked up by the positions whose high bits name it (the others marked 0x80), and the
     pieces' results are ORed: 2 C ``vpshufb`` per 64 lanes instead of 64 scalar round trips
-    through the stack (measured in benchmarks/NOTES-cpu.md). Written by hand: LLVM does
+    through the stack (measured in docs/notes/cpu-kernels.md). Written by hand: LLVM does
     not lower a shufflevector with variable indices to ``vpshufb``."""
     pieces = table_bytes.type.count // 16
     half = ir.VectorType(_I8, 32)

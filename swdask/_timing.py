@@ -3,7 +3,7 @@
 The job's own phases (:class:`swdask._search.Phases`) are wall-clock spans of the whole
 process; what happens inside its tasks (reading and parsing partitions, encoding, the
 GPU scans, the start positions) runs in worker threads, several at a time. Each stage adds
-its seconds here (thread-seconds: two threads reading for 1 s add 2 s). Only tasks run in
+its seconds here (thread-seconds: two threads reading for one second add two). Only tasks run in
 this process count (Dask's threaded scheduler, the search job on one local GPU); worker
 processes of a cluster keep their own totals, which nobody reads.
 
@@ -47,9 +47,9 @@ def process_age() -> float | None:
     """Seconds since this process started, or None where that cannot be told.
 
     On Linux from the kernel's own clock since boot: ``/proc/uptime`` against the process's
-    start time in ``/proc/self/stat`` (10 ms ticks). psutil's ``create_time`` adds that start
-    to the boot time of ``/proc/stat``, which is in whole seconds: its ages came out up to a
-    second too long (0.78 s against 0.03 s for the same new process on the 2-core machine),
+    start time in ``/proc/self/stat`` (in clock ticks, ``SC_CLK_TCK`` to a second). psutil's
+    ``create_time`` adds that start to the boot time of ``/proc/stat``, which is in whole
+    seconds: its ages came out up to a second too long, even for a process just started,
     and so did the ``imports`` phase before 2026-11-24. psutil is the fallback elsewhere."""
     try:
         with open("/proc/self/stat") as stat, open("/proc/uptime") as uptime:

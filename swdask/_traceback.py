@@ -167,8 +167,8 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
     each block's start (checkpoints), then each block, last first, is computed again from
     its checkpoint with its traceback and the path read through it; the same cells, the
     same ties, one more pass over all but the last block. (Until 2026-11-25 the first pass
-    also ran when the table fitted whole: 8,000 DNA pairs of 250 x 253 took 3.1-3.7 s of
-    traceback on the AVX2 2-core machine, now 2.0-2.5 s.)"""
+    also ran when the table fitted whole, a pass over every cell for nothing: many short
+    pairs' traceback is clearly faster without it, docs/notes/cpu-kernels.md.)"""
     m, n = a.size, b.size
     width = n + 1
     block = max(1, min(m, max_cells // width - 1))

@@ -4,10 +4,9 @@ The kernels run their batches (or rows, or pairs) in a numba ``prange``, sorted 
 first so that the lanes of a batch finish together. On numba's ``omp`` and ``workqueue``
 threading layers (the ones a pip install has) a ``prange`` gives each thread one
 contiguous block of the range, whatever ``numba.parallel_chunksize`` says: that setting
-takes effect only with TBB. The first thread then took the longest half: on the 2-core
-development machine (AMD EPYC, AVX2) 10 queries against DB.fasta ran the byte lanes at
-20-23 GCUPS on two threads against 16-17 on one, while two one-thread processes ran at
-17.7 each; with the counter, 30-40 GCUPS on two (benchmarks/NOTES-cpu.md).
+takes effect only with TBB. The first thread then took the longest half, so two threads
+ran the byte lanes little faster than one, well short of two one-thread processes; with
+the counter, two threads share the work evenly (docs/notes/cpu-kernels.md).
 
 So the loops take their items from a shared counter instead, one at a time, as each
 thread finishes the last (the GPU's warps do the same with their job counter)::

@@ -184,8 +184,8 @@ def run() -> None:
     once with its status. Nothing is left to do by then (the output file is written and
     renamed, the cluster stopped): the streams are flushed and the ``atexit`` handlers run
     here, and the interpreter's own finalisation, which frees every module one by one
-    (numba's and LLVM's, pandas', Dask's), is skipped: it took 0.37 s of a 2.9 s 10-query
-    search on the 2-core machine."""
+    (numba's and LLVM's, pandas', Dask's), is skipped: it is a visible share of a short
+    search and does nothing the job needs (docs/notes/cpu-search-job.md)."""
     import atexit
 
     code = main()

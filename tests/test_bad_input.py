@@ -165,6 +165,18 @@ def test_valid_edge_input_works(workdir, case, arguments):
     assert text.startswith("query_id\t") and len(text.splitlines()) >= 2
 
 
+def test_blast6_writes_na_for_statistics_too_few_rows_could_fit(workdir):
+    """``--statistics search`` fits lambda and K to each query's scores; against a database
+    of two rows there is nothing to fit, and BLAST's table says NA rather than the job
+    failing with a traceback."""
+    done = _run(workdir, ["q.fa", "dups.fa", "--statistics", "search"], output="hits.m8")
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    rows = [line.split("\t") for line in (workdir / "hits.m8").read_text().splitlines()]
+    assert rows and all(len(row) == 12 for row in rows)
+    assert all(row[10] == "NA" and row[11] == "NA" for row in rows)
+
+
 @pytest.mark.parametrize("which", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interrupted_job_leaves_no_output(workdir, which):
     """A job stopped mid-search (Ctrl-C, or SIGTERM from a scheduler) exits 130 with one

@@ -615,3 +615,17 @@ def test_gpu_floors_with_16_bit_lanes_that_saturate(setting, monkeypatch):
     pd.testing.assert_frame_equal(got, want)
     assert got["score"].max() > 32767
     assert any(int(out.max()) == limit - 1 for _, out, limit in floors)  # capped below
+
+
+@pytest.mark.parametrize("name", ["rank", "evalue", "bitscore", "cigar", "target_length",
+                                  "query_aligned"])
+def test_keep_refuses_a_column_the_search_could_write(database, queries, name):
+    """``keep=`` copies frame columns into the hits; one named like a column the search
+    itself writes (whatever this search's options) would be overwritten without a word, so
+    it is refused, naming the column."""
+    frame = database.assign(**{name: "user data"})
+    with pytest.raises(ValueError, match=name):
+        frame.sw.search(queries[:1], top=2, keep=[name])
+    ddf = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(ValueError, match=name):
+        ddf.sw.search(queries[:1], top=2, keep=[name])

@@ -138,8 +138,8 @@ def encode_fasta_text(text: np.ndarray, path: str, scoring: Scoring, runtime=Non
     host emulation the same steps run on NumPy.
 
     What it replaces for the one-GPU search job: the database parsed on 8 host threads into
-    a pandas frame (numba), then its strings uploaded and encoded: the W1 job 6.28 s before,
-    5.40 s with this (medians, alternating on one H100; benchmarks/NOTES-gpu.md)."""
+    a pandas frame (numba), then its strings uploaded and encoded: the W1 job is faster
+    with this, which needs neither numba nor the frame (docs/notes/gpu-search-job.md)."""
     from .._fasta import FastaHeaders, fasta_layout
 
     runtime = runtime or get_runtime()

@@ -19,32 +19,27 @@ ROWS_PER_THREAD = (8, 12, 16, 20, 24, 28, 32)
 #: rows, and only there (sm_90; those kernels read and write no row above a pass:
 #: inter_task.cu, ONE_PASS_ROWS): a query of up to 144 letters then runs in one pass of 4
 #: threads, without padding. Where a pass reads the row above it, W1's queries of more than
-#: one pass ran at 2.0-2.7 TCUPS against 3.7-4.1 at their usual shapes (in NVRTC 13.5's SASS
-#: at 36 rows, that load is copied to another register 38 instructions after it is issued,
-#: 203 at 32 rows, so each step waits for it). The 144-letter query in one pass of 4 x 36
-#: ran at 3.11-3.30 TCUPS against 2.73-2.99 in two of 4 x 20 (one H100, benchmarks/
-#: NOTES-gpu.md, "One pass of 36 rows").
+#: one pass ran far slower than at their usual shapes (in NVRTC 13.5's SASS at 36 rows, that
+#: load is copied to another register 38 instructions after it is issued, 203 at 32 rows, so
+#: each step waits for it). The 144-letter query runs faster in one pass of 4 x 36 than in
+#: two of 4 x 20 (docs/notes/gpu-inter-task.md, one pass of 36 rows).
 ONE_PASS_ROWS = 36
 #: Without DPX (before sm_90) the 16-bit operations take several instructions and more
 #: registers: above this many rows per thread those kernels spill.
 ROWS_PER_THREAD_NO_DPX = 16
 #: Threads per pair (G) of the 16-bit forward kernels, one per length bucket (the setting
 #: ``swdask.gpu.buckets``). G = 1 and 2 for short targets lost their measurement on W1
-#: (benchmarks/NOTES-gpu.md, "Length buckets") and were removed. G = 16 and 32 shorten the
+#: (docs/notes/gpu-inter-task.md, length buckets) and were removed. G = 16 and 32 shorten the
 #: longest targets' passes, which set a small partition's duration (issue 13).
 GROUP_SIZES = (4, 8, 16, 32)
 #: Shapes (G, R) of the 32-bit forward kernels (16-bit overflow, wide scoring schemes).
 WIDE_SHAPES = ((4, 8), (4, 16), (8, 16))
 #: The reverse (start cell) kernel's shape: 32 threads x 8 rows (passes of 256 query rows).
-#: W1 kernel with start cells on one H100 (benchmarks/NOTES-gpu.md; the items scoring 64 or
-#: more then in a launch of their own in passes of 512 rows, since removed), the same starts
-#: on every row: 2.70-2.73 s with (32, 8), 2.716-2.724 (32, 12), 2.722-2.735 (16, 16),
-#: 2.750-2.803 (16, 8), 2.764 (32, 16), 2.813-2.830 (8, 16, the shape before), 2.866-2.897
-#: (16, 32), 2.907-2.911 (8, 8), 2.98-2.99 (4, 16), 3.17-3.18 (4, 8). With passes that end
-#: once every thread is settled (reverse.cu), on another H100: 2.640-2.663 s with (32, 8),
-#: 2.640-2.656 (32, 10), 2.649-2.684 (32, 12), 2.685-2.694 (32, 14), 2.674-2.675 (32, 16),
-#: 2.666-2.672 (32, 20), 2.705-2.710 (16, 24), 2.872-2.874 (16, 8); fewer registers
-#: (``__launch_bounds__`` with 3 to 6 blocks) gained nothing either.
+#: Of the shapes measured for the W1 kernel with start cells (the same starts on every row),
+#: (32, 8) was the fastest or level with the fastest, both before and after the passes that
+#: end once every thread is settled (reverse.cu); fewer threads per pair were slower, more
+#: rows per thread no faster, and fewer registers (``__launch_bounds__`` with 3 to 6 blocks)
+#: gained nothing either (docs/notes/gpu-inter-task.md, start cells).
 REVERSE_SHAPE = (32, 8)
 
 
@@ -86,7 +81,7 @@ def forward_name(lanes: int, group: int, rows: int, query_lanes: bool = False) -
     """Name expression of one forward kernel variant: 16-bit lanes (``lanes`` 2) holding two
     targets, or two queries (``query_lanes``: a stack's two query streams, inter_task.cu,
     "Query lanes"), or one 32-bit lane. It always tracks the end cell (the scores-only
-    variant lost its measurement, benchmarks/NOTES-gpu.md, v4)."""
+    variant lost its measurement, docs/notes/gpu-inter-task.md)."""
     lane_type = ("swdask::Lanes32" if lanes != 2 else
                  "swdask::Queries16" if query_lanes else "swdask::Lanes16")
     return f"swdask::sw_inter_forward<{lane_type}, {group}, {rows}>"

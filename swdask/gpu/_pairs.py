@@ -16,7 +16,7 @@ where the score is 0); :func:`align_pairs_gpu` finishes them into
 :class:`~swdask._results.Alignments`. Kernels are compiled and launched only through the
 runtime (:func:`swdask.gpu._runtime.get_runtime`), so this code runs on a CUDA GPU and under
 the host emulation alike. Where each size goes is set by the thresholds below;
-benchmarks/NOTES-w2.md gives the measurements behind them.
+docs/notes/gpu-pairs-and-long-pairs.md gives the measurements behind them.
 """
 from __future__ import annotations
 
@@ -163,9 +163,9 @@ def score_bound(scoring, q_len, t_len) -> int:
 def inter_shape_for(rows: int) -> tuple[int, int]:
     """(lanes per pair, rows per lane) for queries of at most ``rows`` letters.
 
-    Measured on an H200 (benchmarks/NOTES-w2.md): 8 lanes per pair were the best or within 2%
-    of it for 150, 250 and 1000-letter queries (a pipeline fill of 7 steps per strip, 4 pairs
-    per warp), and four strips of 8 x 32 = 256 rows beat one 1024-row strip (32 x 32) by 12%
+    Measured (docs/notes/gpu-pairs-and-long-pairs.md): 8 lanes per pair were the best or
+    close to it for 150, 250 and 1000-letter queries (a pipeline fill of 7 steps per strip, 4
+    pairs per warp), and four strips of 8 x 32 = 256 rows beat one 1024-row strip (32 x 32)
     for 1000-letter queries. (Its shapes: ``_kernels.PAIRS_ROUTED_INTER_SHAPES``, compiled
     ahead by the compile test.)
     """
@@ -183,8 +183,8 @@ def chain_shape(rows: int, n: int, pairs: int) -> tuple[int, int]:
     Cost = thread-steps (strips x (n + wavefront lag) x threads) x work per thread-step, times
     how much the GPU would stand idle when one block per pair gives fewer than
     ``_WARPS_TO_FILL`` warps per multiprocessor. It picks (1, 16) for W2-dna-10000 (10,000
-    pairs of 10,000: 896 GCUPS with starts, NOTES-w2.md) and (4, 16) for 400 such pairs, the
-    fastest of the shapes measured there.
+    pairs of 10,000) and (4, 16) for 400 such pairs, the fastest of the shapes measured there
+    (docs/notes/gpu-pairs-and-long-pairs.md).
     """
     fill = _WARPS_TO_FILL * _sm_count()
     best, best_cost = None, None
@@ -198,10 +198,10 @@ def chain_shape(rows: int, n: int, pairs: int) -> tuple[int, int]:
 
 
 def long_shape(m: int) -> tuple[int, int]:
-    """(warps, rows per thread) for the whole-GPU kernel. Measured on an H200 for 100,000 x
-    100,000 (NOTES-w2.md): (2, 8) 214 GCUPS forward, (8, 4) 200, (4, 4) 191, (4, 16) 179:
-    512-row strips of two warps balance the wavefront's start-up lag (one strip after the
-    other) against the work in flight per multiprocessor."""
+    """(warps, rows per thread) for the whole-GPU kernel. Measured for 100,000 x 100,000
+    (docs/notes/gpu-pairs-and-long-pairs.md): (2, 8) was the fastest forward, ahead of (8, 4),
+    (4, 4) and (4, 16): 512-row strips of two warps balance the wavefront's start-up lag (one
+    strip after the other) against the work in flight per multiprocessor."""
     if m >= _sm_count() * 512:  # at least one strip per multiprocessor
         return 2, 8
     return 1, 4  # shorter queries: more, thinner strips so that every multiprocessor works
@@ -280,7 +280,7 @@ def _run_inter(runtime, batch: DevicePairs, cells: dict, rows: np.ndarray, ks: K
     m = batch.q_len_host[rows]
     n = batch.t_len_host[rows]
     klass = np.searchsorted(_ROW_CLASSES, m)
-    for k in np.flatnonzero(np.bincount(klass)):  # the classes present (np.unique: 0.3 ms)
+    for k in np.flatnonzero(np.bincount(klass)):  # the classes present (np.unique would sort)
         pick = klass == k
         bucket, bm, bn = rows[pick], m[pick], n[pick]
         g, r = shape or inter_shape_for(int(bm.max()))
@@ -434,8 +434,8 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
     (:mod:`swdask.gpu._traceback`, on its device batch) is queued then, and read back two
     chunks later, so that the host plans the tracebacks and collects their columns while
     the GPU works; a hit the GPU leaves (``cigar`` null) is the engine's to trace on the
-    CPU. W2's 100,000 reads with alignments: 72.6-87.6 ms before, 52.5-53.9 ms so on one
-    H100 host (benchmarks/NOTES-gpu.md, "The reads' pipeline").
+    CPU. The host's and the GPU's work so overlap, and W2's reads with alignments finish
+    sooner (docs/notes/gpu-pairs-and-long-pairs.md, the reads' pipeline).
     """
     runtime = get_runtime()
     count = len(targets)

@@ -101,10 +101,10 @@ def _priority_stream(cupy):
     """A non-blocking stream of the device's highest priority (CUDA clamps a priority past
     its range to the range's end), for the longest targets' launch beside the others
     (``concurrent(..., prioritize_first=True)``), so that its blocks are dispatched before
-    the other launches' when both wait for room on the multiprocessors. sp500k in 8
-    partitions, 20 queries each, queued as the search job queues them: 2.90-2.99 s against
-    3.14-3.28 s with plain streams (one H100, alternating;
-    benchmarks/results/ab-priority-stream-nvidia-h100-2026-11-25.log)."""
+    the other launches' when both wait for room on the multiprocessors: the longest targets
+    set the end of the search, so they start first. sp500k in 8 partitions, queued as the
+    search job queues them, searched faster that way than with plain streams
+    (docs/notes/gpu-several-gpus-and-dask.md)."""
     return cupy.cuda.Stream(non_blocking=True, priority=-(1 << 20))
 
 
@@ -257,10 +257,10 @@ class CudaRuntime:
         """A host array on the current device, synchronised (``array`` may change once this
         returns): from :data:`STAGED_UPLOAD_BYTES` on through :meth:`staged_upload`, below
         that by CuPy's copy from pageable memory. That copy stages through the driver's own
-        buffers with one host thread: as a process's first large copy, sp500k's 231 MB took
-        0.12-0.14 s on an H200, against 0.03 s through two page-locked buffers filled in
-        turn by one thread, the staging before this one (benchmarks/NOTES-gpu.md); a whole
-        page-locked copy of the file costs 0.09-0.14 s to allocate."""
+        buffers with one host thread: as a process's first large copy, a database's text
+        went up several times slower that way than through page-locked buffers filled by a
+        thread, the staging before this one (docs/notes/gpu-search-job.md); allocating a
+        whole page-locked copy of the file takes about as long as that slow copy."""
         host = np.ascontiguousarray(array)
         if host.nbytes < STAGED_UPLOAD_BYTES:
             return self.xp.asarray(host)
@@ -287,10 +287,10 @@ _STAGES_PER_THREAD = 2
 def _upload_threads():
     """``(fillers, how many, senders)``: the threads that fill page-locked buffers (setting
     ``gpu.upload-threads``; ``null``: up to 4, fewer on a host with fewer cores), and those
-    that queue each staged upload's copies (one per upload while it sends). One thread
-    copies 6-9 GB/s on the H100 hosts lent to this project; 100 MB went up in 15.3 ms with
-    one filling thread, 8.5 with two, 4.9 with four and 3.7 with eight
-    (benchmarks/NOTES-gpu.md, "The reads' pipeline")."""
+    that queue each staged upload's copies (one per upload while it sends). One thread's
+    copy into page-locked memory is slower than the host-to-device link, so more
+    filling threads make an upload faster, with less gained past four
+    (docs/notes/gpu-pairs-and-long-pairs.md, the reads' pipeline)."""
     count = max(1, _settings().get_int("gpu.upload-threads") or min(4, os.cpu_count() or 1))
     return (ThreadPoolExecutor(count, thread_name_prefix="swdask-upload-fill"), count,
             ThreadPoolExecutor(8, thread_name_prefix="swdask-upload-send"))
@@ -330,10 +330,11 @@ class StagedUpload:
     queued copies).
 
     Why not CuPy's copy from pageable memory: the driver stages it through its own buffers
-    with the calling thread at 6-9 GB/s on these hosts, and the thread waits for it: 100 MB
-    took 18.2 ms on an H100 host, against 4.9 ms through four filling threads (W2's reads
-    move 125 MB per call). Page-locking the caller's arrays in place (``cudaHostRegister``)
-    was not tried: it would lock and unlock every page of them on every call."""
+    with the calling thread alone, and the thread waits for it, several times longer than
+    four filling threads take (W2's reads move 125 MB per call;
+    docs/notes/gpu-pairs-and-long-pairs.md). Page-locking the caller's arrays in place
+    (``cudaHostRegister``) was not tried: it would lock and unlock every page of them on
+    every call."""
 
     def __init__(self, cupy, arrays, parts):
         self._cupy = cupy
@@ -658,9 +659,9 @@ def get_runtime():
     environment naming the emulation (``swdask._settings.from_environment``) holds it back.
     (A process that works on another device through another library, without CuPy and
     without ``CUDA_VISIBLE_DEVICES``, gets a context on device 0 as well.) Why: a user's
-    one-shot job on the GPU (W2-dna-reads with alignments, a new process) spent 0.48 s
-    starting CuPy's runtime and 0.31 s importing Dask before its first kernel
-    (benchmarks/NOTES-gpu.md, "The reads as a user's whole job")."""
+    one-shot job on the GPU (W2-dna-reads with alignments, a new process) spent a large
+    share of its time starting CuPy's runtime and importing Dask before its first kernel
+    (docs/notes/gpu-pairs-and-long-pairs.md, the reads as a user's whole job)."""
     first = not _DRIVER_STARTS and not _cuda_runtime.cache_info().currsize
     if first and "cupy" not in sys.modules:
         if "dask" in sys.modules:
@@ -697,14 +698,14 @@ def start_driver(device: int = 0, check_setting: bool = True):
     device is missing the thread just ends, and CuPy reports the problem when it is used.
 
     Why: CuPy starts the driver in ``cudaGetDeviceCount`` while holding the interpreter's
-    lock (0.10 s on an H100 machine), then creates the context on first use (0.10-0.12 s,
-    ``benchmarks/results/probe-start-pieces-nvidia-h100-2026-11-26.log``). A search job
-    runs Python on every thread until its first kernels are queued (imports, the queries,
-    the parse), so both stood in the way. Here they run beside CuPy's own import; CuPy then
-    finds the driver started and the context made (its "ready" wait fell to 0 in the
-    job). :mod:`ctypes` rather than cuda-python's bindings: it is in the standard library,
-    and three calls need nothing more. ``check_setting=False``: the caller has decided
-    already (see :func:`get_runtime`), and Dask is not imported for the setting."""
+    lock, then creates the context on first use, both slow (docs/notes/gpu-search-job.md,
+    the driver's start). A search job runs Python on every thread until its first kernels
+    are queued (imports, the queries, the parse), so both stood in the way. Here they run
+    beside CuPy's own import; CuPy then finds the driver started and the context made (the
+    job's "ready" wait went away). :mod:`ctypes` rather than cuda-python's bindings: it is
+    in the standard library, and three calls need nothing more. ``check_setting=False``:
+    the caller has decided already (see :func:`get_runtime`), and Dask is not imported for
+    the setting."""
     if check_setting and str(_settings().get("gpu.runtime")).lower() == "emulation":
         return None
     _DRIVER_STARTS.append(device)

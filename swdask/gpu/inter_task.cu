@@ -50,11 +50,11 @@
 // reduction) is per stream, and a register's bits are selected per stream where it
 // differs. Results go to slot unit, as pair * 2 + lane would. Their codes and rows above
 // are loaded through L1's coherent path (__ldca), not the read-only one: with the latter
-// every step waited on those loads (W1 in stacks 2.0 TCUPS; with __ldca 4.55, two targets
-// per register 4.07; one H100, benchmarks/NOTES-gpu.md, "Query lanes"). The rows above, which
-// a long stack's previous pass wrote long out of L2, load with a 256-byte L2 fetch
-// (load_row_above): 4.69 TCUPS, and the loop's own instructions could then be trimmed
-// (NOTES-gpu.md, "The query lanes' own instructions").
+// every step waited on those loads, and W1 in stacks ran at half the rate or less
+// (docs/notes/gpu-inter-task.md, query lanes). The rows above, which a long stack's previous
+// pass wrote long out of L2, load with a 256-byte L2 fetch (load_row_above), faster again,
+// and the loop's own instructions could then be trimmed (docs/notes/gpu-inter-task.md, the
+// query lanes' own instructions).
 //
 // End cell. Each thread keeps its best score so far per lane and, when a column strictly
 // improves it, that column and the first of its rows holding the new best (a scan of its R
@@ -72,12 +72,10 @@
 // that floor as its score, below the cell the floor came from (a neighbour's, or one carried
 // from an earlier pass), so it never wins. Why: in a query's first pass every thread starts
 // from 0, and each one's best rises (and takes the improvement branch) more often than the
-// query's. 1,000 queries of sp500k in stacks scanned 9% slower than the same letters
-// joined into 14 long queries; with these floors the stacks took 26.33-26.61 s against
-// 26.83-27.25 s, W1's kernel 3.988-4.005 TCUPS against 3.995-4.002, its 144-letter query 2.90
-// against 2.75 (one H100). Sharing every 8 steps, and only in passes where a query starts
-// (one __any_sync per pass), lost: W1 3.81-3.84 TCUPS, the stacks 28.3-28.6 s
-// (benchmarks/NOTES-gpu.md, "Where the stacks lose").
+// query's. 1,000 queries of sp500k in stacks scanned slower than the same letters joined
+// into 14 long queries; with these floors the stacks and W1's 144-letter query are faster
+// and W1's kernel as fast. Sharing every 8 steps, and only in passes where a query starts
+// (one __any_sync per pass), lost (docs/notes/gpu-inter-task.md, where the stacks lose).
 //
 // Floors from a scout. A search that keeps only each query's best `top` rows does not need
 // the other rows' scores. The host first runs a slice of the targets (a "scout") with floors
@@ -97,16 +95,17 @@
 // see zeros. The same argument bounds the 16-bit lanes: no value exceeds the best real
 // cell plus the largest substitution, which the host checks (see "Adds on the FMA pipe").
 //
-// Adds on the FMA pipe. The kernel was bound by the ALU pipe (95% busy), which runs the DPX
-// instructions, the maxima and the byte permutes (benchmarks/NOTES-gpu.md, "The ALU pipe").
+// Adds on the FMA pipe. The kernel was bound by the ALU pipe (busy nearly all the time), which
+// runs the DPX instructions, the maxima and the byte permutes (docs/notes/gpu-inter-task.md,
+// the ALU pipe).
 // Of the five operations per row, the diagonal's add and U = T - go are plain adds; written
 // as 32-bit integer adds of the two lanes at once, they compile to IMAD on the FMA pipe,
 // which was nearly idle, leaving four ALU instructions per row (the maxima of E, T, HG and
 // F; T becomes a three-input max with its floor): 209 ALU instructions per step of
-// <Lanes16, 4, 32> instead of 240. The ALU pipe is then 72% busy and the kernel waits on
-// latencies instead (25% occupancy); W1 ran 0.6-1.3% faster on an H100 (NOTES-gpu.md,
-// "Adds on the FMA pipe"). A 32-bit add is exact per lane only while lane 0 neither borrows
-// from nor carries into lane 1, so the values are kept offset:
+// <Lanes16, 4, 32> instead of 240. The ALU pipe is then less busy and the kernel waits on
+// latencies instead (at its low occupancy); W1 ran a little faster
+// (docs/notes/gpu-inter-task.md, adds on the FMA pipe). A 32-bit add is exact per lane only
+// while lane 0 neither borrows from nor carries into lane 1, so the values are kept offset:
 // - lane 0 of HG and F holds its value + gap_open (low_bias), so HG >= -go is >= 0 there;
 // - the profile held sub + gap_open + profile_shift, with profile_shift the least that
 //   makes every entry >= 0, so HG_diag + profile added two non-negative lane-0 values;
@@ -136,8 +135,8 @@
 // negative: a profile word is put together as high * 65536 + low, that carry's borrow already
 // in it (by the host with query lanes, inter_task.py, _Stack; by the kernel with target
 // lanes, below). A step of <Queries16, 4, 32> went from 331.5 to 288.5 instructions, 172.5 of
-// them on the ALU pipe (174.5; NVRTC 13.0); on one H100 W1 in stacks ran at 4.95-5.02 TCUPS
-// against 4.69 (benchmarks/NOTES-gpu.md, "E a column ahead").
+// them on the ALU pipe (174.5; NVRTC 13.0), and W1 in stacks ran faster
+// (docs/notes/gpu-inter-task.md, E a column ahead).
 //
 // Profile words by multiply-add (target lanes). Two targets' scores of a row come from two
 // letters' entries; a byte permute put them side by side, one ALU instruction per row. The
@@ -149,12 +148,12 @@
 // loads: where two groups of a warp read in the same phase of a 16-byte load (G = 4) their
 // letters' rows hit the same banks half the time, so those launches keep two copies of the
 // profile, 16 banks apart, one per group parity (tile_copies). And G = 4 over several passes
-// waited on memory (spills and L1 misses: W1 one query at a time 2.71 TCUPS), so target lanes
-// take G = 4 only for a query of one pass (inter_task.py, LENGTH_BUCKETS). On one H100 W1 one
-// query at a time ran at 4.40-4.46 TCUPS against 4.11-4.12, with start cells 3.92-3.97 against
-// 3.68-3.69, the 20 queries in target lanes at 4.49-4.53 against 4.18; the 144-letter query,
-// with the one-pass kernel (ONE_PASS_ROWS) and fewer host steps around it, at 3.94-4.02
-// against 3.3-3.4 (benchmarks/NOTES-gpu.md, "Profile words by multiply-add").
+// waited on memory (spills and L1 misses: W1 one query at a time far slower), so target
+// lanes take G = 4 only for a query of one pass (inter_task.py, LENGTH_BUCKETS). W1 one
+// query at a time, with and without start cells, and the 20 queries in target lanes ran
+// faster that way; the 144-letter query, with the one-pass kernel (ONE_PASS_ROWS) and fewer
+// host steps around it, faster still (docs/notes/gpu-inter-task.md, profile words by
+// multiply-add).
 #include "sw_common.cuh"
 
 namespace swdask {
@@ -215,8 +214,7 @@ __global__ void sw_pair_codes(const u8* __restrict__ residues, const i64* __rest
 // when the score is 0); a slot whose best is at most its query's floor reports 0. Scores are
 // exact unless a lane's reaches 32767 - gap_open - profile_shift - max substitution
 // (Lanes16, see "Adds on the FMA pipe"): the host recomputes those. (A
-// scores-only variant, without the end cell, was slower on an H200: benchmarks/NOTES-gpu.md,
-// v4.)
+// scores-only variant, without the end cell, was slower: docs/notes/gpu-inter-task.md.)
 template <class V, int G, int R>
 __global__ void __launch_bounds__(256, 2)
 sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alpha1,
@@ -345,8 +343,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     // at bit 16 * l: + 1 its query starts here, + 2 thread t - 1 holds the same query, + 4
     // thread t + 1 does, see "Shared floors"), with target lanes as three predicates. The
     // target lanes' loop compiles as it did before query lanes (the same SASS from NVRTC
-    // 13.0): a small change to it took W1 from 4.0 to 2.0 TCUPS on an H100, every step
-    // waiting on a global load (NOTES-gpu.md, "Query lanes").
+    // 13.0): a small change to it halved W1's rate, every step waiting on a global load
+    // (docs/notes/gpu-inter-task.md, query lanes).
     const int seg = seg0 + t;
     int my_query[QL], floor_score[QL];
     bool fresh[QL], query_ends[QL], carried[QL];
@@ -389,7 +387,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     const u32* boundary_at = reads_boundary ? my_boundary : boundary;
     const int boundary_last = reads_boundary ? last_col : 0;
     // Query lanes load through L1's coherent path (__ldca, "Query lanes" above); the target
-    // lanes keep the read-only path (W1 4.07 TCUPS against 4.01 with __ldca, one H100).
+    // lanes keep the read-only path (a little faster for them than __ldca:
+    // docs/notes/gpu-inter-task.md, query lanes).
     auto fetch_codes = [&](int col) -> u32 {
       const code_t* at = codes_at + CODE_STEP * min(max(col, 0), last_col);
       if constexpr (V::query_lanes) return load_code(at);
@@ -483,17 +482,17 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
 
       // The best so far and this column's rows in one tree of three-input maxima, one compare
       // for "some lane improved". The kernel is bound by the ALU pipe, where the DPX and the
-      // maxima run: fewer ALU instructions per step took W1 from 3.86 to 3.95 TCUPS on an H200
-      // (benchmarks/NOTES-gpu.md, "The ALU pipe").
+      // maxima run: fewer ALU instructions per step made W1 faster
+      // (docs/notes/gpu-inter-task.md, the ALU pipe).
       reg_t column[R + 1];
 #pragma unroll
       for (int r = 0; r < R; ++r) column[r] = HG[r];
       column[R] = best;
       const reg_t new_best = TreeMax<V, 0, R + 1>::run(column);
       // A cheaper scan here (both lanes at once: one add-max and one select per row, 77
-      // instructions instead of ~240) ran W1 2.5 x slower on an H100: with 127 registers and
-      // no spills, ptxas moved the next columns' loads down to just before their use
-      // (benchmarks/NOTES-gpu.md, "The improvement branch"). Keep this scan's register use.
+      // instructions instead of ~240) ran W1 far slower: with 127 registers and no spills,
+      // ptxas moved the next columns' loads down to just before their use
+      // (docs/notes/gpu-inter-task.md, the improvement branch). Keep this scan's register use.
       if (new_best != best) {  // rare: a lane's best just went up; find its first row holding it
         const u32 improved = V::improved_lanes(best, new_best);
 #pragma unroll
@@ -539,8 +538,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       if constexpr (V::query_lanes) {
         // the last step's inputs loaded again: with the slots read after the loop, the
         // device's ptxas copied the row above into the register that read uses soon after
-        // loading it (NOTES-gpu.md, "Query lanes", v1; the final code was measured with
-        // this form only)
+        // loading it (docs/notes/gpu-inter-task.md, query lanes; the final code was measured
+        // with this form only)
         u32 codes_last = fetch_codes(s - t);
         uint2 row_last = fetch_boundary(s);
         step(s, codes_last, row_last);

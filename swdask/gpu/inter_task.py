@@ -45,20 +45,19 @@ def long_row_threshold(runtime) -> int | None:
     """Target length from which a row leaves the inter-task search for the intra-task kernel.
 
     The setting ``swdask.gpu.long-row-min`` (12,000 letters) comes from ``bench_w2_gpu.py
-    oneall`` (table in benchmarks/NOTES-w2.md): a 460-residue query against 18,563 proteins
-    plus N long targets of length L, all rows in the inter-task search against the long rows
-    on ``_pairs.align_long_rows`` (one block per row). On an H100 with today's length buckets
-    (benchmarks/results/W2-oneall-threshold-x{4,64,400}-nvidia-h100-80gb-hbm3-2026-11-26-
-    8b2a76f.json), the split was slower up to L = 6,000 for 4, 64 and 400 long rows (8.35 vs
-    9.97 ms, 9.25 vs 9.53, 10.14 vs 10.68), even at 12,000 (11.01 vs 10.97, 11.47 vs 11.51,
-    16.44 vs 13.70) and 1.7-3.2 x faster at 24,000 and 48,000. (The first measurement, on an
-    H200 before the buckets, when a long pair ran on 4 threads, put the break-even at 1,500 to
-    3,000 letters: 2,000 was the default until 2026-11-26, and it sent the 382-446 rows of
-    2,000+ letters of each 16th of sp500k, all under the cap below, to the intra-task kernel,
-    which ran the 1,000-query search at 0.29 of one part; probe-long-rows-parts-*.log.) A
-    long target holds its group of the inter-task kernel for its full length, through every
-    pass, while one block per row spreads it over a block of threads. ``0`` keeps every row
-    in the inter-task search.
+    oneall``: a 460-residue query against 18,563 proteins plus N long targets of length L,
+    all rows in the inter-task search against the long rows on ``_pairs.align_long_rows``
+    (one block per row). With today's length buckets the split was slower up to L = 6,000
+    for 4, 64 and 400 long rows; at 12,000 about even for 4 and 64 and faster for 400; and
+    clearly faster at 24,000 and 48,000 (docs/notes/gpu-several-gpus-and-dask.md, the
+    long-row threshold). (The first
+    measurement, before the buckets, when a long pair ran on 4 threads, put the break-even
+    at 1,500 to 3,000 letters: 2,000 was the default until 2026-11-26, and it sent the
+    382-446 rows of 2,000+ letters of each 16th of sp500k, all under the cap below, to the
+    intra-task kernel, which made the 1,000-query search in 16 parts far slower than in
+    one.) A long target holds its group of the inter-task kernel for its full length,
+    through every pass, while one block per row spreads it over a block of threads. ``0``
+    keeps every row in the inter-task search.
     """
     value = _settings.get_int("gpu.long-row-min")
     return value if value else None
@@ -68,13 +67,13 @@ def long_row_threshold(runtime) -> int | None:
 # go to the intra-task kernel; beyond it they stay in the inter-task search. The threshold's
 # measurement had 4 long rows: a handful of long targets hold a few groups of the inter-task
 # kernel long after the others finish. Many long rows instead run side by side at the
-# inter-task rate (~3.9 TCUPS, where the intra-task kernel does ~0.85, W2-protein-10000).
-# Measured on an H200
-# (benchmarks/results/W1-long-rows-nvidia-h200-2026-11-22.json, bench_w1_long_rows_gpu.py):
-# W1's sp500k has 6,530 rows of 2,000+ letters (8.6% of its residues); sending them all to
-# the intra-task kernel made the search 9-18% slower (queries of 464 to 5,478 letters, ends
-# and full) than keeping them. 4 per multiprocessor (528 on an H200) is a judgement between
-# the two measured points (4 rows: split faster; 6,530: slower), not a measured break-even.
+# inter-task rate, several times the intra-task kernel's (W2-protein-10000).
+# Measured with bench_w1_long_rows_gpu.py (docs/notes/gpu-several-gpus-and-dask.md, the
+# long-row threshold): W1's sp500k has 6,530 rows of 2,000+ letters (8.6% of its residues);
+# sending them all to the intra-task kernel made the search slower (queries of 464 to 5,478
+# letters, ends and full) than keeping them. 4 per multiprocessor (528 on an H200) is a
+# judgement between the two measured points (4 rows: split faster; 6,530: slower), not a
+# measured break-even.
 
 
 def long_rows_cap(runtime) -> int | None:
@@ -134,25 +133,26 @@ def choose_shape(m: int, lanes: int = 2, compute_capability: int = 90) -> tuple[
 #: Why several: a launch lasts at least as long as its longest pair takes on one thread
 #: group, however few rows it has, and a Dask partition is one launch. More threads per pair
 #: cut the longest pairs' passes (G x R query rows each). sp500k cut into 8 partitions,
-#: searched one after another, W1 kernel-only (scores + ends, every row equal to the whole's):
-#: 0.36 of the whole database's throughput with G = 8 from 3,000 letters (the default
-#: before), 0.74-0.76 with 16 from 3,000 and 32 from 6,000, 0.864-0.885 with the buckets
-#: of :data:`QUERY_LANE_BUCKETS`; the whole database took 2.456-2.463 s against 2.430-2.444 s
-#: with the old ones (H100, benchmarks/results/W1-partition-tail-nvidia-h100-80gb-hbm3-2026-
-#: 11-25*.json, bench_partition_tail_gpu.py --partitions 8). These buckets with the rows of
-#: 4,000+ or 6,000+ letters on the intra-task kernel (long-row-min) did 0.67-0.70. Earlier,
-#: with the buckets launched one after another, every split was slower than one launch on
-#: the whole database (benchmarks/NOTES-gpu.md, "Length buckets").
+#: searched one after another, W1 kernel-only (scores + ends, every row equal to the whole's,
+#: bench_w1_partition_tail_gpu.py --partitions 8): with G = 8 from 3,000 letters (the default
+#: before) the parts kept a small share of the whole database's throughput, with 16 from
+#: 3,000 and 32 from 6,000 much more, and with the buckets of :data:`QUERY_LANE_BUCKETS`
+#: most of it, while the whole database took about as long as with the old ones. These
+#: buckets with the rows of 4,000+ or 6,000+ letters on the intra-task kernel
+#: (long-row-min) did worse. Earlier, with the buckets launched one after another, every
+#: split was slower than one launch on the whole database (docs/notes/gpu-inter-task.md,
+#: length buckets).
 #:
 #: With target lanes (two targets per register: one query) G = 4 takes only a query of one
 #: pass (up to 4 x 36 rows, :func:`bucket_shape`): in more passes its launch waited on
 #: memory since the profile's entries are 32-bit (inter_task.cu, "Profile words by
-#: multiply-add"). W1 one query at a time, one H100: 4.43 TCUPS with these buckets, 2.71
-#: with G = 4 below 800 letters, the same code (benchmarks/NOTES-gpu.md, "Profile words by
-#: multiply-add").
+#: multiply-add"). W1 one query at a time is far faster with these buckets than with G = 4
+#: below 800 letters, the same code (docs/notes/gpu-inter-task.md, profile words by
+#: multiply-add).
 LENGTH_BUCKETS: tuple[tuple[int, int | None], ...] = ((8, 1500), (16, 3000), (32, None))
 #: The buckets of a stack with query lanes (inter_task.cu, "Query lanes"): W1's 20 queries
-#: scanned together at 5.01 TCUPS with these, 4.91 with :data:`LENGTH_BUCKETS` (one H100).
+#: scanned together slightly faster with these than with :data:`LENGTH_BUCKETS`
+#: (docs/notes/gpu-inter-task.md).
 QUERY_LANE_BUCKETS: tuple[tuple[int, int | None], ...] = ((4, 800), (8, 1500), (16, 3000),
                                                             (32, None))
 
@@ -258,15 +258,12 @@ def launch_parts(runtime, blocks: int, passes: int, queries: int, columns: int) 
     Why: a launch lasts at least as long as its longest pair takes through all the stack's
     passes, one after another, and a group of threads alone on its multiprocessor steps far
     slower than the kernel's rate. On a small partition that chain, not the work, sets the
-    time: 200 queries against sp500k cut into 16 parts searched at 0.47 of the whole
-    column's rate on an H100, with every row in the inter-task search
-    (benchmarks/results/probe-long-rows-parts-nvidia-h100-8b2a76f-2026-11-26.log); in parts,
-    at 0.74 (7.99 s against 11.73; 8 parts 6.78 s against 6.94). W1's 20 queries stacked
-    against 8 partitions ran at 0.962 of one partition, 4 at 0.969 (0.889 and 0.977 before,
-    on an H200). The whole column's 1,000-query scan, whose longest buckets now run in parts
-    too, took 27.19-27.20 s against 27.12-27.14 s, and W1 one query at a time 3.975-3.980
-    TCUPS against 3.949-3.953, alternating on one H100
-    (ab-kernels-parts-nvidia-h100-8b2a76f-e363a98-2026-11-26.log)."""
+    time: 200 queries against sp500k cut into 16 parts searched at about half the whole
+    column's rate, with every row in the inter-task search; in parts, at clearly more. W1's
+    20 queries stacked against 8 or 4 partitions kept nearly all of one partition's rate.
+    The whole column's 1,000-query scan, whose longest buckets now run in parts too, and W1
+    one query at a time were about as fast as without parts
+    (docs/notes/gpu-several-gpus-and-dask.md, small partitions)."""
     waves = _settings.get_int("gpu.part-waves") or 0
     if queries < 2 or passes < 2 * PART_MIN_PASSES or waves <= 0:
         return 1
@@ -281,7 +278,7 @@ def warm_up(runtime, query_lengths, scoring) -> None:
     the targets out), then the others in :func:`stacks` (a stack of one alone), each with
     :func:`forward_plan`'s shapes for every bucket; the 32-bit shapes when the scoring does
     not fit 16 bits. (Loading every length's own shapes instead took 19 kernels for the
-    1,000 queries of bench_search.py's ``search-1000``, whose stacks launch 4 of them.) A
+    1,000 queries of bench_search_job.py's ``search-1000``, whose stacks launch 4 of them.) A
     search that groups its queries otherwise (batches, a partition's row count) loads the
     few kernels it lacks when it first launches them."""
     runtime.xp.zeros(1)  # the device's context
@@ -520,11 +517,10 @@ def _profile(runtime, matrix, codes, gap_open, lanes):
 
 #: Most rows and queries of one stack of queries (:func:`search_stack`), and most bytes of
 #: device memory its results may take (:data:`STACK_BYTES_PER_TARGET` per query and target:
-#: the kernel's three int32 cells per slot, then the same three by row). Measured on an
-#: H100 (benchmarks/results/profile-stacks-nvidia-h100-756696c-2026-11-24.log, 1,000
-#: proteins of DB.fasta against sp500k, scores only): one query per
-#: launch 30.52 s (its forward launches 3.53 TCUPS); stacks of 8,192 rows and 64 queries
-#: 29.01 s (3.69); 16,384 and 128: 28.79 s (3.71); 32,768 and 256: 28.50 s (3.72).
+#: the kernel's three int32 cells per slot, then the same three by row). Measured with
+#: 1,000 proteins of DB.fasta against sp500k, scores only: one query per launch was the
+#: slowest, and stacks of 8,192 rows and 64 queries, 16,384 and 128, 32,768 and 256 each a
+#: little faster than the one before (docs/notes/gpu-search-job.md, stacks).
 #: The many-queries search has two stacks in flight (:class:`PendingStack`: one finished
 #: while the next one's launches run), so its results take up to twice ``STACK_BYTES``.
 STACK_ROWS = 32768
@@ -695,9 +691,9 @@ def _one_query_tables(runtime, segments: int):
     """The segment tables of a stack of one query in ``segments`` R-row segments, on the
     device: ``seg_query`` (all 0), ``query_row0`` ([0]) and the cuts of one part ([0,
     segments]), uploaded once per device and count and shared by every search of one query:
-    without their three small copies the host's part of a 144-letter query's launch took
-    0.42 ms instead of 0.57, of a search of 8.4-8.7 ms (one H100, benchmarks/NOTES-gpu.md,
-    "Profile words by multiply-add")."""
+    without their three small copies the host's part of a 144-letter query's launch is
+    clearly shorter, a visible share of so short a search (docs/notes/gpu-inter-task.md,
+    profile words by multiply-add)."""
     segments = int(segments)
 
     def build():
@@ -942,11 +938,11 @@ class PendingStack:
     Between the two, the host may queue the next stack's launches. Its results are then
     finished on the current stream (rows scattered, checks, top rows: about a thousand small
     kernels per hundred queries) while the GPU runs the next launches, instead of between
-    them. On an H100 those small kernels took 0.27 s of GPU time beside 26.8 s of forward
-    launches for 1,000 queries against sp500k; finished this way, the search job's search
-    phase took 27.04-27.17 s against 27.21-27.35 s, and sp500k in 8 partitions searched by
-    W1's stacks kept 0.977 of one partition's rate against 0.962 (benchmarks/NOTES-gpu.md,
-    "Each stack finished behind the next one's launches")."""
+    them. Those small kernels are a small share of the GPU's time beside the forward
+    launches, but between them they leave it idle; finished this way, the search job's
+    search phase is a little shorter, and small partitions keep more of one partition's
+    rate (docs/notes/gpu-search-job.md, each stack finished behind the next one's
+    launches)."""
 
     def __init__(self, finish, runtime=None, joined=(), hold=()):
         self._finish = finish
@@ -1000,10 +996,9 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
                          top=top)[0]
             for codes in codes_list])
     track_end = mode != "none"
-    # Scores only also run the end-tracking kernel (ends computed, then dropped): on an H200
-    # it did W1 at 3.8 TCUPS against 2.9 for the scores-only variant, whose shorter loop
-    # leaves its prefetched loads too little time (benchmarks/NOTES-gpu.md, v4); that variant
-    # was removed.
+    # Scores only also run the end-tracking kernel (ends computed, then dropped): it did W1
+    # faster than the scores-only variant, whose shorter loop leaves its prefetched loads
+    # too little time (docs/notes/gpu-inter-task.md); that variant was removed.
     inter_rows = targets.order  # rows the inter-task kernels align (forward and reverse)
     wide_rows = None
     if has_long and not on_long_kernel[0]:  # (one query) rows past the intra-task range:
@@ -1162,10 +1157,9 @@ class _ReverseInputs:
 
     Tried and not kept: the items of long alignments (scoring 64 or more, their end past the
     first pass) in a launch of their own beside the others, in passes twice as long. With
-    passes of 128 rows it gained (W1 with start cells on one H100: 2.796 s against 2.940 s);
-    with passes of 256 rows it lost (2.705 s against 2.693-2.697 s). The items ordered by
-    score (longest alignments first), and blocks of 64 or 128 threads: no gain either
-    (benchmarks/NOTES-gpu.md)."""
+    passes of 128 rows it gained (W1 with start cells); with passes of 256 rows it lost a
+    little. The items ordered by score (longest alignments first), and blocks of 64 or 128
+    threads: no gain either (docs/notes/gpu-inter-task.md, start cells)."""
 
     def __init__(self, targets: DeviceTargets, inter_rows, codes, matrix, scoring, result):
         runtime = targets.runtime

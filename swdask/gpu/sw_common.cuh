@@ -114,7 +114,7 @@ struct Lanes16 {
 
 // (a & ~mask) | (b & mask) as one three-input logic instruction. Written in C++, the
 // forward kernel's per-step select of the query lanes' fresh rows compiled to seven
-// (NOTES-gpu.md, "The query lanes' own instructions").
+// (docs/notes/gpu-inter-task.md, the query lanes' own instructions).
 __device__ __forceinline__ u32 select_bits(u32 a, u32 b, u32 mask) {
 #ifdef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
   return (a & ~mask) | (b & mask);
@@ -130,8 +130,8 @@ __device__ __forceinline__ u32 select_bits(u32 a, u32 b, u32 mask) {
 // target, not the 32-byte sector of four. The rows above were written a pass earlier, which
 // for a long stack is long gone from L2 (16 bytes per column of every target pair: over
 // 1.8 GB for sp500k's 226 million letters, against 50 MB of L2). With this, W1 in stacks
-// ran at 4.69-4.73 TCUPS against 4.55; the same loop without it at 3.56-3.84, every step
-// waiting on these loads (one H100, NOTES-gpu.md, "The query lanes' own instructions").
+// ran faster; the same loop without it, every step waiting on these loads, slower still
+// (docs/notes/gpu-inter-task.md, the query lanes' own instructions).
 __device__ __forceinline__ uint2 load_row_above(const uint2* at) {
 #ifdef SWDASK_HOST_EMULATION  // inline PTX does not go through g++
   return *at;

@@ -17,10 +17,10 @@
 // Walk (lane 0): from the end cell back to (0, 0), ops last first, each run of equal ops
 // written into the CIGAR text ("12=1X3I...") in front of the runs after it, with the counts,
 // so the text ends at its slot's end. (Before, it wrote every op to memory and read them all
-// back in a second loop; writing the runs as they end took W2's reads' traceback kernels from
-// 33.8-34.7 ms to 32.2-34.1 ms. The walk itself, a chain of dependent loads, is about a
-// quarter of their time: benchmarks/NOTES-gpu.md.) sw_traceback_gather packs the texts into
-// one buffer for the copy to the host.
+// back in a second loop; writing the runs as they end made W2's reads' traceback kernels a
+// little faster. The walk itself, a chain of dependent loads, is a large part of their
+// time: docs/notes/gpu-traceback.md.) sw_traceback_gather packs the texts into one buffer
+// for the copy to the host.
 //
 // Jobs: a warp takes jobs from a counter (`ticket`) until none is left. A job is a run of
 // consecutive strips of one pair: all of them when there are enough pairs to fill the GPU,
@@ -32,9 +32,9 @@
 // pair's last strip walks it (the strips before have all finished: each waited for the one
 // before it to publish its last column, and fenced its trace before publishing).
 //
-// Measured on H100s (benchmarks/NOTES-gpu.md): one thread per pair, 22 M cells/s per thread
-// (deleted); every pair on one warp: the 100,000 x 100,000 W2 pair's 391 strips in turn took
-// 16.0 s for the call, spread over warps 0.23 s.
+// Measured (docs/notes/gpu-traceback.md): one thread per pair was far too slow (deleted);
+// every pair on one warp ran the 100,000 x 100,000 W2 pair's 391 strips in turn, many times
+// slower than spread over warps as above.
 //
 // Scores are int32: the host sends only pairs whose scores and boundary values stay far from
 // the int32 limits (TB_NEG and the per-row gap costs), the rest go to the CPU.
