@@ -31,7 +31,7 @@ cuDF: ``.sw`` on ``cudf.Series``/``cudf.DataFrame`` (results as cuDF columns on 
 registered when cuDF is imported before swdask; if cuDF is imported after, call
 ``swdask.register_cudf()`` once. swdask itself never imports cuDF otherwise.
 
-Tuning settings live in ``dask.config`` under ``swdask.`` (README.md, "Settings");
+Tuning settings live in ``dask.config`` under ``swdask.`` (docs/settings.md);
 ``swdask.lowlevel`` documents the engine's stages for benchmarks and tools.
 """
 import sys as _sys
@@ -66,8 +66,9 @@ def _register_dask() -> None:
 
 # The Dask accessor is registered when dask.dataframe is imported (now, if it is already):
 # importing dask.dataframe imports dask.array, which imports CuPy and SciPy's sparse modules
-# where they are installed (2 s of a 4 s job on a GPU machine), and the CLI's one-GPU search
-# and every pandas/cuDF use need none of it.
+# where they are installed (half of a short job on a GPU machine:
+# docs/notes/gpu-search-job.md), and the CLI's one-GPU search and every pandas/cuDF use need
+# none of it.
 _when_imported("dask.dataframe", _register_dask)
 # swdask's namespace of dask.config, with its defaults, as soon as Dask is imported (by the
 # user, or by swdask when it first reads a setting): `import swdask` does not import Dask
@@ -92,7 +93,8 @@ __all__ = [
 
 def __getattr__(name: str):
     """``__version__``, read from the installed package's metadata when first asked for
-    (``importlib.metadata`` took 0.05 s of ``import swdask`` on the 2-core machine)."""
+    (``importlib.metadata`` is slow to import for a name most jobs never ask for:
+    docs/notes/cpu-search-job.md)."""
     if name != "__version__":
         raise AttributeError(f"module 'swdask' has no attribute {name!r}")
     from importlib.metadata import PackageNotFoundError, version

@@ -4,7 +4,8 @@ Why Dask's: swdask runs inside Dask jobs, whose users already set worker options
 files, ``dask.config.set``, ``DASK_*`` environment variables, forwarded to the workers a
 ``LocalCluster`` starts), so swdask's knobs live in the same system under a ``swdask``
 namespace rather than in a configuration scheme of its own. The defaults ship in
-``swdask.yaml`` beside this module; README.md's "Settings" table documents every key.
+``swdask.yaml`` beside this module; docs/settings.md, generated from it, documents every
+key.
 
 Environment variables work the Dask way: ``DASK_SWDASK__GPU__CHUNK_BYTES=1073741824`` sets
 ``swdask.gpu.chunk-bytes`` (Dask reads them when it is imported; call
@@ -15,7 +16,7 @@ here, once, with the defaults, and nowhere else in the package.
 Dask is imported when a setting is first read (or when anything else imports it: then the
 defaults go in at once, :func:`load_defaults` through ``swdask/__init__.py``'s import hook),
 not by ``import swdask``: a search on the CPU in this process reads none, and Dask's import
-took 0.21 s of the 0.83 s that ``import swdask`` took on the 2-core machine.
+was a large share of ``import swdask`` (docs/notes/cpu-search-job.md).
 
 This module is the bottom floor: it imports nothing of swdask.
 """

@@ -26,6 +26,24 @@ import pytest
 from Bio.Align import PairwiseAligner, substitution_matrices
 
 DATA = Path(__file__).parent / "data"
+REPOSITORY = Path(__file__).resolve().parents[1]
+
+
+def pytest_configure(config):
+    """With ``SWDASK_TEST_INSTALLED=1`` (``.ci/run``'s run against the built wheel) the suite
+    must test the installed package, never the source tree beside it: stop at once if
+    ``import swdask`` found the sources."""
+    import os
+
+    if os.environ.get("SWDASK_TEST_INSTALLED") == "1":
+        import swdask
+
+        found = Path(swdask.__file__).resolve()
+        if REPOSITORY in found.parents:
+            raise pytest.UsageError(
+                f"SWDASK_TEST_INSTALLED=1 but swdask was imported from the source tree "
+                f"({found}); run pytest with -P --import-mode=importlib from an environment "
+                f"where swdask is installed from its wheel")
 
 
 # --------------------------------------------------------------------------- data
