@@ -83,16 +83,21 @@ def _number(value, digits: int) -> str:
 def headline(record: dict) -> str:
     """The one figure that says what a record measured, from its own fields."""
     get = record.get
-    if get("workload") in ("search-W1", "search-1000") or (
-        get("wall_seconds") is not None and get("backend") in ("gpu", "cudf")
+    if get("x_linear") is not None and get("seconds") is not None:
+        return (f"{get('workload')} on {get('gpus')} GPU(s) through Dask: {get('seconds'):.2f} s, "
+                f"{get('gcups', 0) / 1000:.2f} TCUPS, {get('x_linear'):.2f} of linear")
+    if get("wall_seconds") is not None and (
+        get("workload") in ("search-W1", "search-1000") or get("backend") in ("gpu", "cudf")
     ):
-        text = f"{record.get('workload', 'search')} job {get('wall_seconds'):.2f} s"
-        if get("gpus", 1) and get("gpus", 1) > 1:
+        text = f"{get('workload', 'search')} job {get('wall_seconds'):.2f} s"
+        if (get("gpus") or 1) > 1:
             text += f" on {get('gpus')} GPUs"
+        if get("cudasw4_wall_seconds") is not None:
+            text += f"; CUDASW++4.0 makedb + align {get('cudasw4_wall_seconds'):.2f} s"
         if get("kernel_tcups"):
             text += f"; kernel alone {get('kernel_tcups'):.3f} TCUPS"
         return text
-    if get("backend") == "cpu" and get("wall_seconds") is not None:
+    if get("wall_seconds") is not None and get("backend") == "cpu":
         text = f"{get('workload', 'search')} job {get('wall_seconds'):.2f} s"
         if get("ssearch36_wall_seconds"):
             text += f"; ssearch36 {get('ssearch36_wall_seconds'):.2f} s"
@@ -145,8 +150,9 @@ def _sweep(runs: list[dict]) -> str:
 def _records(data) -> list[dict]:
     if isinstance(data, dict):
         runs = data.get("runs")
-        if isinstance(runs, list) and runs and all(
-            isinstance(r, dict) and "workload" in r and "wall_seconds" in r for r in runs
+        if "gcups_total" not in data and isinstance(runs, list) and runs and all(
+            isinstance(r, dict) and "workload" in r
+            and ("wall_seconds" in r or "seconds" in r) for r in runs
         ):
             return runs
         return [data]
