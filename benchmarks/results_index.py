@@ -209,7 +209,8 @@ def render() -> str:
         "by hand (`tests/test_results_index.py` checks that it is current). Each workload has "
         "a folder; within it the newest runs come first. How each was measured: "
         "[the benchmarks page](../../docs/benchmarks.md). Runs superseded by later ones on the "
-        "same kind of machine were pruned; git history keeps them.",
+        "same kind of machine were pruned, unless the README or docs/ cite the file or the "
+        "commit it measured; git history keeps the rest.",
         "",
     ]
     for workload, description in WORKLOADS.items():
