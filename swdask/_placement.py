@@ -38,10 +38,15 @@ def persist_balanced(frame, client=None, column: str = "sequence"):
     """Persist ``frame`` (a Dask DataFrame) on ``client``'s workers (default: the current
     client) so that each worker holds about the same number of residues of ``column``.
 
-    Returns the persisted frame: same partitions, rows, index, divisions and order as
-    ``frame``; only where each partition is held differs. Residues per worker differ by at
-    most one partition's residues, so give every worker a whole number of equal partitions
-    (``balance_by_residues(frame, k * workers)``). On GPUs keep k small: each partition costs
+    Returns the persisted frame: same rows, index, columns and order as ``frame``; only
+    where each partition is held differs. Residues per worker differ by at most one
+    partition's residues, so give every worker a whole number of equal partitions
+    (``balance_by_residues(frame, k * workers)``). A frame of fewer partitions than the
+    cluster has workers (a small file read in large blocks: one partition, and every GPU
+    but one idle) is first cut into one partition per worker of equal residues
+    (:func:`~swdask.balance_by_residues`, on the persisted rows: the file is read once), so
+    its divisions then differ from ``frame``'s; where that cannot be done (unknown
+    divisions), a warning says how to fix it. On GPUs keep k small: each partition costs
     every query of a search a pass of its own, and the search's rate falls as the parts get
     more and smaller (docs/notes/gpu-several-gpus-and-dask.md, small partitions). In 64 MB
     partitions sp500k is three of
@@ -59,12 +64,14 @@ def persist_balanced(frame, client=None, column: str = "sequence"):
                        f"{list(frame.columns)}")
     persisted = client.persist(frame)
     wait(persisted)
+    workers = sorted(client.scheduler_info()["workers"])
+    if persisted.npartitions < len(workers):
+        persisted = _one_part_per_worker(client, persisted, len(workers), column)
     futures = futures_of(persisted)
     by_index = {future.key[1]: future for future in futures}
     parts = persisted.to_delayed()
     counts = client.compute([dask.delayed(_residues)(part, column) for part in parts])
     residues = client.gather(counts)
-    workers = sorted(client.scheduler_info()["workers"])
     target = plan_placement(residues, workers)
     holders = client.who_has(futures)
     placed = []
@@ -77,5 +84,28 @@ def persist_balanced(frame, client=None, column: str = "sequence"):
             placed.append(client.compute(dask.delayed(_same)(part), workers=[target[index]],
                                          allow_other_workers=False))
     wait(placed)
-    return dd.from_delayed(placed, meta=frame._meta, divisions=frame.divisions,
+    return dd.from_delayed(placed, meta=frame._meta, divisions=persisted.divisions,
                            verify_meta=False)
+
+
+def _one_part_per_worker(client, persisted, workers: int, column: str):
+    """``persisted`` cut into ``workers`` partitions of equal residues and persisted again
+    (its rows are in memory, so nothing is read twice), or left as it is, with a warning
+    that says what to do, where its divisions are unknown."""
+    import warnings
+
+    from distributed import wait
+
+    from ._balance import balance_by_residues
+
+    if not persisted.known_divisions:
+        warnings.warn(
+            f"persist_balanced: the frame has {persisted.npartitions} partition(s) for "
+            f"{workers} workers, so {workers - persisted.npartitions} worker(s) will hold "
+            "nothing and stay idle, and it cannot be cut by residues without known "
+            "divisions; read it with swdask.read_fasta (smaller blocksize=) or call "
+            "frame.reset_index(drop=True) first", stacklevel=3)
+        return persisted
+    split = client.persist(balance_by_residues(persisted, workers, column))
+    wait(split)
+    return split

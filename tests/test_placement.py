@@ -4,7 +4,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import dask
-import pytest
+import distributed  # noqa: F401  (its config defaults loaded before the tests' config.set:
+import pytest        # a set made before the import would drop them again on exit)
 
 import swdask
 from swdask._placement import plan_placement
@@ -55,3 +56,33 @@ def test_workers_hold_equal_residues_and_results_are_unchanged():
         assert got.equals(want)
         with pytest.raises(KeyError, match="column='seq'"):
             swdask.persist_balanced(frame, client, column="seq")
+
+
+def test_fewer_partitions_than_workers_are_cut_one_per_worker():
+    """A database read in one partition on a cluster of two workers: persist_balanced cuts
+    it into two of equal residues (one per worker) instead of leaving one worker idle; the
+    rows and results are unchanged. Without known divisions it cannot, and says so."""
+    import dask.dataframe as dd
+
+    query = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEK"
+    with dask.config.set({"distributed.scheduler.work-stealing": False}), \
+            swdask.cluster(gpu=False, n_workers=2, dashboard_address=":0",
+                           report=None) as client:
+        frame = swdask.read_fasta(EXAMPLE_DB, blocksize=None)
+        assert frame.npartitions == 1
+        balanced = swdask.persist_balanced(frame, client)
+        assert balanced.npartitions == 2
+        found = dask.compute(*[dask.delayed(_where_and_residues)(part)
+                               for part in balanced.to_delayed()])
+        assert len({worker for worker, _ in found}) == 2
+        residues = [r for _, r in found]
+        longest = int(frame["sequence"].str.len().max().compute())
+        assert abs(residues[0] - residues[1]) <= 2 * longest
+        assert balanced.compute().equals(frame.compute())
+        got = balanced.sw.align(query, column="sequence").compute()
+        assert got.equals(frame.compute().sw.align(query, column="sequence"))
+
+        unknown = dd.from_pandas(frame.compute(), npartitions=1).clear_divisions()
+        with pytest.warns(UserWarning, match="idle"):
+            kept = swdask.persist_balanced(unknown, client)
+        assert kept.npartitions == 1
