@@ -66,27 +66,36 @@ def _pairs_partition(frame, query, target, prefix, options):
     return results
 
 
-def _search_partition(part, ids, queries, top, column, keep, options, summaries=False,
-                      totals=False, partition_info=None):
-    partition = partition_info["number"] if partition_info else 0
+def _search_partition(part, number, ids, queries, top, column, keep, options,
+                      summaries=False, totals=False):
+    """One ``sw-search`` task: every query against partition ``number`` of the database,
+    its :class:`~swdask._results.PartialHits` (only the hits, and what ranking them needs,
+    leave the worker)."""
     series = part if column is None else part[column]
     kept = part[list(keep)] if keep else None
     try:
-        hits = _sw(series).search_prepared(ids, queries, top, options, partition, kept,
-                                           summaries, totals)
+        partial = _sw(series).search_prepared(ids, queries, top, options, number, kept,
+                                              summaries, totals)
     except SequenceError as exc:  # name the record by its id where the frame has one
         named = _many_queries.record_error(exc, part)
         if named is None:
             raise
         raise named from None
     report_cells(sum(len(q) for q in queries) * one_to_many_cells(1, series))
-    return hits
+    return partial
 
 
 def _lazy_search(collection, queries, top, column, keep, options, statistics="auto"):
     """The lazy hits frame: one ``sw-search`` task per partition (every query against it,
-    only the hits out), then one task that ranks them (with the whole database's residues
-    and sequences, a reduction over the same partitions, for E-values)."""
+    only its partial result out), then one task that ranks them all (with the whole
+    database's residues and sequences, which the partial results carry, for E-values).
+
+    The tasks hand on typed partial results (:class:`~swdask._results.PartialHits`), not
+    frames, so the graph is built from the partitions' delayed objects; the ranked hits
+    come back as a Dask frame of one partition."""
+    import dask.dataframe as dd
+    from dask.base import tokenize
+
     top = _many_queries.check_top(top)
     ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
     stats = _many_queries.hit_statistics(statistics, options.scoring, prepared)
@@ -101,14 +110,25 @@ def _lazy_search(collection, queries, top, column, keep, options, statistics="au
     # over the partitions would keep each partition in memory until both had read it (peak
     # memory then grew with the database: docs/notes/cpu-search-job.md)
     totals = stats is not None
-    meta = _search_partition(collection._meta, ids, prepared, top, column, keep, options,
-                             summaries, totals).iloc[:0]
-    partials = collection.map_partitions(_search_partition, ids, shipped, top, column, keep,
-                                         options, summaries, totals, meta=meta,
-                                         token=SEARCH_PREFIX, align_dataframes=False)
-    ranked_meta = _many_queries.rank_hits(meta, top, stats)
-    return partials.repartition(npartitions=1).map_partitions(
-        _many_queries.rank_hits, top, stats, meta=ranked_meta, token=SEARCH_PREFIX + "-rank")
+    arguments = (ids, top, column, keep, options, summaries, totals)
+    # the empty partition checks every argument here, before any task runs, and gives the
+    # ranked frame's columns
+    meta = _many_queries.rank_hits(
+        _search_partition(collection._meta, 0, ids, prepared, top, column, keep, options,
+                          summaries, totals), top, stats).iloc[:0]
+    token = tokenize(collection._name, shipped.key, arguments, stats)
+    partials = [
+        dask.delayed(_search_partition, pure=True)(
+            part, number, ids, shipped, top, column, keep, options, summaries, totals,
+            dask_key_name=(f"{SEARCH_PREFIX}-{token}", number))
+        for number, part in enumerate(collection.to_delayed())]
+    ranked = dask.delayed(_many_queries.rank_hits, pure=True)(
+        partials, top, stats, dask_key_name=(f"{SEARCH_PREFIX}-rank-{token}", 0))
+    # the ranked frame as rank_hits builds it: Dask would otherwise add a task turning its
+    # object columns (query ids, kept columns) into Arrow strings
+    with dask.config.set({"dataframe.convert-string": False}):
+        return dd.from_delayed([ranked], meta=meta, prefix=f"{SEARCH_PREFIX}-hits",
+                               verify_meta=False)
 
 
 @register_series_accessor("sw")

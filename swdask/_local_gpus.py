@@ -177,19 +177,16 @@ class QueryBatches:
 def search_batches(part, prepared, ids, options, top, stats, batches):
     """The hits of the batches this process takes from ``batches`` (a
     :class:`QueryBatches`) against ``part``: :func:`~swdask._many_queries.search_part`'s
-    frames, queries numbered as in the whole list, the database's totals carried once (by
-    the batch that starts the list), and the number of queries searched."""
+    partial results, queries numbered as in the whole list, the database's totals carried
+    once (by the batch that starts the list), and the number of queries searched."""
     from ._many_queries import search_part
 
     found, searched = [], 0
     try:
         while (batch := batches.take()) is not None:
             first, stop = batch
-            hits = search_part(0, part, prepared[first:stop], ids[first:stop], options, top,
-                               stats, totals=first == 0)
-            numbered = hits["_query"].to_numpy() >= 0  # not the totals row
-            hits.loc[numbered, "_query"] += first
-            found.append(hits)
+            found.append(search_part(0, part, prepared[first:stop], ids[first:stop], options,
+                                     top, stats, totals=first == 0).renumbered(first))
             searched += stop - first
     except BaseException:
         batches.stop_all()
@@ -215,9 +212,10 @@ class Share:
 
 @dataclass
 class ShareResult:
-    """What a process sends back: its batches' hits, how many queries it searched, on
-    which device, and its seconds by stage (``_timing``'s, with ``start``: the process's
-    age when its work began)."""
+    """What a process sends back: its batches' partial results
+    (:class:`~swdask._results.PartialHits`), how many queries it searched, on which device,
+    and its seconds by stage (``_timing``'s, with ``start``: the process's age when its work
+    began)."""
 
     hits: list
     queries: int

@@ -35,7 +35,7 @@ from . import _engine
 from ._api import column_targets, is_cudf
 from ._metrics import column_total
 from ._results import (ALIGNED_STRINGS, ALIGNMENT_COLUMNS, COLUMNS, TEXT_COLUMNS,
-                       array_module, column_array, host_array, result_columns,
+                       PartialHits, array_module, column_array, host_array, result_columns,
                        top_candidates)
 from ._scoring import ScoringError
 from ._sequences import EncodedSequences, SequenceError, prepare_query, query_column
@@ -154,7 +154,7 @@ HITS_COLUMNS = ("query_id", "rank", "target_index") + COLUMNS
 ADDED_COLUMNS = ("bitscore", "evalue") + ALIGNMENT_COLUMNS + ALIGNED_STRINGS + ("target_length",)
 #: Sort keys that travel with a column's hits until they are ranked (then dropped): the
 #: query's number, the column's number (Dask partition), the row's number in it.
-_KEYS = ("_query", "_partition", "_row", "_summary", "_residues", "_sequences")
+_KEYS = ("_query", "_partition", "_row")
 
 
 def check_top(top) -> int:
@@ -204,14 +204,14 @@ def prepare_queries(queries, scoring) -> tuple[list, list]:
 
 def search_column(queries, ids, column, options, top: int, partition: int = 0, kept=None,
                   summaries: bool = False, totals: bool = False):
-    """Each prepared query's ``top`` hits in ``column`` (pandas or cuDF, in memory): a pandas
-    frame of :data:`HITS_COLUMNS` but ``rank``, plus the sort keys :func:`rank_hits` uses,
-    and the columns of ``kept`` (a frame of the column's rows) for each hit. Only the hits
-    leave a GPU. With ``summaries``, one more row per query (``_row`` -1) carries its score
-    summary over the column in ``_summary`` (for statistics fitted to the search); with
-    ``totals``, one row (``_row`` -2) carries the column's residues and sequences in
-    ``_residues``/``_sequences`` (the search space, summed by the ranking: so a Dask search
-    reads each partition once, for its hits and its share of the totals together)."""
+    """Each prepared query's ``top`` hits in ``column`` (pandas or cuDF, in memory), as a
+    :class:`~swdask._results.PartialHits`: a pandas frame of :data:`HITS_COLUMNS` but
+    ``rank``, plus the sort keys :func:`rank_hits` uses, and the columns of ``kept`` (a
+    frame of the column's rows) for each hit. Only the hits leave a GPU. With
+    ``summaries``, each query's score summary over the column (for statistics fitted to the
+    search); with ``totals``, the column's residues and sequences (the search space, summed
+    by the ranking: so a Dask search reads each partition once, for its hits and its share
+    of the totals together)."""
     targets, backend, owner, fingerprint, _library = column_targets(column, options.scoring,
                                                                     options)
     found = search_encoded(queries, targets, top, options.mode, backend=backend, owner=owner,
@@ -240,34 +240,12 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
         if name not in frame.columns:
             continue
         frame.loc[frame[name] < 0, name] = pd.NA
-    extra = []
+    found_summaries = {}
     if summaries:
-        frame["_summary"] = pd.Series([None] * len(frame), index=frame.index, dtype=object)
-        extra.append(pd.DataFrame({
-            "query_id": pd.Series(list(ids), dtype=object),
-            "_query": np.arange(len(ids), dtype=np.int64),
-            "_partition": np.full(len(ids), partition, np.int64),
-            "_row": np.full(len(ids), -1, np.int64),
-            "_summary": pd.Series([(found["score_counts"][k], found["length_sums"][k])
-                                   for k in range(len(ids))], dtype=object)}))
-    if totals:
-        residues, sequences = database_totals(column)
-        frame["_residues"] = pd.array([pd.NA] * len(frame), dtype="Int64")
-        frame["_sequences"] = pd.array([pd.NA] * len(frame), dtype="Int64")
-        extra.append(pd.DataFrame({
-            "_query": [-1], "_partition": [partition], "_row": [-2],
-            "_residues": pd.array([residues], dtype="Int64"),
-            "_sequences": pd.array([sequences], dtype="Int64")}))
-    if extra:
-        first_label = column.index[:1] if hasattr(column, "index") else pd.Index([0])
-        first_label = np.asarray(first_label.to_pandas() if is_cudf(first_label) else
-                                 first_label)
-        for rows in extra:  # carriers, not hits (rank_hits drops them): a label of the
-            if first_label.size:  # index's type keeps target_index's dtype (no float NaN)
-                rows["target_index"] = np.repeat(first_label, len(rows))
-        frame = pd.concat([frame] + [rows.astype({c: frame[c].dtype for c in rows.columns})
-                                     for rows in extra], ignore_index=True)
-    return frame
+        found_summaries = {k: (found["score_counts"][k], found["length_sums"][k])
+                           for k in range(len(ids))}
+    residues, sequences = database_totals(column) if totals else (0, 0)
+    return PartialHits(frame, found_summaries, residues, sequences)
 
 
 def record_error(error: SequenceError, frame) -> SequenceError | None:
@@ -281,11 +259,11 @@ def record_error(error: SequenceError, frame) -> SequenceError | None:
 
 
 def search_part(number, part, prepared, ids, options, top: int, stats=None,
-                totals: bool = True) -> pd.DataFrame:
+                totals: bool = True) -> PartialHits:
     """The hits of one part of a database (``part``: a ``(column, kept)`` pair, see
     :func:`search_columns`), ``number`` its place in record order: :func:`search_column`'s
-    frame, with the summaries and (unless ``totals`` is False: a part searched by several
-    batches of queries carries them once) the totals that ``stats``
+    partial result, with the summaries and (unless ``totals`` is False: a part searched by
+    several batches of queries carries them once) the totals that ``stats``
     (:func:`hit_statistics`) needs, and a bad row's error naming its record."""
     column, kept = part
     try:
@@ -353,15 +331,11 @@ def hit_statistics(statistics, scoring, queries) -> HitStatistics | None:
     return HitStatistics(parameters, lengths)
 
 
-def fitted_parameters(summaries: pd.DataFrame, query_lengths) -> dict:
-    """Each query's parameters fitted to its score summaries summed over the partitions
-    (None for a query with too few scores), by query number."""
-    fitted = {}
-    for number, group in summaries.groupby("_query"):
-        counts = sum(c for c, _ in group["_summary"])
-        length_sums = sum(s for _, s in group["_summary"])
-        fitted[int(number)] = fit_scores(counts, length_sums, query_lengths[int(number)])
-    return fitted
+def fitted_parameters(summaries: dict, query_lengths) -> dict:
+    """Each query's parameters fitted to its score summary summed over the parts (None for
+    a query with too few scores), by query number."""
+    return {int(number): fit_scores(counts, length_sums, query_lengths[int(number)])
+            for number, (counts, length_sums) in summaries.items()}
 
 
 def database_totals(column) -> tuple[int, int]:
@@ -402,30 +376,23 @@ def add_statistics(hits: pd.DataFrame, statistics: HitStatistics, residues: int,
                        evalue=pd.arrays.FloatingArray(evalue, missing.copy()))
 
 
-def rank_hits(partials, top: int, statistics: HitStatistics | None = None, residues=0,
-              sequences=0):
-    """Hits of every column (partition) merged into each query's ``top`` best: score
-    descending, then record order (partition, then row); ``rank`` 1, 2, ...; queries in
-    their order. With ``statistics``, the hits' ``bitscore`` and ``evalue`` after the score,
-    for the whole database: ``residues`` in ``sequences``, or the sums of the partitions'
-    totals rows when they carry them (:func:`search_column`)."""
-    hits = partials if isinstance(partials, pd.DataFrame) else pd.concat(list(partials))
+def rank_hits(partials, top: int, statistics: HitStatistics | None = None):
+    """The partial results of every part (:class:`~swdask._results.PartialHits`, one or an
+    iterable, from any runner) merged into each query's ``top`` best hits: score descending,
+    then record order (partition, then row); ``rank`` 1, 2, ...; queries in their order.
+    With ``statistics``, the hits' ``bitscore`` and ``evalue`` after the score, for the
+    whole database: the residues and sequences the partial results carry, summed."""
+    merged = PartialHits.merge(partials)
+    hits = merged.hits
     fitted = None
-    extra = hits["_row"].to_numpy() < 0  # partitions' summaries and totals, not hits
-    if "_residues" in hits.columns:
-        partition_rows = hits["_row"].to_numpy() == -2
-        residues = int(hits.loc[partition_rows, "_residues"].sum())
-        sequences = int(hits.loc[partition_rows, "_sequences"].sum())
-    if "_summary" in hits.columns and statistics is not None and statistics.fitted:
-        fitted = fitted_parameters(hits[hits["_row"].to_numpy() == -1],
-                                   statistics.query_lengths)
-    hits = hits[~extra]
+    if statistics is not None and statistics.fitted:
+        fitted = fitted_parameters(merged.summaries, statistics.query_lengths)
     hits = hits.sort_values(["_query", "score", "_partition", "_row"],
                             ascending=[True, False, True, True])
     rank = hits.groupby("_query", sort=False).cumcount().to_numpy() + 1
     hits = hits.assign(rank=rank)[rank <= top]
     if statistics is not None:
-        hits = add_statistics(hits, statistics, int(residues), int(sequences), fitted)
+        hits = add_statistics(hits, statistics, merged.residues, merged.sequences, fitted)
     columns = [c for c in HITS_COLUMNS if c in hits.columns]
     columns[columns.index("score") + 1:columns.index("score") + 1] = [
         c for c in ("bitscore", "evalue") if c in hits.columns]

@@ -23,6 +23,12 @@ Python picks among candidates): the end is the best-scoring cell with the smalle
 index, then the smallest query index; the start is the one nearest that end (largest target
 start, then largest query start), found by scoring the reversed prefixes from the end cell.
 
+* **A search's result before ranking** (:class:`PartialHits`): the hits of some queries
+  against some part of a database, with what the ranking needs besides them (each query's
+  score summary, the part's residues and sequences); partial results of any parts and any
+  batches of queries merge into one (:meth:`PartialHits.merge`), whichever runner searched
+  them (this process, one process per GPU, Dask tasks).
+
 The ``cigar`` column is an Arrow ``large_string`` array (null: no CIGAR, the mark of a hit
 not traced yet), as are the aligned strings (:data:`TEXT_COLUMNS`); every other column is a
 NumPy or CuPy array. Both tracebacks give their CIGARs as one text buffer and its offsets,
@@ -35,7 +41,7 @@ This module imports nothing of swdask above it (NumPy, pyarrow and, lazily, pand
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -328,8 +334,62 @@ class Alignments:
         return frame
 
 
+@dataclass
+class PartialHits:
+    """A search's result before ranking: the hits of some queries against some part of a
+    database, and what ranking them among every part's needs.
+
+    Attributes:
+        hits: a pandas frame, one row per hit: the hit's columns and the sort keys
+            ``_query`` (the query's number in the search's list), ``_partition`` (the part's
+            place in record order) and ``_row`` (the row's place in its part).
+        summaries: each query's score summary over the rows searched, for statistics fitted
+            to the search (:func:`~swdask._statistics.score_summary`), by query number: a
+            pair of arrays that add up over parts. Empty when the search fits nothing.
+        residues, sequences: the part's residues and sequences (nulls are not sequences),
+            the database side of the search space; 0 where another partial result of the
+            same part carries them (a part searched by several batches of queries counts
+            once).
+    """
+
+    hits: "pd.DataFrame"
+    summaries: dict = field(default_factory=dict)
+    residues: int = 0
+    sequences: int = 0
+
+    def renumbered(self, first: int) -> "PartialHits":
+        """The same result for queries numbered from ``first`` (a batch of the search's
+        list: its query 0 is the list's query ``first``)."""
+        hits = self.hits.assign(_query=self.hits["_query"].to_numpy() + first)
+        summaries = {number + first: summary for number, summary in self.summaries.items()}
+        return PartialHits(hits, summaries, self.residues, self.sequences)
+
+    @staticmethod
+    def merge(partials) -> "PartialHits":
+        """One partial result of many (an iterable of :class:`PartialHits`, or one): hits
+        concatenated, summaries added per query, totals summed."""
+        import pandas as pd
+
+        if isinstance(partials, PartialHits):
+            return partials
+        partials = list(partials)
+        if not partials:
+            raise ValueError("no partial results to merge")
+        summaries = {}
+        for partial in partials:
+            for number, (counts, length_sums) in partial.summaries.items():
+                if number in summaries:
+                    before = summaries[number]
+                    counts, length_sums = before[0] + counts, before[1] + length_sums
+                summaries[number] = (counts, length_sums)
+        frames = [partial.hits for partial in partials]
+        hits = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+        return PartialHits(hits, summaries, sum(int(p.residues) for p in partials),
+                           sum(int(p.sequences) for p in partials))
+
+
 __all__ = ["ALIGNED_STRINGS", "ALIGNMENT_COLUMNS", "Alignments", "COLUMNS", "MODES",
-           "TEXT_COLUMNS", "arrow_strings", "best_cell", "column_array",
+           "PartialHits", "TEXT_COLUMNS", "arrow_strings", "best_cell", "column_array",
            "empty_alignment_columns", "empty_cells", "finish", "host_array", "kernel_mode",
            "position_mode", "put_rows", "result_columns", "stack_rows", "top_candidates",
            "untraced"]

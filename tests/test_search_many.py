@@ -629,3 +629,39 @@ def test_keep_refuses_a_column_the_search_could_write(database, queries, name):
     ddf = dd.from_pandas(frame, npartitions=2)
     with pytest.raises(ValueError, match=name):
         ddf.sw.search(queries[:1], top=2, keep=[name])
+
+
+def test_partial_results_merge_whatever_the_cut(database, queries):
+    """A search's partial results (swdask._results.PartialHits) from any cut of the work (by
+    rows, by batches of queries) merge and rank to the one search's table: summaries add up
+    per query, totals sum, batches renumber their queries into the whole list."""
+    from swdask import _many_queries
+    from swdask._options import Options
+    from swdask._results import PartialHits
+
+    options = Options.parse(matrix="BLOSUM62", backend="cpu")
+    ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
+    stats = _many_queries.hit_statistics("search", options.scoring, prepared)
+    halves = [(database["sequence"].iloc[:150], None), (database["sequence"].iloc[150:], None)]
+    by_rows = [_many_queries.search_part(k, part, prepared, ids, options, 5, stats)
+               for k, part in enumerate(halves)]
+    merged = PartialHits.merge(by_rows)
+    assert merged.residues == sum(p.residues for p in by_rows) > 0
+    assert merged.sequences == int(database["sequence"].count())
+    for number, (counts, length_sums) in merged.summaries.items():
+        first, second = by_rows[0].summaries[number], by_rows[1].summaries[number]
+        assert np.array_equal(counts, first[0] + second[0])
+        assert np.array_equal(length_sums, first[1] + second[1])
+    whole = _many_queries.search_columns([(database["sequence"], None)], queries, 5, options,
+                                         statistics="search")
+    pd.testing.assert_frame_equal(_many_queries.rank_hits(by_rows, 5, stats), whole)
+
+    part = (database["sequence"], None)
+    batches = [_many_queries.search_part(0, part, prepared[:2], ids[:2], options, 5, stats),
+               _many_queries.search_part(0, part, prepared[2:], ids[2:], options, 5, stats,
+                                         totals=False).renumbered(2)]
+    assert set(batches[1].summaries) == set(range(2, len(queries)))
+    assert batches[1].residues == 0
+    pd.testing.assert_frame_equal(_many_queries.rank_hits(batches, 5, stats), whole)
+    with pytest.raises(ValueError, match="no partial results"):
+        PartialHits.merge([])
