@@ -49,10 +49,9 @@ def persist_balanced(frame, client=None, column: str = "sequence"):
     divisions), a warning says how to fix it. On GPUs keep k small: each partition costs
     every query of a search a pass of its own, and the search's rate falls as the parts get
     more and smaller (docs/notes/gpu-several-gpus-and-dask.md, small partitions). In 64 MB
-    partitions sp500k is three of
-    62.6 million residues and one of 38.5 million: on 4 GPUs the largest share is 11% above
-    the mean, and the search waits for it. Partitions moved to reach that are copied once
-    between workers.
+    partitions sp500k is three of 62.6 million residues and one of 38.5 million: on 4 GPUs
+    the largest share is 11% above the mean, and the search waits for it. Partitions moved
+    to reach that are copied once between workers.
     """
     import dask
     import dask.dataframe as dd
