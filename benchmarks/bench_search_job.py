@@ -32,17 +32,21 @@ GPU sets (``--gpu``, on the GPU machine: ``ci/gpu_run.sh``'s ``search`` step), f
   alone (``engine_seconds``: search of the encoded database in this process), and the check
   that the job's hits equal the per-query ``.sw.align`` (full positions) + ranking on every
   query (``check_mismatches``).
-  For ``cudf`` the same record holds ``import_seconds``: new processes that import swdask,
-  CuPy and cuDF (what cuDF frames would add to the one-GPU job, which makes none).
+  For ``cudf`` (where cuDF is installed) the same record holds ``import_seconds``: new
+  processes that import swdask, CuPy and cuDF (what cuDF frames would add to the job,
+  which makes none).
 * ``search-1000``: ``--sample`` proteins drawn from ``--sample-from`` (mmseqs2's DB.fasta.gz,
   ``seed`` in the JSON) against sp500k, top 10, ``--repeats`` runs (the first may compile
   kernel variants W1's runs did not), the fastest in ``wall_seconds``; the first 100 of
   them are also searched against the sample's source with the GPU and the CPU backends and
   the hits compared (``exactness``).
 
-With ``--gpu-counts 1 2``, each ``gpu`` job runs again on 2 GPUs of the machine (one
-record each with ``gpus``, ``over_one_gpu``, ``x_linear``, ``equal_to_one_gpu``); every
-one-GPU job sees only the first GPU (``CUDA_VISIBLE_DEVICES=0``).
+With ``--gpu-counts 1 2``, each job (``gpu`` and ``cudf``: with no cluster both run on the
+local GPUs, cuDF not needed) runs again on 2 GPUs of the machine (one record each with
+``gpus``, ``over_one_gpu``, ``x_linear``, ``equal_to_one_gpu``); every one-GPU job sees only
+the first GPU (``CUDA_VISIBLE_DEVICES=0``). With ``--scheduler-gpus N``, each ``gpu`` job
+also runs with ``--scheduler`` on a Dask scheduler with one plain ``dask worker`` per GPU
+(``runner: "scheduler"``).
 
 ``kernel_tcups`` is the W1 kernel-only figure of the same run (``--w1-json``, the W1 JSON
 that ``bench_w1_gpu.py`` wrote in the same device call).
@@ -136,14 +140,10 @@ def _gpus_env(count: int) -> dict:
     return {**os.environ, "CUDA_VISIBLE_DEVICES": ",".join(map(str, range(count)))}
 
 
-def _backends(wanted) -> list[str]:
+def _have_cudf() -> bool:
     import importlib.util
 
-    have_cudf = all(importlib.util.find_spec(m) for m in ("cudf", "dask_cudf", "dask_cuda"))
-    chosen = [b for b in wanted if b != "cudf" or have_cudf]
-    if len(chosen) < len(wanted):
-        print("cudf backend skipped: cuDF/dask-cuda not importable here")
-    return chosen
+    return all(importlib.util.find_spec(m) for m in ("cudf", "dask_cudf", "dask_cuda"))
 
 
 def _import_seconds(repeats: int = 3) -> dict:
@@ -275,7 +275,8 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
         query_file = work / f"{workload}.fasta"
         _write_fasta(query_file, queries)
         cells = int(queries["sequence"].str.len().sum()) * residues
-        for backend in _backends(args.backends):
+        # --backend cudf with no cluster runs on the local GPUs as gpu does (no cuDF needed)
+        for backend in args.backends:
             output = work / f"{workload}-{backend}.tsv"
             record = {"workload": workload, **common, "backend": backend,
                       "queries": len(queries), "cells": cells}
@@ -325,7 +326,7 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
                               if got.shape == expected.shape else len(expected))
                 print(f"  check against per-query align: {record['check_mismatches']} "
                       f"mismatching rows of {len(expected)}")
-            if backend == "cudf" and workload == "search-W1":
+            if backend == "cudf" and workload == "search-W1" and _have_cudf():
                 record.update(_import_seconds())
                 print(f"  new processes: {record['import_seconds']}")
             if backend != "gpu" and (work / f"{workload}-gpu.tsv").exists():
@@ -350,8 +351,11 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
                 # the same job under other settings, alternating with the default (A/B)
                 record["variants"] = _variants(args, query_file, db_path, work, wall)
             runs.append(record)
-            if backend == "gpu":  # the same job on several GPUs of this machine
-                runs.extend(_several_gpus(args, record, query_file, db_path, output, work))
+            # the same job on several GPUs of this machine: local processes, and a
+            # scheduler with one plain worker per GPU
+            runs.extend(_several_gpus(args, record, query_file, db_path, output, work))
+            if backend == "gpu" and args.scheduler_gpus:
+                runs.append(_on_scheduler(args, record, query_file, db_path, output, work))
     return runs
 
 
@@ -392,7 +396,7 @@ def _several_gpus(args, one, query_file, db_path, one_output, work: Path) -> lis
             print(f"{one['workload']} on {count} GPUs skipped: this machine has {present}")
             continue
         output = work / f"{one['workload']}-{count}gpus.tsv"
-        timed = [_job(query_file, db_path, output, "gpu", _gpus_env(count))
+        timed = [_job(query_file, db_path, output, one["backend"], _gpus_env(count))
                  for _ in range(max(1, args.repeats))]
         seconds, phases = min(timed, key=lambda run: run[0])
         over = one["wall_seconds"] / seconds
@@ -407,11 +411,56 @@ def _several_gpus(args, one, query_file, db_path, one_output, work: Path) -> lis
                       equal_to_one_gpu=bool(_hits_key(output).equals(_hits_key(one_output))))
         if "seed" in one:
             record["seed"] = one["seed"]
-        print(f"{one['workload']} gpu on {count} GPUs: {seconds:.2f} s {phases}, "
+        print(f"{one['workload']} {one['backend']} on {count} GPUs: {seconds:.2f} s {phases}, "
               f"{over:.2f} x one GPU ({one['wall_seconds']:.2f} s), hits equal: "
               f"{record['equal_to_one_gpu']}")
         runs.append(record)
     return runs
+
+
+def _on_scheduler(args, one, query_file, db_path, one_output, work: Path) -> dict:
+    """The job of record ``one`` (``--backend gpu``, one GPU) on a Dask scheduler with one
+    plain ``dask worker`` per GPU (``CUDA_VISIBLE_DEVICES`` one GPU each, one thread), as a
+    user runs a cluster job: ``swdask search --scheduler``. The scheduler and workers start
+    before the timed jobs (``--repeats`` runs, the fastest kept; the first loads the
+    workers' kernels); ``runner`` is ``"scheduler"``."""
+    count = args.scheduler_gpus
+    address = "tcp://127.0.0.1:8797"
+    started = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
+                                 "--port", "8797", "--dashboard-address", ":0"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        for device in range(count):
+            started.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads",
+                 "1", "--no-dashboard", "--name", f"gpu{device}"],
+                env={**os.environ, "CUDA_VISIBLE_DEVICES": str(device)},
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        from distributed import Client
+
+        with Client(address, timeout=120) as client:
+            client.wait_for_workers(count, timeout=120)
+        output = work / f"{one['workload']}-scheduler.tsv"
+        timed = [_job(query_file, db_path, output, "gpu", extra=("--scheduler", address))
+                 for _ in range(max(1, args.repeats))]
+    finally:
+        for process in reversed(started):
+            process.terminate()
+            process.wait(timeout=60)
+    seconds, phases = min(timed, key=lambda run: run[0])
+    over = one["wall_seconds"] / seconds
+    record = {key: one[key] for key in ("workload", "backend", "device", "date", "commit",
+                                        "database", "database_residues", "queries", "cells",
+                                        "kernel_tcups", "seed") if key in one}
+    record.update(runner="scheduler", gpus=count, wall_seconds=seconds, phases=phases,
+                  wall_seconds_all=[run[0] for run in timed],
+                  effective_tcups=one["cells"] / seconds / 1e12,
+                  one_gpu_wall_seconds=one["wall_seconds"], over_one_gpu=over,
+                  x_linear=over / count,
+                  equal_to_one_gpu=bool(_hits_key(output).equals(_hits_key(one_output))))
+    print(f"{one['workload']} on a scheduler with {count} GPU workers: {seconds:.2f} s "
+          f"{phases}, {over:.2f} x one GPU, hits equal: {record['equal_to_one_gpu']}")
+    return record
 
 
 def main() -> int:
@@ -438,6 +487,9 @@ def main() -> int:
                         help="KEY=VALUE swdask settings: the non-W1 one-GPU jobs again under "
                              "each, alternating with the defaults")
     parser.add_argument("--variant-repeats", type=int, default=1)
+    parser.add_argument("--scheduler-gpus", type=int, default=0,
+                        help="also run the gpu jobs on a Dask scheduler with one worker per "
+                        "GPU, on this many GPUs")
     parser.add_argument("--gpu-counts", type=int, nargs="+", default=[1],
                         help="GPU sets: also run --backend gpu on these many GPUs of the "
                              "machine (CUDA_VISIBLE_DEVICES), one warm run each")

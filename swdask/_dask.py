@@ -73,6 +73,7 @@ def _search_partition(part, number, ids, queries, top, column, keep, options,
     leave the worker)."""
     series = part if column is None else part[column]
     kept = part[list(keep)] if keep else None
+    _wait_for_warm_up()
     try:
         partial = _sw(series).search_prepared(ids, queries, top, options, number, kept,
                                               summaries, totals)
@@ -85,20 +86,15 @@ def _search_partition(part, number, ids, queries, top, column, keep, options,
     return partial
 
 
-def _lazy_search(collection, queries, top, column, keep, options, statistics="auto"):
-    """The lazy hits frame: one ``sw-search`` task per partition (every query against it,
-    only its partial result out), then one task that ranks them all (with the whole
-    database's residues and sequences, which the partial results carry, for E-values).
-
-    The tasks hand on typed partial results (:class:`~swdask._results.PartialHits`), not
-    frames, so the graph is built from the partitions' delayed objects; the ranked hits
-    come back as a Dask frame of one partition."""
-    import dask.dataframe as dd
+def search_tasks(collection, ids, prepared, top, column, keep, options, stats):
+    """One delayed ``sw-search`` task per partition of ``collection``: every prepared query
+    against it, its :class:`~swdask._results.PartialHits` out (only the hits, and what
+    ranking them needs, leave the worker); and the empty partition's partial result, which
+    checked every argument before any task runs. The partial results are ranked together
+    by :func:`~swdask._many_queries.rank_hits`: in a task of the graph (``.sw.search``) or
+    where they are gathered (the search job's cluster runner, :mod:`swdask._runners`)."""
     from dask.base import tokenize
 
-    top = _many_queries.check_top(top)
-    ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
-    stats = _many_queries.hit_statistics(statistics, options.scoring, prepared)
     # the queries travel as their codes only: a worker builds the kernels' tables it needs
     # once (the tasks on a worker share one copy of the list). Built here, the CPU profiles
     # of 1,000 proteins made an 85 MiB graph; serialising it and sending it to every worker
@@ -110,18 +106,32 @@ def _lazy_search(collection, queries, top, column, keep, options, statistics="au
     # over the partitions would keep each partition in memory until both had read it (peak
     # memory then grew with the database: docs/notes/cpu-search-job.md)
     totals = stats is not None
-    arguments = (ids, top, column, keep, options, summaries, totals)
-    # the empty partition checks every argument here, before any task runs, and gives the
-    # ranked frame's columns
-    meta = _many_queries.rank_hits(
-        _search_partition(collection._meta, 0, ids, prepared, top, column, keep, options,
-                          summaries, totals), top, stats).iloc[:0]
-    token = tokenize(collection._name, shipped.key, arguments, stats)
-    partials = [
-        dask.delayed(_search_partition, pure=True)(
-            part, number, ids, shipped, top, column, keep, options, summaries, totals,
-            dask_key_name=(f"{SEARCH_PREFIX}-{token}", number))
-        for number, part in enumerate(collection.to_delayed())]
+    # the empty partition checks every argument here, before any task runs
+    empty = _search_partition(collection._meta, 0, ids, prepared, top, column, keep, options,
+                              summaries, totals)
+    token = tokenize(collection._name, shipped.key,
+                     (ids, top, column, keep, options, summaries, totals))
+    tasks = [dask.delayed(_search_partition, pure=True)(
+                 part, number, ids, shipped, top, column, keep, options, summaries, totals,
+                 dask_key_name=(f"{SEARCH_PREFIX}-{token}", number))
+             for number, part in enumerate(collection.to_delayed())]
+    return tasks, empty
+
+
+def _lazy_search(collection, queries, top, column, keep, options, statistics="auto"):
+    """The lazy hits frame: :func:`search_tasks`, then one task that ranks them all (with
+    the whole database's residues and sequences, which the partial results carry, for
+    E-values); the ranked hits come back as a Dask frame of one partition."""
+    import dask.dataframe as dd
+    from dask.base import tokenize
+
+    top = _many_queries.check_top(top)
+    ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
+    stats = _many_queries.hit_statistics(statistics, options.scoring, prepared)
+    partials, empty = search_tasks(collection, ids, prepared, top, column, keep, options,
+                                   stats)
+    meta = _many_queries.rank_hits(empty, top, stats).iloc[:0]  # the ranked frame's columns
+    token = tokenize([partial.key for partial in partials], top, stats)
     ranked = dask.delayed(_many_queries.rank_hits, pure=True)(
         partials, top, stats, dask_key_name=(f"{SEARCH_PREFIX}-rank-{token}", 0))
     # the ranked frame as rank_hits builds it: Dask would otherwise add a task turning its
@@ -129,6 +139,42 @@ def _lazy_search(collection, queries, top, column, keep, options, statistics="au
     with dask.config.set({"dataframe.convert-string": False}):
         return dd.from_delayed([ranked], meta=meta, prefix=f"{SEARCH_PREFIX}-hits",
                                verify_meta=False)
+
+
+def warm_workers(client, query_lengths, scoring) -> None:
+    """Every worker of ``client`` begins readying its GPU for queries of these lengths (the
+    context, the kernels they launch: the backend's ``warm_up``) on a thread of its own, so
+    that it happens while the worker reads its partitions; its search tasks wait for it
+    (:func:`_wait_for_warm_up`). Returns once every worker has started its thread (a
+    plain function given to ``Client.run`` runs on the worker's event loop, so it only
+    starts the thread). A worker without a GPU skips it: the search task then reports what
+    is missing."""
+    client.run(_start_warm_up, list(query_lengths), scoring)
+
+
+#: The warm-up thread of this worker process (:func:`warm_workers`), if one was started.
+_WARM_UP: list = []
+
+
+def _start_warm_up(query_lengths, scoring) -> None:
+    import threading
+
+    def warm():
+        try:
+            _engine.get_backend("gpu").warm_up(query_lengths, scoring)
+        except Exception:  # noqa: BLE001 - the search task meets and reports the same
+            pass
+
+    thread = threading.Thread(target=warm, name="swdask-warm-up", daemon=True)
+    thread.start()
+    _WARM_UP.append(thread)
+
+
+def _wait_for_warm_up() -> None:
+    """Wait for this worker's warm-up thread, if any (two threads loading one kernel at
+    once would both compile it)."""
+    while _WARM_UP:
+        _WARM_UP.pop().join()
 
 
 @register_series_accessor("sw")

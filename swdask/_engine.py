@@ -6,6 +6,9 @@ GPU (CUDA through CuPy, :mod:`swdask.gpu`). Each implements the small protocol
 
 * ``encode(values, scoring, labels, what)``: a column of strings to
   :class:`~swdask._sequences.EncodedSequences` where this backend wants them (host or device);
+* ``encode_fasta(text, path, scoring)``: a whole FASTA file's bytes to its records, encoded
+  where this backend wants them, with their headers; or None, leaving the file to the reader
+  (the CPU always does: its reader parses on every core already);
 * ``one_against_many(query, targets, mode, owner=, fingerprint=, checks=, top=)``: one
   prepared query against every row of ``targets``; with a list ``checks``, a backend may
   leave the checks of its fast path to later (appending what to check) instead of waiting
@@ -20,9 +23,10 @@ GPU (CUDA through CuPy, :mod:`swdask.gpu`). Each implements the small protocol
   columns of known hits (numba on the CPU, ``gpu/traceback.cu`` on the GPU);
 * ``batch()``: held while a batch of queries runs against one column (a GPU takes one
   batch at a time);
-* ``device_count()`` and ``device(index)``: the devices this process sees and the context
-  in which a thread's work runs on one of them (the CPU is one device; a job on several
-  local GPUs drives each from its own thread);
+* ``device_count()``, ``current_device()`` and ``device(index)``: the devices this process
+  sees, the one this thread's work runs on, and the context in which a thread's work runs
+  on one of them (the CPU is one device; a job on several local GPUs drives each from its
+  own thread or process);
 * ``warm_up(query_lengths, scoring)``: ready what a first search needs (the GPU's context and
   kernels), so that a job does it while it reads;
 
@@ -65,6 +69,14 @@ class Backend(Protocol):
     def encode(self, values, scoring: Scoring, labels=None, what: str = "row") -> EncodedSequences:
         ...
 
+    def encode_fasta(self, text: np.ndarray, path: str, scoring: Scoring):
+        """A whole FASTA file's bytes (``text``, uint8 on the host; ``path`` names it) as
+        ``(EncodedSequences, headers)`` (:class:`~swdask._fasta.FastaHeaders`, the records
+        numbered from 0 as :func:`swdask.read_fasta` numbers them), or None: the caller then
+        reads the file with the reader, which names the file, line or record of every
+        problem."""
+        ...
+
     def one_against_many(self, query: PreparedQuery,
                          targets: EncodedSequences | Callable[[], EncodedSequences], mode: str,
                          *, owner=None, fingerprint: tuple = (),
@@ -99,6 +111,10 @@ class Backend(Protocol):
 
     def device_count(self) -> int:
         """The devices this process sees (the CPU is one)."""
+        ...
+
+    def current_device(self) -> int:
+        """The device this thread's work runs on now (0-based)."""
         ...
 
     def device(self, index: int) -> "ContextManager":
@@ -136,6 +152,12 @@ class CpuBackend:
 
         query.profile("cpu", lambda q: _cpu.query_profile(q.codes, q.scoring.matrix))
         return query
+
+    @staticmethod
+    def encode_fasta(text, path, scoring: Scoring):
+        """None: the CPU engine's files go to the reader (:mod:`swdask._fasta`), whose numba
+        parse already uses every core and streams a file in partitions."""
+        return None
 
     @staticmethod
     def warm_up(query_lengths, scoring: Scoring) -> None:
@@ -195,6 +217,10 @@ class CpuBackend:
         return 1  # the numba kernels use every core already
 
     @staticmethod
+    def current_device() -> int:
+        return 0
+
+    @staticmethod
     def device(index: int):
         if index != 0:
             raise ValueError(f"the CPU backend has one device, 0; got {index}")
@@ -234,6 +260,20 @@ def get_backend(name: str = "auto", *arrays) -> Backend:
 
         return gpu_backend()
     raise ValueError(f"backend must be 'auto', 'cpu' or 'gpu', got {name!r}")
+
+
+def start_driver(name: str, device: int = 0) -> None:
+    """Begin starting backend ``name``'s device ``device`` on a thread of its own, before the
+    backend itself is made (``"gpu"``: the CUDA driver and the device's context, without
+    CuPy or the interpreter's lock, :func:`swdask.gpu._runtime.start_driver`; ``"cpu"``:
+    nothing). A job calls it as it begins, so the driver's slow start runs beside its imports
+    and reads; the backend made later finds the device ready."""
+    if name == "gpu":
+        from .gpu._runtime import start_driver as start
+
+        start(device)
+    elif name != "cpu":
+        raise ValueError(f"backend must be 'cpu' or 'gpu', got {name!r}")
 
 
 def align_many(query: PreparedQuery, targets, mode: str, *, backend: str = "auto",

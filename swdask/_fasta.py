@@ -838,6 +838,14 @@ def expand_paths(path, storage_options=None):
     return fs, paths
 
 
+def no_record_error(paths) -> ValueError:
+    """The error of a database (``paths``: a path, a glob or a list of them) that holds no
+    FASTA record at all."""
+    names = paths if isinstance(paths, str) else ", ".join(map(str, paths))
+    return ValueError(f"the database ({names}) holds no FASTA record (no line starts with "
+                      "'>')")
+
+
 def parse_blocksize(blocksize) -> int | None:
     if blocksize is None:
         return None

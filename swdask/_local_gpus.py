@@ -1,24 +1,24 @@
-"""The search job on this machine's GPUs with no cluster: on one GPU in this process, on
-several with one more process for each further GPU.
+"""The search job's runner on this machine's GPUs with no cluster (:class:`LocalGpus`, one
+of :mod:`swdask._runners`): on one GPU in this process, on several with one more process for
+each further GPU.
 
-``swdask search --backend gpu`` (or ``cudf`` on one GPU) with no ``--scheduler`` or
-``--workers`` runs here.
+``swdask search --backend gpu`` (or ``cudf``) with no ``--scheduler`` or ``--workers`` runs
+here.
 
-One GPU (:func:`search_on_one_gpu`). With one plain (uncompressed, local) database file,
-the file's bytes are read and uploaded as they are, then cut into records and encoded on
-the GPU (:func:`~swdask.gpu._encode.encode_fasta_text`; the hits' ids come from their
-header lines alone) while another thread readies the GPU (its context, the kernels these
+One GPU. With one plain (uncompressed, local) database file, the file's bytes are read and
+uploaded as they are, then cut into records and encoded on the GPU (the backend's
+``encode_fasta``; the hits' ids come from their header lines alone) while another thread readies the GPU (its context, the kernels these
 queries launch); neither numba nor a frame of the database is needed. Otherwise (or where
 that parse leaves the file to the reader: see :func:`~swdask._fasta.fasta_layout`) the
 database is read into one frame in this process (:func:`~swdask._fasta.read_fasta_frame`,
 ``threads`` threads) beside that warm-up, then searched as one column
 (:func:`load_database`).
 
-``backend="cudf"`` on one GPU runs this same job: its database is in GPU memory either way
-(the file's bytes parsed there, or the frame's strings uploaded once and encoded there), and
-a job that writes a file hands no frame back, so a cuDF frame would only add cuDF's import
-(several times longer than the file's read and parse: docs/notes/gpu-search-job.md) and a
-copy. cuDF frames carry the partitions where the job runs on a cluster.
+``backend="cudf"`` runs this same job: its database is in GPU memory either way (the file's
+bytes parsed there, or the frame's strings uploaded once and encoded there), and a job that
+writes a file hands no frame back, so a cuDF frame would only add cuDF's import (several
+times longer than the file's read and parse: docs/notes/gpu-search-job.md) and a copy. cuDF
+frames carry the partitions where the job runs on a cluster.
 
 Neither Dask's graph nor its dataframe module is needed: importing dask.dataframe (which
 imports dask.array, CuPy's SciPy modules and SciPy) and reading through Dask's threaded
@@ -26,7 +26,7 @@ scheduler took a large share of a short job (docs/notes/gpu-search-job.md), and 
 partitions read in parallel are joined into one column anyway (one launch on the GPU's whole
 share).
 
-Several GPUs (:func:`search_on_gpus`). This process searches on GPU 0 as the one-GPU job
+Several GPUs. This process searches on GPU 0 as the one-GPU job
 does, and starts one process for each further GPU, as soon as the job begins where the
 driver's list of GPUs says there are several (:class:`FurtherGpus`,
 :func:`quick_gpu_count`). Every process reads and parses the whole database on its own GPU
@@ -34,8 +34,8 @@ driver's list of GPUs says there are several (:class:`FurtherGpus`,
 (:class:`QueryBatches`): each batch about 1 / GPUs of the query residues not yet taken,
 so the first batches are long stacks and the last ones short, and a process that starts
 later simply takes fewer. Each query is searched whole in one process, so its hits
-need no merging across processes: this process only puts the batches' hits in the queries'
-order (:func:`~swdask._many_queries.rank_hits`).
+need no merging across processes: the batches' partial results are put in the queries'
+order by the job's one merge (:func:`~swdask._many_queries.rank_hits`).
 
 Why the queries are shared out, not the database: until 2026-11-25 each process searched
 every query against its own byte range of the file. The job then waited for every new
@@ -53,8 +53,8 @@ Why Python's own processes (:mod:`multiprocessing`), not a Dask cluster: the wor
 task per further GPU, balanced by the shared counter, with nothing to schedule, retry or
 spill; a local cluster's start and stop are a large share of a short job
 (:mod:`swdask._search`, docs/notes/cpu-search-job.md), and the graph path imports
-dask.dataframe. (``--scheduler`` and
-``--backend cudf`` on several GPUs still run on a Dask cluster, with its dashboard.) The
+dask.dataframe. (``--scheduler`` and ``--workers`` run on a Dask cluster, with its
+dashboard.) The
 processes are started with ``spawn`` (CUDA does not survive ``fork``); each hands its hits
 back on a queue and ends at once, without the interpreter's teardown.
 """
@@ -84,9 +84,8 @@ def load_database(database_path, lengths, options, blocksize, threads, strip_gap
     from concurrent.futures import ThreadPoolExecutor
 
     from ._fasta import read_fasta_frame, whole_plain_text
-    from .gpu._encode import encode_fasta_text
 
-    device = gpu.runtime.current_device()
+    device = gpu.current_device()
     database = None
     with ThreadPoolExecutor(1) as pool:
         def warm():  # beside the read: the GPU's context and kernels
@@ -103,7 +102,7 @@ def load_database(database_path, lengths, options, blocksize, threads, strip_gap
             with phases("ready"):
                 ready.result()
             with phases("parse"):
-                database = encode_fasta_text(text[1], text[0], options.scoring, gpu.runtime)
+                database = gpu.encode_fasta(text[1], text[0], options.scoring)
         if database is None:  # anything else (or a file to name a problem in): the reader
             with phases("read"):
                 database = read_fasta_frame(database_path, blocksize, threads=threads,
@@ -113,30 +112,107 @@ def load_database(database_path, lengths, options, blocksize, threads, strip_gap
     if isinstance(database, tuple):  # (codes on the GPU, the records' headers)
         return database
     if database.empty:
-        names = database_path if isinstance(database_path, str) else ", ".join(
-            map(str, database_path))
-        raise ValueError(f"the database ({names}) holds no FASTA record (no line starts "
-                         "with '>')")
+        from ._fasta import no_record_error
+
+        raise no_record_error(database_path)
     return database["sequence"], database[["id", "description"]]
 
 
-def search_on_one_gpu(database_path, queries, top, options, blocksize, threads, statistics,
-                      strip_gaps, phases):
-    """The hits of ``queries`` (a frame: ``id``, ``sequence``) on this process's GPU (see
-    the module docstring); ``phases`` (the job's :class:`~swdask._search.Phases`) gets
-    ``read``, ``ready``, ``parse``, ``search`` and, in ``in_tasks``, the search's stages."""
+class LocalGpus:
+    """The search job's runner for the GPU engine on this machine's GPUs with no cluster
+    (:mod:`swdask._runners`; see the module docstring): ``likely`` is
+    :func:`quick_gpu_count`'s count, checked against the driver's once CuPy has counted."""
+
+    def __init__(self, likely: int):
+        self.likely = likely
+        self.further: FurtherGpus | None = None
+        self.stack = None
+
+    def start(self) -> None:
+        """GPU 0's driver started, CuPy imported and the GPUs counted on a thread, and the
+        further GPUs' processes spawned, all beside the queries' read.
+
+        The driver and its context start without the interpreter's lock: its start is slow,
+        so it runs beside the imports and the queries' read, and the "ready" phase comes to
+        nothing; CuPy's import and count are a visible share of a short job too
+        (docs/notes/gpu-search-job.md)."""
+        from ._engine import start_driver
+
+        start_driver("gpu", 0)
+        self.stack = _start(_gpu_stack)
+        if self.likely > 1:
+            self.further = FurtherGpus(self.likely)
+
+    def stop(self) -> None:
+        if self.further is not None:
+            self.further.stop()  # nothing once they have their work
+
+    def partials(self, job) -> list:
+        """Every part's :class:`~swdask._results.PartialHits` (one part per GPU's batch)."""
+        from ._cluster import available_cores
+
+        with job.phases("startup"):  # no GPU (or no CuPy): said now, not from a task
+            gpus = max(1, self.stack.result())
+        if gpus == 1:
+            self.stop()  # the driver sees one GPU after all
+            threads = min(available_cores(), 8)
+            job.report(f"running in this process on one GPU ({threads} threads read the "
+                       "database); no dashboard: pass --scheduler to run on a cluster and "
+                       "watch it")
+            return _one_gpu(job, threads)
+        threads = max(1, min(available_cores() // gpus, 8))
+        job.report(f"running on {gpus} GPUs: GPU 0 in this process, one more process for "
+                   "each other; no dashboard: pass --scheduler to run on a cluster and watch "
+                   "it")
+        further, self.further = self.further, None
+        return _several_gpus(job, gpus, threads, further)
+
+
+def _gpu_stack() -> int:
+    """The GPU backend made (CuPy imported, the driver started; GpuUnavailableError, saying
+    what to do, where there is none): the GPUs this process sees."""
+    from . import _cluster, _engine
+
+    _engine.get_backend("gpu")
+    return _cluster.local_gpu_count()
+
+
+def _start(function):
+    """``function()`` running on its own thread: its Future. A daemon thread rather than an
+    executor's, so that a job that fails before it waits for the result (a bad query) ends
+    at once instead of joining the thread at exit."""
+    import threading
+    from concurrent.futures import Future
+
+    future = Future()
+
+    def run():
+        try:
+            future.set_result(function())
+        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for it
+            future.set_exception(exc)
+
+    threading.Thread(target=run, name="swdask-start", daemon=True).start()
+    return future
+
+
+def _one_gpu(job, threads: int) -> list:
+    """The job (:class:`~swdask._runners.SearchJob`) on this process's GPU: the database
+    read beside the GPU's warm-up (:func:`load_database`), every query searched against it;
+    ``job.phases`` gets ``read``, ``ready``, ``parse``, ``search`` and, in ``in_tasks``, the
+    search's stages."""
     from ._engine import get_backend
-    from ._many_queries import search_columns
+    from ._many_queries import search_part
 
     gpu = get_backend("gpu")
-    lengths = [len(sequence) for sequence in queries["sequence"]]
-    part = load_database(database_path, lengths, options, blocksize, threads, strip_gaps,
-                         phases, gpu)
-    with phases("search"):
+    part = load_database(job.database, job.lengths(), job.options, job.blocksize, threads,
+                         job.strip_gaps, job.phases, gpu)
+    with job.phases("search"):
         _timing.take()  # from zero: only this job's stages
-        hits = search_columns([part], queries, top, options, statistics=statistics)
-    phases.in_tasks = _timing.take()
-    return hits
+        found = [search_part(0, part, job.prepared, job.ids, job.options, job.top,
+                             job.stats)]
+    job.phases.add_in_tasks(_timing.take())
+    return found
 
 
 class QueryBatches:
@@ -251,7 +327,7 @@ def search_share(device: int, share: Share, processes: int, counter) -> ShareRes
         with _timing.stage("search"):
             hits, searched = search_batches(part, prepared, ids, share.options, share.top,
                                             stats, batches)
-        device = gpu.runtime.current_device()
+        device = gpu.current_device()
     stages = _timing.take()
     if age is not None:
         stages["start"] = age
@@ -372,9 +448,9 @@ def _process_main(device: int, shares, processes: int, counter, results) -> None
     one allocation at a time) is skipped, and the job's own exit waits for this one's."""
     import os
 
-    from .gpu._runtime import start_driver
+    from ._engine import start_driver
 
-    start_driver(device)  # while the share is awaited and read (see the function)
+    start_driver("gpu", device)  # while the share is awaited and read (see the function)
     try:
         share = _next_share(shares)
         if share is None:
@@ -422,14 +498,13 @@ def _collect(processes: list, results) -> list[ShareResult]:
     return [found[device] for device in sorted(found)]
 
 
-def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps, gpus,
-                   phases, report=None, blocksize=None, threads=8, further=None):
-    """The hits of ``queries`` (a frame: ``id``, ``sequence``) on ``gpus`` GPUs of this
-    machine (see the module docstring): GPU 0 in this process, one process for each other
-    (``further``: those started early, :class:`FurtherGpus`, used if they are as many; else
-    stopped and started here). ``phases`` (the job's :class:`~swdask._search.Phases`) gets
-    this process's ``read``, ``ready``, ``parse`` and ``search``, and in ``in_tasks`` the
-    stages of every GPU, summed.
+def _several_gpus(job, gpus: int, threads: int, further=None) -> list:
+    """The job (:class:`~swdask._runners.SearchJob`) on ``gpus`` GPUs of this machine (see
+    the module docstring): GPU 0 in this process, one process for each other (``further``:
+    those started early, :class:`FurtherGpus`, used if they are as many; else stopped and
+    started here); every batch's partial result. ``job.phases`` gets this process's
+    ``read``, ``ready``, ``parse`` and ``search``, and in ``in_tasks`` the stages of every
+    GPU, summed.
 
     The further GPUs' processes hand their hits back on a queue and end at once
     (:func:`_process_main`); they are daemonic: a job that ends early (an error) stops them
@@ -437,48 +512,43 @@ def search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
     import dask.config
 
     from ._engine import get_backend
-    from ._many_queries import hit_statistics, prepare_queries, rank_hits
 
     if further is not None and further.gpus != gpus:
         further.stop()
         further = None
     further = further or FurtherGpus(gpus)
+    lengths = job.lengths()
     try:
-        ids, prepared = prepare_queries(queries, options.scoring)
-        stats = hit_statistics(statistics, options.scoring, prepared)
-        lengths = [len(query) for query in prepared]
         batches = QueryBatches(lengths, gpus, further.counter)
-        further.give(Share(database_path=database_path, queries=queries[["id", "sequence"]],
-                           top=top, options=options, statistics=statistics,
-                           strip_gaps=strip_gaps, blocksize=blocksize, threads=threads,
-                           settings=dask.config.get("swdask")))
+        further.give(Share(database_path=job.database,
+                           queries=job.queries[["id", "sequence"]], top=job.top,
+                           options=job.options, statistics=job.statistics,
+                           strip_gaps=job.strip_gaps, blocksize=job.blocksize,
+                           threads=threads, settings=dask.config.get("swdask")))
     except BaseException:
         further.stop()
         raise
     gpu = get_backend("gpu")
+    phases = job.phases
     try:
         with gpu.device(0):
             _timing.take()  # from zero: only this job's stages
-            part = load_database(database_path, lengths, options, blocksize, threads,
-                                 strip_gaps, phases, gpu)
+            part = load_database(job.database, lengths, job.options, job.blocksize, threads,
+                                 job.strip_gaps, phases, gpu)
             with phases("search"):
                 with _timing.stage("search"):
-                    hits, searched = search_batches(part, prepared, ids, options, top,
-                                                    stats, batches)
+                    hits, searched = search_batches(part, job.prepared, job.ids, job.options,
+                                                    job.top, job.stats, batches)
                 found = [ShareResult(hits, searched, 0, _timing.take())]
                 found += _collect(further.processes, further.results)
     except BaseException:
         batches.stop_all()  # the other processes stop after their batch
         raise
     for result in found:
-        for name, seconds in result.stages.items():
-            phases.in_tasks[name] = phases.in_tasks.get(name, 0.0) + seconds
-    if report is not None:
-        for result in found:
-            report(f"GPU {result.device}: {result.queries} queries, searched in "
+        phases.add_in_tasks(result.stages)
+        job.report(f"GPU {result.device}: {result.queries} queries, searched in "
                    f"{result.stages.get('search', 0.0):.2f} s")
-    return rank_hits([hits for result in found for hits in result.hits], top, stats)
+    return [hits for result in found for hits in result.hits]
 
 
-__all__ = ["FurtherGpus", "load_database", "quick_gpu_count", "search_on_gpus",
-           "search_on_one_gpu"]
+__all__ = ["FurtherGpus", "LocalGpus", "load_database", "quick_gpu_count"]

@@ -1,22 +1,13 @@
 """The search job behind ``swdask search``: every query against a database, best hits per query.
 
-Every query runs against each part of the database in one pass, which returns only each
-query's best hits; the hits of all parts are then ranked together. Each part is read,
-encoded and (on the GPU) laid out once for all the queries.
-
-Where it runs: with no cluster asked for (no ``--scheduler``, no ``--workers``), in this
-process with no Dask graph at all: on the CPU the partitions stream through, each read on a
-thread while the one before is searched (:func:`_search_cpu_in_process`; the numba kernels
-use every core); with the GPU engine on the local GPUs (:mod:`swdask._local_gpus`; on one
-GPU, ``gpu`` and ``cudf`` alike: the file's bytes parsed on the GPU, or read into one frame
-while a thread readies the GPU; on several GPUs with ``gpu``: GPU 0 in this process and one
-more process for each other, every one reading the whole database and taking batches of
-the queries).
-Otherwise on a cluster, where the job is one ``.sw.search`` over a Dask frame from
-:func:`swdask.read_fasta` (one ``sw-search`` task per partition, one task ranking them):
-``--workers N`` starts a local one of N worker processes, ``--scheduler`` uses a running
-one, and ``--backend cudf`` on several local GPUs a LocalCUDACluster of one worker per GPU,
-the partitions read in parallel joined into one per GPU before the search.
+This module parses the job's options, reads and checks the queries, picks where the search
+runs and writes the hits; the search itself is one pipeline under one of three runners
+(:mod:`swdask._runners`): in this process on the CPU, on this machine's GPUs with no cluster
+(``gpu`` and ``cudf`` alike), or on a Dask cluster (``--workers N``: a local one, a
+LocalCUDACluster of one worker per GPU for ``cudf``; ``--scheduler``: a running one). Every
+query runs against each part of the database in one pass, which returns only each query's
+best hits; the parts' partial results are then ranked together. Each part is read, encoded
+and (on the GPU) laid out once for all the queries.
 
 Ranking: score descending, ties broken by the target's place in the database (its record
 number, the index of :func:`swdask.read_fasta`), so the result does not depend on the
@@ -26,22 +17,18 @@ search itself with the database read inside it, writing), :class:`Phases`.
 """
 from __future__ import annotations
 
-import logging
-import math
 import os
-import time
-from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import pandas as pd
 
-from . import _timing
-from ._timing import process_age
-from ._fasta import expand_paths, parse_blocksize
 from ._api import OPTION_PARAMETERS
-from ._many_queries import check_top, prepare_queries
+from ._fasta import expand_paths, parse_blocksize
+from ._many_queries import check_top, hit_statistics, prepare_queries
 from ._options import Options
 from ._results import ALIGNED_STRINGS, ALIGNMENT_COLUMNS
+from ._runners import SearchJob, pick_runner, run
+from ._timing import Phases, process_age
 
 #: Columns of the hits table, in order. Positions are 0-based and end-exclusive:
 #: query[query_start:query_end] and target[target_start:target_end] are the aligned segments.
@@ -56,45 +43,8 @@ FORMATS = ("auto", "tsv", "csv", "parquet", "blast6", "sam")
 BLAST6_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart",
                   "qend", "sstart", "send", "evalue", "bitscore")
 
-#: Bounds of the automatic partition size of the database.
-_MIN_BLOCK = 2**20
-_MAX_BLOCK = 64 * 2**20
-_MAX_GPU_BLOCK = 256 * 2**20
-
 #: The scoring keywords of every alignment entry point (the options less positions, backend).
 _SCORING_KEYS = tuple(p.name for p in OPTION_PARAMETERS if p.name not in ("positions", "backend"))
-
-
-class Phases:
-    """Wall-clock seconds of a job's phases, in order (``with phases("read"): ...``)."""
-
-    def __init__(self):
-        self.seconds: dict[str, float] = {}
-        #: thread-seconds by stage inside the tasks (:mod:`swdask._timing`), when they ran
-        #: in this process
-        self.in_tasks: dict[str, float] = {}
-
-    @contextmanager
-    def __call__(self, name: str):
-        start = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
-
-    def process_start(self) -> None:
-        """Record phase ``imports``: the seconds from this process's start to now (the
-        interpreter and the imports of swdask), by :func:`process_age`."""
-        age = process_age()
-        if age is not None:
-            self.seconds["imports"] = age
-
-    def line(self) -> str:
-        text = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.seconds.items())
-        if self.in_tasks:
-            text += "; inside the search (thread-seconds): " + ", ".join(
-                f"{name} {seconds:.2f} s" for name, seconds in self.in_tasks.items())
-        return text
 
 
 def hits_table(hits: pd.DataFrame) -> pd.DataFrame:
@@ -108,21 +58,6 @@ def hits_table(hits: pd.DataFrame) -> pd.DataFrame:
     columns[-1:-1] = [c for c in ALIGNMENT_COLUMNS + ALIGNED_STRINGS + ("target_length",)
                       if c in table.columns]
     return table[columns].reset_index(drop=True)
-
-
-def auto_blocksize(paths, n_threads: int, gpus: int = 0) -> int:
-    """Partition size for the database (each partition is one task running every query).
-
-    CPU: two partitions per thread of the cluster, between 1 MiB and 64 MiB. GPU (``gpus``
-    devices): one partition per thread (at least four per GPU), between 1 MiB and 256 MiB,
-    read in parallel and then joined into one per GPU (see :func:`_lazy_search`)."""
-    fs, paths = expand_paths(paths)
-    total = sum(int(fs.size(p)) for p in paths)
-    if gpus:  # read in parallel, then joined into one partition per GPU (_lazy_search)
-        wanted_partitions, largest = max(n_threads, 4 * gpus), _MAX_GPU_BLOCK
-    else:
-        wanted_partitions, largest = max(1, 2 * n_threads), _MAX_BLOCK
-    return int(min(largest, max(_MIN_BLOCK, math.ceil(total / wanted_partitions))))
 
 
 def output_format(output: str, fmt: str = "auto") -> str:
@@ -308,31 +243,6 @@ def _compression(output: str):
     return None
 
 
-def _lazy_search(database_path, queries, top, options, backend, blocksize, threads: int,
-                 gpus: int, statistics="auto", strip_gaps: bool = False):
-    """The database read and searched, lazily (a Dask frame of hits). With the GPU engine
-    (``gpus`` devices) the partitions read in parallel are joined into one per GPU before
-    the search: each partition's search pays the tail of its longest rows, so W1 on four
-    partitions of sp500k spent clearly longer in kernels than on the whole of it in one
-    (docs/notes/gpu-several-gpus-and-dask.md)."""
-    from ._fasta import read_fasta
-
-    if blocksize == "auto":
-        blocksize = auto_blocksize(database_path, threads, gpus)
-    database = read_fasta(database_path, blocksize=blocksize,
-                          backend="cudf" if backend == "cudf" else "pandas",
-                          strip_gaps=strip_gaps)
-    if not database.known_divisions:  # read_fasta's plan found no record at all
-        raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record (no "
-                         "line starts with '>')")
-    if gpus and database.npartitions > gpus:
-        database = database.repartition(npartitions=gpus)
-    return database.sw.search(queries, top=top, column="sequence", keep=("id", "description"),
-                              statistics=statistics, matrix=options.scoring,
-                              positions=options.mode, backend=options.backend,
-                              aligned_strings=options.aligned_strings)
-
-
 def check_database(paths) -> None:
     """Refuse, before any work, database files that are missing or all empty."""
     fs, found = expand_paths(paths)
@@ -356,37 +266,12 @@ def read_queries(path, scoring, strip_gaps: bool = False):
     return queries
 
 
-def _search_cpu_in_process(database_path, queries, top, options, blocksize, statistics,
-                           strip_gaps, progress):
-    """The search with the CPU engine in this process: the database's partitions streamed
-    through (:func:`~swdask._fasta.iter_fasta_frames`: each read while the one before is
-    searched, so memory holds two), each searched by every query
-    (:func:`~swdask._many_queries.search_columns`), the hits ranked together."""
-    from ._cluster import count_progress
-    from ._fasta import iter_fasta_frames
-    from ._many_queries import search_columns
-
-    count, frames = iter_fasta_frames(database_path, blocksize, strip_gaps=strip_gaps)
-    if not count:
-        raise ValueError(f"the database ({_names(database_path)}) holds no FASTA record (no "
-                         "line starts with '>')")
-    _timing.take()  # from zero: only this job's stages
-    parts = ((frame["sequence"], frame[["id", "description"]]) for frame in frames)
-    with count_progress(count) if progress else nullcontext() as advance:
-        return search_columns(parts, queries, top, options, statistics=statistics,
-                              done=advance)
-
-
-def _names(paths) -> str:
-    return paths if isinstance(paths, str) else ", ".join(map(str, paths))
-
-
 def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_workers=None,
            scheduler=None, progress: bool = True, backend: str = "auto", report=None,
            phases: Phases | None = None, positions=True, statistics="auto", evalue=None,
            strip_gaps: bool = False, **scoring_options) -> pd.DataFrame:
-    """Run the search (in this process, or on a cluster: ``n_workers`` local worker
-    processes, or ``scheduler``; see the module docstring); the hits table.
+    """Run the search (in this process, on the local GPUs, or on a cluster: ``n_workers``
+    local worker processes, or ``scheduler``; see the module docstring); the hits table.
 
     ``queries_path`` is a FASTA path, or the frame :func:`read_queries` gave.
     ``scoring_options`` are those of :func:`swdask.align` (matrix, gap_open, gap_extend,
@@ -395,7 +280,7 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     Scoring, queries and options are checked before any cluster starts, so a mistake costs no
     start-up time. ``phases`` (a :class:`Phases`) collects the seconds of each phase.
     """
-    from ._cluster import _report_to_stderr, available_cores, cluster, show_progress
+    from ._cluster import _report_to_stderr
 
     phases = phases if phases is not None else Phases()
     top = check_top(top)
@@ -404,42 +289,16 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         raise TypeError(f"unexpected option(s): {', '.join(sorted(unknown))}")
     if backend not in ("auto", "cpu", "gpu", "cudf"):
         raise ValueError(f"backend must be 'auto', 'cpu', 'gpu' or 'cudf', got {backend!r}")
-    # "cudf": the database partitions live on the GPUs as cuDF frames (read_fasta's cuDF
-    # backend, its frame library) and the GPU backend reads them there
+    # "cudf": on a cluster the database partitions live on the GPUs as cuDF frames
+    # (read_fasta's cuDF backend) and the GPU backend reads them there
     options = Options.parse(**scoring_options, positions=positions,
                             backend="gpu" if backend == "cudf" else backend)
     if evalue is not None and statistics not in ("blast", "search"):
         raise ValueError("evalue= filters on E-values: pass statistics='blast' or 'search' "
                          "with it")
-    gpu_engine = backend in ("gpu", "cudf")
-    # the GPUs of this machine, counted without the driver (a hint, checked once CuPy has
-    # counted them), where the job runs on them with no cluster
-    local_gpu_job = gpu_engine and scheduler is None and n_workers is None
-    likely = 0
-    if local_gpu_job:
-        from ._local_gpus import quick_gpu_count
-
-        likely = quick_gpu_count()
-    if local_gpu_job and (backend == "gpu" or likely == 1):
-        # this process searches on GPU 0 (alone, or beside the further GPUs' processes; cudf
-        # on several GPUs runs on a cluster instead): the driver and its context start at
-        # once, without the interpreter's lock: the driver's start is slow, so it runs
-        # beside the imports and the queries' read, and the "ready" phase comes to nothing
-        # (docs/notes/gpu-search-job.md)
-        from .gpu._runtime import start_driver
-
-        start_driver(0)
-    # the GPU engine: CuPy imported and the GPUs counted on a thread, beside the queries'
-    # read (a visible share of a short job: docs/notes/gpu-search-job.md)
-    gpu_stack = _start(_gpu_stack) if gpu_engine else None
-    # several local GPUs likely: their processes start now, beside the queries' read and
-    # the driver's start, and get their work once it is known
-    further = None
-    if backend == "gpu" and local_gpu_job and likely > 1:
-        from ._local_gpus import FurtherGpus
-
-        further = FurtherGpus(likely)
+    runner = pick_runner(backend, scheduler, n_workers)
     try:
+        runner.start()  # what can run beside the queries' read (GPU 0's driver, processes)
         if isinstance(queries_path, pd.DataFrame):  # read already (read_queries)
             queries = queries_path
         else:
@@ -448,109 +307,16 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         check_database(database_path)  # missing or empty files fail here, before any cluster
         if blocksize != "auto":
             parse_blocksize(blocksize)
-        report = report or _report_to_stderr
-        with phases("startup"):  # no GPU (or no CuPy): said now, not from a task
-            gpus_here = gpu_stack.result() if gpu_engine else 0
-            local_gpus = max(1, gpus_here) if local_gpu_job else 0
-    except BaseException:
-        if further is not None:
-            further.stop()
-        raise
-    # the GPU engine and no cluster asked for: in this process, on every local GPU (cudf
-    # as gpu on one; cudf on several takes a LocalCUDACluster, one worker per GPU, below)
-    if local_gpus == 1:
-        from ._local_gpus import search_on_one_gpu
-
-        if further is not None:  # the driver sees one GPU after all
-            further.stop()
-        threads = min(available_cores(), 8)
-        report(f"running in this process on one GPU ({threads} threads read the database); "
-               "no dashboard: pass --scheduler to run on a cluster and watch it")
-        hits = search_on_one_gpu(database_path, queries, top, options, blocksize, threads,
-                                 statistics, strip_gaps, phases)
-        return hits_table(_below(hits, evalue))
-    if local_gpus > 1 and backend == "gpu":
-        from ._local_gpus import search_on_gpus
-
-        threads = max(1, min(available_cores() // local_gpus, 8))
-        report(f"running on {local_gpus} GPUs: GPU 0 in this process, one more process for "
-               "each other; no dashboard: pass --scheduler to run on a cluster and watch it")
-        hits = search_on_gpus(database_path, queries, top, options, statistics, strip_gaps,
-                              local_gpus, phases, report, blocksize, threads, further)
-        return hits_table(_below(hits, evalue))
-    if not gpu_engine and scheduler is None and n_workers is None:
-        # The CPU engine on this machine and no cluster asked for: in this process too. The
-        # numba kernels already use every core, and the partitions stream through (memory
-        # bounded by the partitions in flight); a local cluster's start and stop would be a
-        # large share of a short job (docs/notes/cpu-search-job.md).
-        # Partitions as large as memory allows (each costs every query a kernel call, its
-        # longest rows' tail and its own top rows' start positions, so a search in fewer,
-        # larger partitions is faster: docs/notes/cpu-search-job.md), two in flight: one
-        # read while the kernels search the other.
-        # No Dask graph either: the partitions are read one ahead of the search on a thread
-        # (iter_fasta_frames), and dask.dataframe (slow to import, and slower still to look
-        # for distributed at compute time) is never needed.
-        report(f"running in this process on {available_cores()} cores; no dashboard: pass "
-               "--workers N for a local cluster, or --scheduler, to watch it")
-        with phases("search"):
-            hits = _search_cpu_in_process(database_path, queries, top, options,
-                                          _MAX_BLOCK if blocksize == "auto" else blocksize,
-                                          statistics, strip_gaps, progress)
-        phases.in_tasks = _timing.take()
-        return hits_table(_below(hits, evalue))
-    # a GPU cluster only when the GPU engine is asked for: the pandas partitions of this job
-    # are aligned on the CPU otherwise, where a LocalCluster uses every core
-    gpu = {"gpu": "auto", "cudf": True}.get(backend, False)
-    with phases("startup"):
-        # a local cluster's workers keep quiet about failed tasks (their log lines carry a
-        # traceback): the job reports the error itself, in one line
-        quiet = {} if scheduler is not None else {"silence_logs": logging.CRITICAL}
-        started = cluster(scheduler, n_workers, gpu=gpu, report=report, **quiet)
-        client = started.__enter__()
-    try:
-        with phases("search"):
-            workers = client.nthreads()
-            lazy = _lazy_search(database_path, queries, top, options, backend, blocksize,
-                                max(1, sum(workers.values())),
-                                gpus=len(workers) if gpu_engine else 0,
-                                statistics=statistics, strip_gaps=strip_gaps)
-            future = client.compute(lazy)
-            if progress:
-                show_progress([future])
-            hits = future.result()
+        ids, prepared = prepare_queries(queries, options.scoring)
+        job = SearchJob(database=database_path, queries=queries, ids=ids, prepared=prepared,
+                        top=top, options=options, statistics=statistics,
+                        stats=hit_statistics(statistics, options.scoring, prepared),
+                        blocksize=blocksize, strip_gaps=strip_gaps, progress=progress,
+                        phases=phases, report=report or _report_to_stderr)
+        hits = run(job, runner)
     finally:
-        with phases("shutdown"):
-            started.__exit__(None, None, None)
+        runner.stop()
     return hits_table(_below(hits, evalue))
-
-
-def _gpu_stack() -> int:
-    """The GPU backend made (CuPy imported, the driver started; GpuUnavailableError, saying
-    what to do, where there is none): the GPUs this process sees."""
-    from . import _engine
-    from ._cluster import local_gpu_count
-
-    _engine.get_backend("gpu")
-    return local_gpu_count()
-
-
-def _start(function):
-    """``function()`` running on its own thread: its Future. A daemon thread rather than an
-    executor's, so that a job that fails before it waits for the result (a bad query) ends
-    at once instead of joining the thread at exit."""
-    import threading
-    from concurrent.futures import Future
-
-    future = Future()
-
-    def run():
-        try:
-            future.set_result(function())
-        except BaseException as exc:  # noqa: BLE001 - handed to whoever waits for it
-            future.set_exception(exc)
-
-    threading.Thread(target=run, name="swdask-start", daemon=True).start()
-    return future
 
 
 def _below(hits: pd.DataFrame, evalue) -> pd.DataFrame:

@@ -1,6 +1,6 @@
 """Seconds spent inside tasks, by stage, for ``swdask search --verbose``.
 
-The job's own phases (:class:`swdask._search.Phases`) are wall-clock spans of the whole
+The job's own phases (:class:`Phases`) are wall-clock spans of the whole
 process; what happens inside its tasks (reading and parsing partitions, encoding, the
 GPU scans, the start positions) runs in worker threads, several at a time. Each stage adds
 its seconds here (thread-seconds: two threads reading for one second add two). Only tasks run in
@@ -64,3 +64,41 @@ def process_age() -> float | None:
         return max(0.0, time.time() - psutil.Process().create_time())
     except Exception:  # noqa: BLE001 - no psutil or no record: unknown
         return None
+
+
+class Phases:
+    """Wall-clock seconds of a job's phases, in order (``with phases("read"): ...``; a phase
+    entered again adds to its seconds)."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+        #: thread-seconds by stage inside the tasks (:func:`take`), when they ran in this
+        #: process
+        self.in_tasks: dict[str, float] = {}
+
+    @contextmanager
+    def __call__(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+    def process_start(self) -> None:
+        """Record phase ``imports``: the seconds from this process's start to now (the
+        interpreter and the imports of swdask), by :func:`process_age`."""
+        age = process_age()
+        if age is not None:
+            self.seconds["imports"] = age
+
+    def add_in_tasks(self, stages: dict) -> None:
+        """Add ``stages`` (seconds by stage, as :func:`take` gives them) to ``in_tasks``."""
+        for name, seconds in stages.items():
+            self.in_tasks[name] = self.in_tasks.get(name, 0.0) + seconds
+
+    def line(self) -> str:
+        text = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.seconds.items())
+        if self.in_tasks:
+            text += "; inside the search (thread-seconds): " + ", ".join(
+                f"{name} {seconds:.2f} s" for name, seconds in self.in_tasks.items())
+        return text

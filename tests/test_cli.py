@@ -690,15 +690,15 @@ def test_the_first_gpu_use_starts_the_driver_before_dask(case, environment, expe
 
 @pytest.mark.parametrize("backend, counted, extra, started", [
     ("gpu", 1, [], True), ("gpu", 0, [], True), ("cudf", 1, [], True),
-    ("cudf", 2, [], False), ("cudf", 0, [], False),
+    ("cudf", 0, [], True), ("cudf", 1, ["--workers", "1"], False),
     ("gpu", 1, ["--scheduler", "tcp://127.0.0.1:1"], False), ("cpu", 1, [], False)])
 def test_the_driver_starts_where_this_process_searches_on_gpu_0(tmp_path, capsys, monkeypatch,
                                                                 setting, backend, counted,
                                                                 extra, started):
     """The job starts GPU 0's driver as it begins where this process will search on it: the
-    GPU backend with no cluster (one GPU or several), and cudf on one GPU; not cudf on
-    several (a cluster of its own), nor with --scheduler, nor on the CPU. The job here fails
-    at its bad query, after that choice and before anything else."""
+    GPU engine (gpu or cudf) with no cluster (one GPU or several); not on a cluster
+    (--workers, --scheduler), nor on the CPU. The job here fails at its bad query, after
+    that choice and before anything else."""
     import swdask._local_gpus as local_gpus
     from swdask.gpu import _runtime
 

@@ -162,6 +162,7 @@ def test_search_job_on_cudf_partitions():
     quiet = dict(progress=False, report=lambda line: None)
     want = search(data / "queries.fasta", data / "db.fasta", top=7, backend="cpu",
                   n_workers=1, **quiet)
-    got = search(data / "queries.fasta", data / "db.fasta", top=7, backend="cudf", **quiet)
+    got = search(data / "queries.fasta", data / "db.fasta", top=7, backend="cudf", n_workers=1,
+                 **quiet)
     assert len(want) > 0
     pd.testing.assert_frame_equal(got, want)

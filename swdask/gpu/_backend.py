@@ -259,6 +259,13 @@ class GpuBackend:
         return encode_on_device(values, scoring, labels=labels, what=what,
                                 runtime=self.runtime)
 
+    def encode_fasta(self, text, path: str, scoring):
+        """The file's bytes uploaded once, cut into records and encoded on the GPU
+        (:func:`~swdask.gpu._encode.encode_fasta_text`), or None (see there)."""
+        from ._encode import encode_fasta_text
+
+        return encode_fasta_text(text, path, scoring, self.runtime)
+
     def one_against_many(self, query, targets, mode: str, *, owner=None, fingerprint=(),
                          checks=None, top=None):
         """``query`` (a PreparedQuery) against every row of ``targets`` (EncodedSequences on
@@ -373,6 +380,10 @@ class GpuBackend:
     def device_count(self) -> int:
         """The GPUs this process sees."""
         return self.runtime.device_count()
+
+    def current_device(self) -> int:
+        """The GPU this thread's work runs on now (0-based, of those this process sees)."""
+        return self.runtime.current_device()
 
     def device(self, index: int):
         """The context in which this thread's work runs on GPU ``index`` (0-based, of those
