@@ -46,7 +46,10 @@ local GPUs, cuDF not needed) runs again on 2 GPUs of the machine (one record eac
 ``gpus``, ``over_one_gpu``, ``x_linear``, ``equal_to_one_gpu``); every one-GPU job sees only
 the first GPU (``CUDA_VISIBLE_DEVICES=0``). With ``--scheduler-gpus N``, each ``gpu`` job
 also runs with ``--scheduler`` on a Dask scheduler with one plain ``dask worker`` per GPU
-(``runner: "scheduler"``).
+(``runner: "scheduler"``). Where cuDF and dask-cuda are installed, each ``gpu`` job also
+runs with cuDF partitions on a LocalCUDACluster of N GPUs for each N of ``--recipe-gpus``:
+``--backend cudf --workers N`` (``runner: "cluster"``) and the README's recipe as a script
+(``bench_search_recipe_gpu.py``, ``runner: "recipe"``, its steps in ``phases``).
 
 ``kernel_tcups`` is the W1 kernel-only figure of the same run (``--w1-json``, the W1 JSON
 that ``bench_w1_gpu.py`` wrote in the same device call).
@@ -356,6 +359,9 @@ def _gpu_sets(args, work: Path, header: dict) -> list[dict]:
             runs.extend(_several_gpus(args, record, query_file, db_path, output, work))
             if backend == "gpu" and args.scheduler_gpus:
                 runs.append(_on_scheduler(args, record, query_file, db_path, output, work))
+            if backend == "gpu" and _have_cudf():  # cuDF partitions on a LocalCUDACluster
+                runs.extend(_on_cudf_cluster(args, record, query_file, db_path, output,
+                                             work))
     return runs
 
 
@@ -463,6 +469,73 @@ def _on_scheduler(args, one, query_file, db_path, one_output, work: Path) -> dic
     return record
 
 
+def _on_cudf_cluster(args, one, query_file, db_path, one_output, work: Path) -> list[dict]:
+    """The job of record ``one`` (``--backend gpu``, one GPU) with cuDF partitions on a
+    LocalCUDACluster of N GPUs, for each N of ``--recipe-gpus``: ``swdask search --backend
+    cudf --workers N`` (``runner: "cluster"``) and the README's recipe as a script
+    (``bench_search_recipe_gpu.py``, ``runner: "recipe"``, with its steps), each a new
+    process timed from the shell, ``--repeats`` runs, the fastest kept; hits compared with
+    the one-GPU job's."""
+    import json
+
+    runs = []
+    for count in args.recipe_gpus:
+        env = _gpus_env(count)
+        ways = {
+            "cluster": lambda output: _job(query_file, db_path, output, "cudf", env,
+                                           extra=("--workers", str(count))),
+            "recipe": lambda output: _recipe(query_file, db_path, output, env)}
+        for runner, job in ways.items():
+            output = work / f"{one['workload']}-{runner}-{count}.tsv"
+            try:
+                timed = [job(output) for _ in range(max(1, args.repeats))]
+            except RuntimeError as exc:  # reported, and the other runs go on
+                print(f"{one['workload']} {runner} on {count} GPUs failed: {exc}")
+                continue
+            seconds, phases = min(timed, key=lambda run: run[0])
+            over = one["wall_seconds"] / seconds
+            record = {key: one[key] for key in ("workload", "device", "date", "commit",
+                                                "database", "database_residues", "queries",
+                                                "cells", "kernel_tcups", "seed") if key in one}
+            record.update(backend="cudf", runner=runner, gpus=count, wall_seconds=seconds,
+                          phases=phases, wall_seconds_all=[run[0] for run in timed],
+                          effective_tcups=one["cells"] / seconds / 1e12,
+                          one_gpu_wall_seconds=one["wall_seconds"], over_one_gpu=over,
+                          x_linear=over / count,
+                          equal_to_one_gpu=bool(_hits_key(output).equals(
+                              _hits_key(one_output))))
+            print(f"{one['workload']} cudf {runner} on {count} GPUs: {seconds:.2f} s "
+                  f"{json.dumps(phases)}, {over:.2f} x one GPU's gpu job, hits equal: "
+                  f"{record['equal_to_one_gpu']}")
+            runs.append(record)
+    return runs
+
+
+def _recipe(query_file, db_path, output, env) -> tuple[float, dict]:
+    """One run of ``bench_search_recipe_gpu.py`` as a new process: its wall clock and the
+    seconds of its steps."""
+    import json
+
+    script = Path(__file__).with_name("bench_search_recipe_gpu.py")
+    seconds, stdout = _run_output([sys.executable, script, query_file, db_path,
+                                 "--hits", output], env=env)
+    line = next(line for line in stdout.splitlines() if line.startswith("recipe "))
+    found = json.loads(line[len("recipe "):])
+    return seconds, {**found["seconds"], "partitions": found["partitions"],
+                     "workers": found["workers"]}
+
+
+def _run_output(command, env=None) -> tuple[float, str]:
+    """Run ``command`` as a new process: ``(wall seconds, stdout)``; a failure raises with
+    its stderr."""
+    start = time.perf_counter()
+    done = subprocess.run([str(c) for c in command], capture_output=True, text=True, env=env)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(map(str, command))} failed:\n{done.stderr[-3000:]}")
+    return seconds, done.stdout
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sets", type=int, nargs="+", default=[10, 100],
@@ -487,6 +560,9 @@ def main() -> int:
                         help="KEY=VALUE swdask settings: the non-W1 one-GPU jobs again under "
                              "each, alternating with the defaults")
     parser.add_argument("--variant-repeats", type=int, default=1)
+    parser.add_argument("--recipe-gpus", type=int, nargs="*", default=[1],
+                        help="where cuDF is installed: the cudf cluster job and the README's "
+                        "recipe on these numbers of GPUs")
     parser.add_argument("--scheduler-gpus", type=int, default=0,
                         help="also run the gpu jobs on a Dask scheduler with one worker per "
                         "GPU, on this many GPUs")

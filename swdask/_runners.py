@@ -235,7 +235,9 @@ class OnCluster:
             futures = client.compute(tasks)
             if job.progress:
                 show_progress(futures)
-            return client.gather(futures)
+            # one future at a time: Client.gather's own task, cut off by Ctrl-C, would be
+            # reported on exit with a traceback
+            return [future.result() for future in futures]
 
 
 __all__ = ["InProcess", "OnCluster", "Runner", "SearchJob", "auto_blocksize", "pick_runner",

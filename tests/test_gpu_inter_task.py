@@ -354,9 +354,10 @@ def test_several_gpus_search_equals_one_gpu_and_cpu(tmp_path):
 
     from swdask import _many_queries
     from swdask._fasta import read_fasta_frame
-    from swdask._local_gpus import search_on_gpus
+    from swdask._local_gpus import LocalGpus
     from swdask._options import Options
-    from swdask._search import Phases
+    from swdask._runners import SearchJob, run
+    from swdask._timing import Phases
 
     rng = np.random.default_rng(11)
     db = read_fasta(DATA / "proteins_db.fasta")
@@ -370,8 +371,20 @@ def test_several_gpus_search_equals_one_gpu_and_cpu(tmp_path):
     count = _engine.get_backend("gpu").device_count()
     options = Options.parse(matrix="BLOSUM62", gap_open=11, gap_extend=1, backend="gpu")
     said = []
-    several = search_on_gpus(str(path), queries, 7, options, "auto", False, count, Phases(),
-                             said.append)
+    ids, prepared = _many_queries.prepare_queries(queries, options.scoring)
+    job = SearchJob(database=str(path), queries=queries, ids=ids, prepared=prepared, top=7,
+                    options=options, statistics="auto",
+                    stats=_many_queries.hit_statistics("auto", options.scoring, prepared),
+                    blocksize="auto", strip_gaps=False, progress=False, phases=Phases(),
+                    report=said.append)
+    runner = LocalGpus(count)
+    runner.start()
+    try:
+        several = run(job, runner)
+    finally:
+        runner.stop()
+    assert f"running on {count} GPUs" in said[0]
+    said = [line for line in said if line.startswith("GPU ")]
     assert sorted(int(line.split()[1].rstrip(":")) for line in said) == list(range(count))
     assert sum(int(line.split()[2]) for line in said) == len(queries)
     part = [(frame["sequence"], frame[["id", "description"]])]

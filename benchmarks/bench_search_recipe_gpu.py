@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""The README's GPU recipe as a script (issue 44): a LocalCUDACluster, the database read as
+cuDF partitions and persisted with equal residues per GPU, then ``db.sw.search(queries,
+top=10)``, and the same search again on the persisted database.
+
+    python benchmarks/bench_search_recipe_gpu.py QUERIES.fasta DB.fasta --hits hits.tsv
+
+Prints one line, ``recipe {json}``: the seconds of each step (``imports``: swdask and its
+Dask modules; ``cluster``: ``swdask.cluster(gpu=True)``; ``read_persist``: ``read_fasta``
+with ``backend="cudf"`` and ``persist_balanced``; ``search``: the first search, to the
+hits in this process; ``search_again``), the partitions and workers. The hits go to
+``--hits`` as the search job writes them (query_id, rank, target_id, score, positions), to
+compare with it. Its whole wall clock is the caller's to time (``bench_search_job.py
+--recipe-gpus`` runs it as a new process, as a user would). Run it as a script file: the
+cluster starts processes that import ``__main__``.
+"""
+from __future__ import annotations
+
+import time
+
+START = time.perf_counter()
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("queries")
+    parser.add_argument("database")
+    parser.add_argument("--hits", required=True)
+    parser.add_argument("--blocksize", default="64MB", help="read_fasta's (its default)")
+    args = parser.parse_args()
+
+    import swdask
+
+    seconds = {"imports": time.perf_counter() - START}
+    mark = time.perf_counter()
+    with swdask.cluster(gpu=True) as client:
+        seconds["cluster"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        queries = swdask.read_fasta(args.queries, blocksize=None).compute()
+        db = swdask.read_fasta(args.database, blocksize=args.blocksize, backend="cudf")
+        db = swdask.persist_balanced(db, client)
+        seconds["read_persist"] = time.perf_counter() - mark
+        for name in ("search", "search_again"):
+            mark = time.perf_counter()
+            hits = db.sw.search(queries, top=10, keep=["id"]).compute()
+            seconds[name] = time.perf_counter() - mark
+        workers = len(client.scheduler_info()["workers"])
+        partitions = db.npartitions
+    hits = hits.rename(columns={"id": "target_id"})
+    hits[["query_id", "rank", "target_id", "score", "query_start", "query_end",
+          "target_start", "target_end"]].to_csv(args.hits, sep="\t", index=False)
+    print("recipe " + json.dumps({"seconds": seconds, "workers": workers,
+                                  "partitions": partitions}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
