@@ -8,7 +8,9 @@ top=10)``, and the same search again on the persisted database.
 Prints one line, ``recipe {json}``: the seconds of each step (``imports``: swdask and its
 Dask modules; ``cluster``: ``swdask.cluster(gpu=True)``; ``read_persist``: ``read_fasta``
 with ``backend="cudf"`` and ``persist_balanced``; ``search``: the first search, to the
-hits in this process; ``search_again``), the partitions and workers. The hits go to
+hits in this process; ``search_again``), the partitions and workers, and for each search
+(``inside``) each worker's seconds by swdask stage (``swdask.lowlevel.stage_seconds``) and
+its seconds computing the ``sw-search`` tasks (the task stream). The hits go to
 ``--hits`` as the search job writes them (query_id, rank, target_id, score, positions), to
 compare with it. Its whole wall clock is the caller's to time (``bench_search_job.py
 --recipe-gpus`` runs it as a new process, as a user would). Run it as a script file: the
@@ -32,7 +34,10 @@ def main() -> int:
     parser.add_argument("--blocksize", default="64MB", help="read_fasta's (its default)")
     args = parser.parse_args()
 
+    from distributed import get_task_stream
+
     import swdask
+    from swdask.lowlevel import stage_seconds
 
     seconds = {"imports": time.perf_counter() - START}
     mark = time.perf_counter()
@@ -43,18 +48,37 @@ def main() -> int:
         db = swdask.read_fasta(args.database, blocksize=args.blocksize, backend="cudf")
         db = swdask.persist_balanced(db, client)
         seconds["read_persist"] = time.perf_counter() - mark
+        inside = {}
+        client.run(stage_seconds)  # from zero
         for name in ("search", "search_again"):
-            mark = time.perf_counter()
-            hits = db.sw.search(queries, top=10, keep=["id"]).compute()
-            seconds[name] = time.perf_counter() - mark
+            with get_task_stream(client) as stream:
+                mark = time.perf_counter()
+                hits = db.sw.search(queries, top=10, keep=["id"]).compute()
+                seconds[name] = time.perf_counter() - mark
+            inside[name] = {"stages": client.run(stage_seconds),
+                            "computing": _computing(stream.data)}
         workers = len(client.scheduler_info()["workers"])
         partitions = db.npartitions
     hits = hits.rename(columns={"id": "target_id"})
     hits[["query_id", "rank", "target_id", "score", "query_start", "query_end",
           "target_start", "target_end"]].to_csv(args.hits, sep="\t", index=False)
     print("recipe " + json.dumps({"seconds": seconds, "workers": workers,
-                                  "partitions": partitions}), flush=True)
+                                  "partitions": partitions, "inside": inside}), flush=True)
     return 0
+
+
+def _computing(records) -> dict:
+    """Seconds each worker computed the search's tasks (``sw-search``), by worker, from the
+    task stream's records."""
+    found = {}
+    for record in records:
+        if not str(record["key"]).startswith("('sw-search"):
+            continue
+        for span in record["startstops"]:
+            if span["action"] == "compute":
+                found[record["worker"]] = (found.get(record["worker"], 0.0)
+                                           + span["stop"] - span["start"])
+    return found
 
 
 if __name__ == "__main__":

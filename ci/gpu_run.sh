@@ -41,6 +41,9 @@
 #           LocalCUDACluster each, W1 through ddf.sw.align and the 1,000-query ddf.sw.search
 #           on sp500k and on sp500k x4, hits compared with one GPU's -> scaling-*.json,
 #           performance-*.html (the largest N's searches), scaling.log
+#   recipe  (needs cuDF staged) the README's GPU recipe as a script on the 1,000 queries
+#           (benchmarks/bench_search_recipe_gpu.py), with Dask's defaults and each of
+#           RECIPE_VARIANTS -> recipe.log
 #   notebook  examples/etl.ipynb executed with cuDF (ci/run_notebook.py) -> etl.ipynb
 #   venvcudf  ci/steps/venv_cudf.sh (needs cuDF staged with ci/cudf-extra-wheels.txt): a
 #           fresh virtual environment installs .[cudf] from the staged and carried wheels
@@ -108,7 +111,7 @@ else
   export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-STEPS=(setup tests w1 search abkernels w1long w2 profile daskcudf scaling notebook venvcudf)
+STEPS=(setup tests w1 search abkernels w1long w2 profile daskcudf scaling recipe notebook venvcudf)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -240,6 +243,29 @@ step_scaling() {  # issue 14: W1 and the 1,000-query search on 1, 2, 4... GPUs o
     --db "$BENCH_DIR/sp500k.fa" --w1-queries "$CARRY/cudasw_queries.fasta" \
     --sample-from "$CARRY/DB.fasta.gz" --gpus "$gpus" --out "$OUT" --commit "$COMMIT" \
     --report ${SCALING_ARGS:-} 2>&1 | tee "$OUT/scaling.log"
+}
+
+step_recipe() {
+  # issue 44: the README's GPU recipe as a script (benchmarks/bench_search_recipe_gpu.py) on
+  # the 1,000 queries against sp500k, on every GPU of the machine, once with Dask's defaults
+  # and once with each setting of RECIPE_VARIANTS (Dask settings in the environment, e.g.
+  # DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False) -> recipe.log
+  [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
+  python3 - "$CARRY/DB.fasta.gz" "$BENCH_DIR/q1000.fasta" <<'PY' || return 1
+import sys
+sys.path.insert(0, "benchmarks")
+from _common import sample_proteins
+queries = sample_proteins(sys.argv[1], 1000, 10)
+with open(sys.argv[2], "w") as out:
+    out.writelines(f">{i}\n{s}\n" for i, s in zip(queries["id"], queries["sequence"]))
+PY
+  local variant
+  for variant in "" ${RECIPE_VARIANTS:-}; do
+    echo "== recipe ${variant:-defaults}"
+    env $variant timeout "${RECIPE_TIMEOUT:-200}" python3 benchmarks/bench_search_recipe_gpu.py \
+      "$BENCH_DIR/q1000.fasta" "$BENCH_DIR/sp500k.fa" --hits "$OUT/recipe-hits.tsv" \
+      ${RECIPE_ARGS:-}
+  done 2>&1 | tee "$OUT/recipe.log"
 }
 
 step_notebook() {
