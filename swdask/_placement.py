@@ -13,6 +13,14 @@ from __future__ import annotations
 from ._metrics import one_to_many_cells
 
 
+#: A planned placement whose busiest worker would hold more than this fraction of residues
+#: above the workers' mean is cut again into one partition per worker of equal residues:
+#: partitions too coarse for the cluster (sp500k's four 64 MB partitions on two GPUs hold 125
+#: and 101 million residues per worker; three on two workers, twice as many on one) leave
+#: every other worker waiting for the busiest.
+UNEVEN = 0.05
+
+
 def _residues(part, column) -> int:
     return one_to_many_cells(1, part[column])  # residues = cells of a 1-letter query
 
@@ -38,20 +46,19 @@ def persist_balanced(frame, client=None, column: str = "sequence"):
     """Persist ``frame`` (a Dask DataFrame) on ``client``'s workers (default: the current
     client) so that each worker holds about the same number of residues of ``column``.
 
-    Returns the persisted frame: same rows, index, columns and order as ``frame``; only
-    where each partition is held differs. Residues per worker differ by at most one
-    partition's residues, so give every worker a whole number of equal partitions
-    (``balance_by_residues(frame, k * workers)``). A frame of fewer partitions than the
-    cluster has workers (a small file read in large blocks: one partition, and every GPU
-    but one idle) is first cut into one partition per worker of equal residues
+    Returns the persisted frame: same rows, index, columns and order as ``frame``; where
+    each partition is held differs, and where the partitions cannot be shared out evenly,
+    how the rows are cut. The partitions go to the workers largest first, each onto the
+    least loaded. Where that would leave the busiest worker more than :data:`UNEVEN` (5%)
+    above the mean (partitions too coarse for the cluster: sp500k's four 64 MB partitions
+    on two GPUs, or a small file read in one partition, every GPU but one idle), the frame
+    is cut instead into one partition per worker of equal residues
     (:func:`~swdask.balance_by_residues`, on the persisted rows: the file is read once), so
     its divisions then differ from ``frame``'s; where that cannot be done (unknown
-    divisions), a warning says how to fix it. On GPUs keep k small: each partition costs
-    every query of a search a pass of its own, and the search's rate falls as the parts get
-    more and smaller (docs/notes/gpu-several-gpus-and-dask.md, small partitions). In 64 MB
-    partitions sp500k is three of 62.6 million residues and one of 38.5 million: on 4 GPUs
-    the largest share is 11% above the mean, and the search waits for it. Partitions moved
-    to reach that are copied once between workers.
+    divisions) and workers would hold nothing, a warning says how to fix it. One large
+    partition per GPU is also what a GPU searches fastest: each partition costs every query
+    of a search a pass of its own (docs/notes/gpu-several-gpus-and-dask.md, small
+    partitions). Partitions moved to reach the plan are copied once between workers.
     """
     import dask
     import dask.dataframe as dd
@@ -66,12 +73,16 @@ def persist_balanced(frame, client=None, column: str = "sequence"):
     workers = sorted(client.scheduler_info()["workers"])
     if persisted.npartitions < len(workers):
         persisted = _one_part_per_worker(client, persisted, len(workers), column)
+    residues = _count_residues(client, persisted, column)
+    target = plan_placement(residues, workers)
+    if (persisted.npartitions > len(workers) and persisted.known_divisions
+            and _above_mean(residues, target, workers) > UNEVEN):
+        persisted = _one_part_per_worker(client, persisted, len(workers), column)
+        residues = _count_residues(client, persisted, column)
+        target = plan_placement(residues, workers)
     futures = futures_of(persisted)
     by_index = {future.key[1]: future for future in futures}
     parts = persisted.to_delayed()
-    counts = client.compute([dask.delayed(_residues)(part, column) for part in parts])
-    residues = client.gather(counts)
-    target = plan_placement(residues, workers)
     holders = client.who_has(futures)
     placed = []
     for index, part in enumerate(parts):
@@ -85,6 +96,24 @@ def persist_balanced(frame, client=None, column: str = "sequence"):
     wait(placed)
     return dd.from_delayed(placed, meta=frame._meta, divisions=persisted.divisions,
                            verify_meta=False)
+
+
+def _count_residues(client, persisted, column: str) -> list[int]:
+    """The residues of ``column`` in each partition of ``persisted``, counted where it is."""
+    import dask
+
+    return client.gather(client.compute([dask.delayed(_residues)(part, column)
+                                         for part in persisted.to_delayed()]))
+
+
+def _above_mean(residues, placement, workers) -> float:
+    """How far the busiest of ``workers`` is above their mean under ``placement``, as a
+    fraction of the mean (0 where there are no residues)."""
+    load = dict.fromkeys(workers, 0)
+    for count, worker in zip(residues, placement):
+        load[worker] += count
+    mean = sum(residues) / len(workers)
+    return max(load.values()) / mean - 1 if mean else 0.0
 
 
 def _one_part_per_worker(client, persisted, workers: int, column: str):
