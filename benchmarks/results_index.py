@@ -90,8 +90,12 @@ def headline(record: dict) -> str:
         get("workload") in ("search-W1", "search-1000") or get("backend") in ("gpu", "cudf")
     ):
         text = f"{get('workload', 'search')} job {get('wall_seconds'):.2f} s"
+        if get("backend"):
+            text += f", --backend {get('backend')}"
         if (get("gpus") or 1) > 1:
             text += f" on {get('gpus')} GPUs"
+            if get("runner"):  # how the several GPUs ran it (a scheduler, a recipe...)
+                text += f" ({get('runner')})"
         if get("cudasw4_wall_seconds") is not None:
             text += f"; CUDASW++4.0 makedb + align {get('cudasw4_wall_seconds'):.2f} s"
         if get("kernel_tcups"):

@@ -64,7 +64,11 @@ def test_index_sees_a_new_json_and_a_loose_file(index, tmp_path, monkeypatch):
 def test_headlines_read_the_records_own_figures(index):
     search = {"workload": "search-W1", "backend": "gpu", "gpus": 1, "wall_seconds": 3.3299,
               "kernel_tcups": 4.4607}
-    assert index.headline(search) == "search-W1 job 3.33 s; kernel alone 4.461 TCUPS"
+    assert index.headline(search) == ("search-W1 job 3.33 s, --backend gpu; kernel alone "
+                                      "4.461 TCUPS")
+    several = {"workload": "search-1000", "backend": "cudf", "gpus": 2, "wall_seconds": 12.6,
+               "runner": "recipe"}
+    assert index.headline(several) == "search-1000 job 12.60 s, --backend cudf on 2 GPUs (recipe)"
     cpu = {"workload": "search-cpu-10", "backend": "cpu", "wall_seconds": 1.18,
            "ssearch36_wall_seconds": 3.08}
     assert index.headline(cpu) == "search-cpu-10 job 1.18 s; ssearch36 3.08 s"
