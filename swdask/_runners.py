@@ -212,9 +212,10 @@ class OnCluster:
             # a GPU cluster only when the GPU engine is asked for: the pandas partitions are
             # aligned on the CPU otherwise, where a LocalCluster uses every core
             gpu = {"gpu": "auto", "cudf": True}.get(self.backend, False)
-            self.started = cluster(self.scheduler, self.n_workers, gpu=gpu, report=job.report,
-                                   **quiet)
-            client = self.started.__enter__()
+            started = cluster(self.scheduler, self.n_workers, gpu=gpu, report=job.report,
+                              **quiet)
+            client = started.__enter__()
+            self.started = started  # stop() closes it
         with job.phases("search"):
             workers = client.nthreads()
             if gpu_engine:

@@ -58,18 +58,29 @@ def test_workers_hold_equal_residues_and_results_are_unchanged():
             swdask.persist_balanced(frame, client, column="seq")
 
 
-def test_fewer_partitions_than_workers_are_cut_one_per_worker():
-    """A database read in one partition on a cluster of two workers: persist_balanced cuts
-    it into two of equal residues (one per worker) instead of leaving one worker idle; the
-    rows and results are unchanged. Without known divisions it cannot, and says so."""
+@pytest.mark.parametrize("parts", [1, 3])
+def test_partitions_too_coarse_for_the_workers_are_cut_one_per_worker(parts):
+    """A database read in one partition, or in three of about equal residues, on a cluster
+    of two workers: placed whole, one worker would stay idle, or hold twice the other's
+    residues (the search waiting for it), so persist_balanced cuts the frame into two
+    partitions of equal residues, one per worker; the rows and results are unchanged.
+    Partitions fine enough to share out evenly are left as they are
+    (test_workers_hold_equal_residues_and_results_are_unchanged). Without known divisions a
+    frame cannot be cut, and where a worker would hold nothing a warning says so."""
     import dask.dataframe as dd
 
+    from swdask._placement import _above_mean
+
+    assert _above_mean([10, 10, 10], ["a", "b", "a"], ["a", "b"]) == pytest.approx(1 / 3)
+    assert _above_mean([10, 10], ["a", "b"], ["a", "b"]) == 0
+    assert _above_mean([10], ["a"], ["a", "b"]) == 1  # a worker holding nothing counts
     query = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEK"
+    blocksize = None if parts == 1 else EXAMPLE_DB.stat().st_size // parts + 1
     with dask.config.set({"distributed.scheduler.work-stealing": False}), \
             swdask.cluster(gpu=False, n_workers=2, dashboard_address=":0",
                            report=None) as client:
-        frame = swdask.read_fasta(EXAMPLE_DB, blocksize=None)
-        assert frame.npartitions == 1
+        frame = swdask.read_fasta(EXAMPLE_DB, blocksize=blocksize)
+        assert frame.npartitions == parts
         balanced = swdask.persist_balanced(frame, client)
         assert balanced.npartitions == 2
         found = dask.compute(*[dask.delayed(_where_and_residues)(part)
@@ -82,37 +93,8 @@ def test_fewer_partitions_than_workers_are_cut_one_per_worker():
         got = balanced.sw.align(query, column="sequence").compute()
         assert got.equals(frame.compute().sw.align(query, column="sequence"))
 
-        unknown = dd.from_pandas(frame.compute(), npartitions=1).clear_divisions()
-        with pytest.warns(UserWarning, match="idle"):
-            kept = swdask.persist_balanced(unknown, client)
-        assert kept.npartitions == 1
-
-
-def test_partitions_too_coarse_for_the_workers_are_cut_one_per_worker():
-    """Three partitions of about equal residues on two workers: placed whole, one worker
-    would hold twice the other's residues (the search waiting for it), so persist_balanced
-    cuts the frame into two partitions of equal residues, one per worker; the rows and
-    results are unchanged. Partitions fine enough to share out evenly are left as they are
-    (test_workers_hold_equal_residues_and_results_are_unchanged)."""
-    from swdask._placement import UNEVEN, _above_mean
-
-    assert _above_mean([10, 10, 10], ["a", "b", "a"], ["a", "b"]) == pytest.approx(1 / 3)
-    assert _above_mean([10, 10], ["a", "b"], ["a", "b"]) == 0
-    assert _above_mean([10], ["a"], ["a", "b"]) == 1  # a worker holding nothing counts
-    query = "MKTAYIAKQRQISFVKSHFSRQLEERLGLIEVQAPILSRVGDGTQDNLSGAEK"
-    size = EXAMPLE_DB.stat().st_size
-    with dask.config.set({"distributed.scheduler.work-stealing": False}), \
-            swdask.cluster(gpu=False, n_workers=2, dashboard_address=":0",
-                           report=None) as client:
-        frame = swdask.read_fasta(EXAMPLE_DB, blocksize=size // 3 + 1)
-        assert frame.npartitions == 3
-        balanced = swdask.persist_balanced(frame, client)
-        assert balanced.npartitions == 2
-        found = dask.compute(*[dask.delayed(_where_and_residues)(part)
-                               for part in balanced.to_delayed()])
-        assert len({worker for worker, _ in found}) == 2
-        residues = [r for _, r in found]
-        assert max(residues) / (sum(residues) / 2) - 1 <= max(UNEVEN, 0.2)
-        assert balanced.compute().equals(frame.compute())
-        got = balanced.sw.align(query, column="sequence").compute()
-        assert got.equals(frame.compute().sw.align(query, column="sequence"))
+        if parts == 1:
+            unknown = dd.from_pandas(frame.compute(), npartitions=1).clear_divisions()
+            with pytest.warns(UserWarning, match="idle"):
+                kept = swdask.persist_balanced(unknown, client)
+            assert kept.npartitions == 1
