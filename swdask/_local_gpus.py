@@ -7,8 +7,9 @@ here.
 
 One GPU. With one plain (uncompressed, local) database file, the file's bytes are read and
 uploaded as they are, then cut into records and encoded on the GPU (the backend's
-``encode_fasta``; the hits' ids come from their header lines alone) while another thread readies the GPU (its context, the kernels these
-queries launch); neither numba nor a frame of the database is needed. Otherwise (or where
+``encode_fasta``; the hits' ids come from their header lines alone) while another thread
+readies the GPU (its context, the kernels these queries launch); neither numba nor a frame
+of the database is needed. Otherwise (or where
 that parse leaves the file to the reader: see :func:`~swdask._fasta.fasta_layout`) the
 database is read into one frame in this process (:func:`~swdask._fasta.read_fasta_frame`,
 ``threads`` threads) beside that warm-up, then searched as one column

@@ -232,7 +232,7 @@ class OnCluster:
             if gpu_engine and database.npartitions > len(workers):
                 database = database.repartition(npartitions=len(workers))
             tasks, _ = search_tasks(database, job.ids, job.prepared, job.top, "sequence",
-                                 ("id", "description"), job.options, job.stats)
+                                    ("id", "description"), job.options, job.stats)
             futures = client.compute(tasks)
             if job.progress:
                 show_progress(futures)
