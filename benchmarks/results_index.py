@@ -39,6 +39,8 @@ WORKLOADS = {
     "traceback-gpu": "the GPU traceback alone",
     "evalue": "E-values against ssearch36's",
     "gpu-tests": "the GPU test suite's runs on the GPU machine (pass counts, not figures)",
+    "startup": "a new process's first job against its later ones, with caches emptied (cold) "
+    "and filled (warm)",
 }
 
 _DATE = re.compile(r"(20\d\d-\d\d-\d\d)")
@@ -83,6 +85,12 @@ def _number(value, digits: int) -> str:
 def headline(record: dict) -> str:
     """The one figure that says what a record measured, from its own fields."""
     get = record.get
+    if get("first_over_second") is not None and isinstance(get("phases"), dict):
+        phases = get("phases")
+        return (f"{get('workload')} {'cold' if get('cold') else 'warm'}: first search "
+                f"{phases.get('first_search', 0):.2f} s, second "
+                f"{phases.get('second_search', 0):.2f} s ({get('first_over_second'):.2f}x); "
+                f"whole process {get('wall_seconds', 0):.2f} s")
     if get("x_linear") is not None and get("seconds") is not None:
         return (f"{get('workload')} on {get('gpus')} GPU(s) through Dask: {get('seconds'):.2f} s, "
                 f"{get('gcups', 0) / 1000:.2f} TCUPS, {get('x_linear'):.2f} of linear")

@@ -72,4 +72,8 @@ def test_headlines_read_the_records_own_figures(index):
     cpu = {"workload": "search-cpu-10", "backend": "cpu", "wall_seconds": 1.18,
            "ssearch36_wall_seconds": 3.08}
     assert index.headline(cpu) == "search-cpu-10 job 1.18 s; ssearch36 3.08 s"
+    startup = {"workload": "startup-W3", "backend": "cpu", "cold": True, "wall_seconds": 9.5,
+               "phases": {"first_search": 6.0, "second_search": 1.5}, "first_over_second": 4.0}
+    assert index.headline(startup) == ("startup-W3 cold: first search 6.00 s, second 1.50 s "
+                                       "(4.00x); whole process 9.50 s")
     assert index.headline({"something": 1}) == "see the file"
