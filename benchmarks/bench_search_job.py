@@ -404,24 +404,32 @@ def _several_gpus(args, one, query_file, db_path, one_output, work: Path) -> lis
         output = work / f"{one['workload']}-{count}gpus.tsv"
         timed = [_job(query_file, db_path, output, one["backend"], _gpus_env(count))
                  for _ in range(max(1, args.repeats))]
-        seconds, phases = min(timed, key=lambda run: run[0])
-        over = one["wall_seconds"] / seconds
-        record = {key: one[key] for key in ("workload", "backend", "device", "date", "commit",
-                                            "database", "database_residues", "queries",
-                                            "cells", "kernel_tcups") if key in one}
-        record.update(gpus=count, wall_seconds=seconds, phases=phases,
-                      wall_seconds_all=[run[0] for run in timed],
-                      effective_tcups=one["cells"] / seconds / 1e12,
-                      one_gpu_wall_seconds=one["wall_seconds"], over_one_gpu=over,
-                      x_linear=over / count,
-                      equal_to_one_gpu=bool(_hits_key(output).equals(_hits_key(one_output))))
-        if "seed" in one:
-            record["seed"] = one["seed"]
-        print(f"{one['workload']} {one['backend']} on {count} GPUs: {seconds:.2f} s {phases}, "
-              f"{over:.2f} x one GPU ({one['wall_seconds']:.2f} s), hits equal: "
-              f"{record['equal_to_one_gpu']}")
+        record = _several_gpus_record(one, count, timed, output, one_output)
+        print(f"{one['workload']} {one['backend']} on {count} GPUs: "
+              f"{record['wall_seconds']:.2f} s {record['phases']}, "
+              f"{record['over_one_gpu']:.2f} x one GPU ({one['wall_seconds']:.2f} s), hits "
+              f"equal: {record['equal_to_one_gpu']}")
         runs.append(record)
     return runs
+
+
+def _several_gpus_record(one, count: int, timed, output, one_output, **fields) -> dict:
+    """The record of the job of record ``one`` (one GPU) run on ``count`` GPUs: ``timed``
+    its runs (seconds, phases), the fastest kept; ``over_one_gpu``, ``x_linear`` and whether
+    its hits (``output``) equal the one-GPU job's (``one_output``); ``fields`` added."""
+    seconds, phases = min(timed, key=lambda run: run[0])
+    over = one["wall_seconds"] / seconds
+    record = {key: one[key] for key in ("workload", "backend", "device", "date", "commit",
+                                        "database", "database_residues", "queries", "cells",
+                                        "kernel_tcups", "seed") if key in one}
+    record.update(fields)
+    record.update(gpus=count, wall_seconds=seconds, phases=phases,
+                  wall_seconds_all=[run[0] for run in timed],
+                  effective_tcups=one["cells"] / seconds / 1e12,
+                  one_gpu_wall_seconds=one["wall_seconds"], over_one_gpu=over,
+                  x_linear=over / count,
+                  equal_to_one_gpu=bool(_hits_key(output).equals(_hits_key(one_output))))
+    return record
 
 
 def _on_scheduler(args, one, query_file, db_path, one_output, work: Path) -> dict:
@@ -453,19 +461,10 @@ def _on_scheduler(args, one, query_file, db_path, one_output, work: Path) -> dic
         for process in reversed(started):
             process.terminate()
             process.wait(timeout=60)
-    seconds, phases = min(timed, key=lambda run: run[0])
-    over = one["wall_seconds"] / seconds
-    record = {key: one[key] for key in ("workload", "backend", "device", "date", "commit",
-                                        "database", "database_residues", "queries", "cells",
-                                        "kernel_tcups", "seed") if key in one}
-    record.update(runner="scheduler", gpus=count, wall_seconds=seconds, phases=phases,
-                  wall_seconds_all=[run[0] for run in timed],
-                  effective_tcups=one["cells"] / seconds / 1e12,
-                  one_gpu_wall_seconds=one["wall_seconds"], over_one_gpu=over,
-                  x_linear=over / count,
-                  equal_to_one_gpu=bool(_hits_key(output).equals(_hits_key(one_output))))
-    print(f"{one['workload']} on a scheduler with {count} GPU workers: {seconds:.2f} s "
-          f"{phases}, {over:.2f} x one GPU, hits equal: {record['equal_to_one_gpu']}")
+    record = _several_gpus_record(one, count, timed, output, one_output, runner="scheduler")
+    print(f"{one['workload']} on a scheduler with {count} GPU workers: "
+          f"{record['wall_seconds']:.2f} s {record['phases']}, {record['over_one_gpu']:.2f} x "
+          f"one GPU, hits equal: {record['equal_to_one_gpu']}")
     return record
 
 
@@ -492,20 +491,11 @@ def _on_cudf_cluster(args, one, query_file, db_path, one_output, work: Path) -> 
             except RuntimeError as exc:  # reported, and the other runs go on
                 print(f"{one['workload']} {runner} on {count} GPUs failed: {exc}")
                 continue
-            seconds, phases = min(timed, key=lambda run: run[0])
-            over = one["wall_seconds"] / seconds
-            record = {key: one[key] for key in ("workload", "device", "date", "commit",
-                                                "database", "database_residues", "queries",
-                                                "cells", "kernel_tcups", "seed") if key in one}
-            record.update(backend="cudf", runner=runner, gpus=count, wall_seconds=seconds,
-                          phases=phases, wall_seconds_all=[run[0] for run in timed],
-                          effective_tcups=one["cells"] / seconds / 1e12,
-                          one_gpu_wall_seconds=one["wall_seconds"], over_one_gpu=over,
-                          x_linear=over / count,
-                          equal_to_one_gpu=bool(_hits_key(output).equals(
-                              _hits_key(one_output))))
-            print(f"{one['workload']} cudf {runner} on {count} GPUs: {seconds:.2f} s "
-                  f"{json.dumps(phases)}, {over:.2f} x one GPU's gpu job, hits equal: "
+            record = _several_gpus_record(one, count, timed, output, one_output,
+                                          backend="cudf", runner=runner)
+            print(f"{one['workload']} cudf {runner} on {count} GPUs: "
+                  f"{record['wall_seconds']:.2f} s {json.dumps(record['phases'])}, "
+                  f"{record['over_one_gpu']:.2f} x one GPU's gpu job, hits equal: "
                   f"{record['equal_to_one_gpu']}")
             runs.append(record)
     return runs
@@ -517,23 +507,15 @@ def _recipe(query_file, db_path, output, env) -> tuple[float, dict]:
     import json
 
     script = Path(__file__).with_name("bench_search_recipe_gpu.py")
-    seconds, stdout = _run_output([sys.executable, script, query_file, db_path,
-                                 "--hits", output], env=env)
-    line = next(line for line in stdout.splitlines() if line.startswith("recipe "))
+    printed = Path(output).with_suffix(".out")
+    with open(printed, "w") as stdout:
+        seconds, _ = run_process([sys.executable, script, query_file, db_path, "--hits",
+                                  output], stdout=stdout, env=env)
+    line = next(line for line in printed.read_text().splitlines()
+                if line.startswith("recipe "))
     found = json.loads(line[len("recipe "):])
     return seconds, {**found["seconds"], "partitions": found["partitions"],
                      "workers": found["workers"]}
-
-
-def _run_output(command, env=None) -> tuple[float, str]:
-    """Run ``command`` as a new process: ``(wall seconds, stdout)``; a failure raises with
-    its stderr."""
-    start = time.perf_counter()
-    done = subprocess.run([str(c) for c in command], capture_output=True, text=True, env=env)
-    seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(map(str, command))} failed:\n{done.stderr[-3000:]}")
-    return seconds, done.stdout
 
 
 def main() -> int:

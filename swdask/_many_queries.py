@@ -287,12 +287,20 @@ def search_columns(parts, queries, top, options, statistics="auto", done=None) -
     top = check_top(top)
     ids, prepared = prepare_queries(queries, options.scoring)
     stats = hit_statistics(statistics, options.scoring, prepared)
+    return rank_hits(search_parts(parts, prepared, ids, options, top, stats, done), top,
+                     stats)
+
+
+def search_parts(parts, prepared, ids, options, top: int, stats=None, done=None) -> list:
+    """:func:`search_part` of each of ``parts`` (an iterable of ``(column, kept)`` pairs in
+    record order, numbered from 0), one after another as they come: their partial results,
+    ``done()`` called after each."""
     partials = []
-    for k, part in enumerate(parts):
-        partials.append(search_part(k, part, prepared, ids, options, top, stats))
+    for number, part in enumerate(parts):
+        partials.append(search_part(number, part, prepared, ids, options, top, stats))
         if done is not None:
             done()
-    return rank_hits(partials, top, stats)
+    return partials
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ import pandas as pd
 
 from . import _timing
 from ._fasta import expand_paths, no_record_error
-from ._many_queries import HitStatistics, rank_hits, search_part
+from ._many_queries import HitStatistics, rank_hits, search_parts
 from ._options import Options
 from ._timing import Phases
 
@@ -156,20 +156,16 @@ class InProcess:
         job.report(f"running in this process on {available_cores()} cores; no dashboard: "
                    "pass --workers N for a local cluster, or --scheduler, to watch it")
         blocksize = MAX_BLOCK if job.blocksize == "auto" else job.blocksize
-        found = []
         with job.phases("search"):
             count, frames = iter_fasta_frames(job.database, blocksize,
                                               strip_gaps=job.strip_gaps)
             if not count:
                 raise no_record_error(job.database)
             _timing.take()  # from zero: only this job's stages
+            parts = ((frame["sequence"], frame[["id", "description"]]) for frame in frames)
             with count_progress(count) if job.progress else nullcontext() as advance:
-                for number, frame in enumerate(frames):
-                    part = frame["sequence"], frame[["id", "description"]]
-                    found.append(search_part(number, part, job.prepared, job.ids,
-                                             job.options, job.top, job.stats))
-                    if advance is not None:
-                        advance()
+                found = search_parts(parts, job.prepared, job.ids, job.options, job.top,
+                                     job.stats, advance)
         job.phases.add_in_tasks(_timing.take())
         return found
 
