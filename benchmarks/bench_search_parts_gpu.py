@@ -56,6 +56,7 @@ def time_parts(db_path: str, queries, parts: list[int], rounds: int, configs: li
         if frame == "cudf":
             import cudf
 
+            swdask.register_cudf()  # the .sw accessor on cuDF objects
             found = [cudf.Series(part) for part in found]
         return found
 
