@@ -31,6 +31,8 @@ kernels (only :mod:`swdask._results`, :mod:`swdask._settings` and the sequences 
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import threading
 import weakref
 from collections import OrderedDict
@@ -245,6 +247,34 @@ def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint, top=N
     return cells
 
 
+def _own_pool(method):
+    """``method`` of :class:`GpuBackend` run with the runtime's ``own_pool()`` entered (CuPy's
+    pool, not a cudaMalloc per array: :meth:`~swdask.gpu._runtime.CudaRuntime.own_pool`);
+    a generator's steps each run inside it, so the caller's own code between them keeps its
+    allocator."""
+    if inspect.isgeneratorfunction(method):
+        @functools.wraps(method)
+        def steps(self, *args, **kwargs):
+            generator = method(self, *args, **kwargs)
+            try:
+                while True:
+                    with self.runtime.own_pool():
+                        try:
+                            item = next(generator)
+                        except StopIteration:
+                            return
+                    yield item
+            finally:
+                generator.close()
+        return steps
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        with self.runtime.own_pool():
+            return method(self, *args, **kwargs)
+    return call
+
+
 class GpuBackend:
     """swdask's backend contract on the CUDA kernels (see the module docstring)."""
 
@@ -253,12 +283,14 @@ class GpuBackend:
     def __init__(self, runtime=None):
         self.runtime = runtime or get_runtime()
 
+    @_own_pool
     def encode(self, values, scoring, labels=None, what: str = "row"):
         from ._encode import encode_on_device
 
         return encode_on_device(values, scoring, labels=labels, what=what,
                                 runtime=self.runtime)
 
+    @_own_pool
     def encode_fasta(self, text, path: str, scoring):
         """The file's bytes uploaded once, cut into records and encoded on the GPU
         (:func:`~swdask.gpu._encode.encode_fasta_text`), or None (see there)."""
@@ -266,6 +298,7 @@ class GpuBackend:
 
         return encode_fasta_text(text, path, scoring, self.runtime)
 
+    @_own_pool
     def one_against_many(self, query, targets, mode: str, *, owner=None, fingerprint=(),
                          checks=None, top=None):
         """``query`` (a PreparedQuery) against every row of ``targets`` (EncodedSequences on
@@ -297,6 +330,7 @@ class GpuBackend:
                 _free_after(error, runtime)
                 budget //= 2
 
+    @_own_pool
     def many_against_many(self, queries, targets, mode: str, *, owner=None, fingerprint=(),
                           checks=None, top=None):
         """:meth:`one_against_many` of each of ``queries``, in order (an iterator). Once the
@@ -363,6 +397,7 @@ class GpuBackend:
         verdicts = iter(inter_task.check_flags(flat))
         return [any([next(verdicts) for _ in listed]) for listed in checks]
 
+    @_own_pool
     def warm_up(self, query_lengths, scoring) -> None:
         """The device's context created and the one-against-many kernels that queries of
         these lengths launch loaded (from CuPy's disk cache, or compiled): what the first
@@ -390,11 +425,13 @@ class GpuBackend:
         this process sees)."""
         return self.runtime.on_device(index)
 
+    @_own_pool
     def pairs(self, queries, targets, scoring, mode: str):
         from . import _pairs
 
         return _pairs.align_pairs_gpu(queries, targets, scoring, mode)
 
+    @_own_pool
     def traceback(self, queries, query_rows, targets, target_rows, columns, scoring):
         """The hits' alignments by ``traceback.cu`` (:mod:`swdask.gpu._traceback`), warps
         sweeping strips of 256 query rows; host sequences are copied to the device whole

@@ -155,6 +155,24 @@ class CudaRuntime:
         restored on exit). Kernels, streams and CuPy's memory pool are per device already."""
         return self.xp.cuda.Device(int(index))
 
+    def own_pool(self):
+        """The context in which this thread's CuPy arrays come from CuPy's own memory pool
+        where CuPy's allocator is RMM's on a resource that asks the driver for every
+        allocation (:func:`driver_allocator`); else nothing changes.
+
+        Why: importing cuDF points CuPy's allocator at RMM, whose default resource calls
+        ``cudaMalloc`` and ``cudaFree`` (which waits for the device) for every array. The
+        scan allocates small arrays for every stack of queries, so in a process that had
+        imported cuDF (a dask-cuda worker reading cuDF partitions, a notebook) the same
+        search scanned clearly slower than in one that had not
+        (docs/notes/gpu-several-gpus-and-dask.md, "cuDF's allocator"). An RMM resource
+        that pools (pool, arena, async) or caps (a limiting adaptor: its headroom bounds
+        swdask's work, :meth:`free_bytes`) is the user's choice and stays. The setting is
+        this thread's only (CuPy's ``using_allocator``), restored on exit."""
+        if not driver_allocator(self.xp):
+            return nullcontext()
+        return self.xp.cuda.using_allocator(self.xp.get_default_memory_pool().malloc)
+
     def launch(self, function, grid: int, block: int, args, shared_mem: int = 0,
                stream=None):
         if grid <= 0:
@@ -440,6 +458,23 @@ def _env_memory_cap() -> int | None:
     return _settings().get_int("gpu.memory-bytes")
 
 
+def driver_allocator(cupy) -> bool:
+    """Whether CuPy's current allocator is RMM's on a resource with no pool of its own
+    (``CudaMemoryResource``, ``ManagedMemoryResource``: RMM's default, what a process gets
+    from importing cuDF). RMM is looked up only when something imported it already."""
+    rmm = sys.modules.get("rmm")
+    if rmm is None:
+        return False
+    allocator = cupy.cuda.get_allocator()
+    if not str(getattr(allocator, "__module__", "")).startswith("rmm"):
+        return False
+    try:
+        resource = rmm.mr.get_current_device_resource()
+    except Exception:  # pragma: no cover - an RMM without it: leave the allocator alone
+        return False
+    return type(resource).__name__ in ("CudaMemoryResource", "ManagedMemoryResource")
+
+
 def _rmm_limiter():
     """The RMM ``LimitingResourceAdaptor`` in the current device resource's chain, if any.
     RMM is looked up only when something (cuDF, dask-cuda) imported it already."""
@@ -554,6 +589,11 @@ class EmulationRuntime:
 
     def current_device(self) -> int:
         return getattr(_EMULATED_DEVICE, "index", 0)
+
+    @staticmethod
+    def own_pool():
+        """Nothing to choose: the emulation's arrays are NumPy's."""
+        return nullcontext()
 
     @contextmanager
     def on_device(self, index: int):
