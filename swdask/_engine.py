@@ -126,6 +126,12 @@ class Backend(Protocol):
         GPU: its context and those kernels), so that a job can do it while it reads."""
         ...
 
+    def own_pool(self) -> "ContextManager":
+        """The context in which this thread's device arrays come from the backend's own
+        memory pool (the GPU: CuPy's, where cuDF's import left CuPy allocating from the
+        driver for every array; the CPU: nothing)."""
+        ...
+
     def traceback(self, queries: EncodedSequences, query_rows, targets: EncodedSequences,
                   target_rows, columns: dict, scoring: Scoring) -> dict:
         """The alignment columns of hits (:data:`~swdask._results.ALIGNMENT_COLUMNS`, host
@@ -162,6 +168,11 @@ class CpuBackend:
     @staticmethod
     def warm_up(query_lengths, scoring: Scoring) -> None:
         """Nothing to ready: the numba kernels load from their cache on first use."""
+
+    @staticmethod
+    def own_pool():
+        """Nothing to choose: host arrays."""
+        return nullcontext()
 
     def one_against_many(self, query, targets, mode, *, owner=None, fingerprint=(),
                          checks=None, top=None):

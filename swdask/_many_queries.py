@@ -62,77 +62,80 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     with stage("encode"):
         encoded = targets() if callable(targets) else targets
     chosen = _engine.get_backend(backend, encoded.residues)
-    if owner is None:  # keep the layout for this batch: it dies with ``encoded``
-        owner, fingerprint = encoded, ("batch",)
-    names = ("query", "row") + result_columns(mode, strings) + (
-        ("target_length",) if mode == "alignment" else ())
-    found = {name: np.zeros(0, dtype=np.int64) for name in names}
-    lengths = usable = None
-    if summaries:  # what every query's summary counts: the rows' lengths, usable rows
-        lengths = encoded.offsets[1:] - encoded.offsets[:-1]
-        usable = array_module(lengths).asarray(encoded.valid, dtype=bool) & (lengths > 0)
+    # swdask's device memory from CuPy's pool even where cuDF left CuPy on RMM's
+    # driver-backed default (the backend's own_pool; nothing on the CPU)
+    with chosen.own_pool():
+        if owner is None:  # keep the layout for this batch: it dies with ``encoded``
+            owner, fingerprint = encoded, ("batch",)
+        names = ("query", "row") + result_columns(mode, strings) + (
+            ("target_length",) if mode == "alignment" else ())
+        found = {name: np.zeros(0, dtype=np.int64) for name in names}
+        lengths = usable = None
+        if summaries:  # what every query's summary counts: the rows' lengths, usable rows
+            lengths = encoded.offsets[1:] - encoded.offsets[:-1]
+            usable = array_module(lengths).asarray(encoded.valid, dtype=bool) & (lengths > 0)
 
-    # the scan's cells: end cells only where they are the result (mode "end"); the top rows
-    # of modes "full" and "alignment" are aligned again as pairs, so their scan needs the
-    # scores alone (on the CPU a byte-lane pass, twice the lanes of the int16 one)
-    scan_mode = "end" if mode == "end" else "none"
-    # only the rows that can be among a query's best must be exact, unless every score
-    # is counted (the summaries)
-    needed = None if summaries else top
+        # the scan's cells: end cells only where they are the result (mode "end"); the top rows
+        # of modes "full" and "alignment" are aligned again as pairs, so their scan needs the
+        # scores alone (on the CPU a byte-lane pass, twice the lanes of the int16 one)
+        scan_mode = "end" if mode == "end" else "none"
+        # only the rows that can be among a query's best must be exact, unless every score
+        # is counted (the summaries)
+        needed = None if summaries else top
 
-    def scan(query, checks=None):  # one query searched alone
-        return kept(chosen.one_against_many(query, encoded, scan_mode, owner=owner,
-                                            fingerprint=fingerprint, checks=checks,
-                                            top=needed))
+        def scan(query, checks=None):  # one query searched alone
+            return kept(chosen.one_against_many(query, encoded, scan_mode, owner=owner,
+                                                fingerprint=fingerprint, checks=checks,
+                                                top=needed))
 
-    def kept(found):  # a query's top rows (and summary), nothing read back
-        rows = top_candidates(found, top)
-        return (int(rows.shape[0]), rows, found.has_hit[rows],
-                found.take(rows) if mode != "full" else None,
-                score_summary(found.columns["score"], lengths, usable, found.xp)
-                if summaries else None)
+        def kept(found):  # a query's top rows (and summary), nothing read back
+            rows = top_candidates(found, top)
+            return (int(rows.shape[0]), rows, found.has_hit[rows],
+                    found.take(rows) if mode != "full" else None,
+                    score_summary(found.columns["score"], lengths, usable, found.xp)
+                    if summaries else None)
 
-    with chosen.batch():
-        with stage("scan"):
-            # queue every query's scan and top rows without reading anything back (the
-            # backend's checks too, read once after the last query), so the GPU goes from
-            # one query to the next without waiting for the host
-            checks = [[] for _ in queries]
-            scans = [kept(found) for found in chosen.many_against_many(
-                queries, encoded, scan_mode, owner=owner, fingerprint=fingerprint,
-                checks=checks, top=needed)]
-            for k, again in enumerate(chosen.failed_checks(checks)):
-                if again:  # its fast path could not tell: searched again, checked at once
-                    scans[k] = scan(queries[k])
-            counts, picked, is_hit, scanned, summary = (list(c) for c in zip(*scans)) \
-                if scans else ([], [], [], [], [])
-            if summaries:
-                found.update(_stack_summaries(summary, len(queries)))
-            if not picked or not sum(counts):
+        with chosen.batch():
+            with stage("scan"):
+                # queue every query's scan and top rows without reading anything back (the
+                # backend's checks too, read once after the last query), so the GPU goes from
+                # one query to the next without waiting for the host
+                checks = [[] for _ in queries]
+                scans = [kept(found) for found in chosen.many_against_many(
+                    queries, encoded, scan_mode, owner=owner, fingerprint=fingerprint,
+                    checks=checks, top=needed)]
+                for k, again in enumerate(chosen.failed_checks(checks)):
+                    if again:  # its fast path could not tell: searched again, checked at once
+                        scans[k] = scan(queries[k])
+                counts, picked, is_hit, scanned, summary = (list(c) for c in zip(*scans)) \
+                    if scans else ([], [], [], [], [])
+                if summaries:
+                    found.update(_stack_summaries(summary, len(queries)))
+                if not picked or not sum(counts):
+                    return found
+                xp = array_module(picked[0])
+                keep = np.asarray(host_array(xp.concatenate(is_hit)), dtype=bool)
+            query_of_hit = np.repeat(np.arange(len(queries), dtype=np.int64), counts)[keep]
+            rows = np.asarray(host_array(xp.concatenate(picked)), dtype=np.int64)[keep]
+            if not rows.size:
                 return found
-            xp = array_module(picked[0])
-            keep = np.asarray(host_array(xp.concatenate(is_hit)), dtype=bool)
-        query_of_hit = np.repeat(np.arange(len(queries), dtype=np.int64), counts)[keep]
-        rows = np.asarray(host_array(xp.concatenate(picked)), dtype=np.int64)[keep]
-        if not rows.size:
-            return found
-        if mode in ("full", "alignment"):
-            with stage("positions" if mode == "full" else "alignments"):
-                hits = _engine.align_pairs(query_column(queries).take(query_of_hit),
-                                           encoded.take(rows), queries[0].scoring, mode,
-                                           backend=chosen.name, strings=strings).to_host()
-            columns = hits.columns
-        else:
-            columns = {name: np.asarray(host_array(xp.concatenate([s.columns[name]
-                                                              for s in scanned])))[keep]
-                       for name in result_columns(mode)}
-    found.update({"query": query_of_hit, "row": rows})
-    found.update({name: columns[name] if name in TEXT_COLUMNS else np.asarray(columns[name])
-                  for name in result_columns(mode, strings)})
-    if mode == "alignment":
-        lengths = encoded.offsets[1:] - encoded.offsets[:-1]
-        found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]
-    return found
+            if mode in ("full", "alignment"):
+                with stage("positions" if mode == "full" else "alignments"):
+                    hits = _engine.align_pairs(query_column(queries).take(query_of_hit),
+                                               encoded.take(rows), queries[0].scoring, mode,
+                                               backend=chosen.name, strings=strings).to_host()
+                columns = hits.columns
+            else:
+                columns = {name: np.asarray(host_array(xp.concatenate([s.columns[name]
+                                                                  for s in scanned])))[keep]
+                           for name in result_columns(mode)}
+        found.update({"query": query_of_hit, "row": rows})
+        found.update({name: columns[name] if name in TEXT_COLUMNS else np.asarray(columns[name])
+                      for name in result_columns(mode, strings)})
+        if mode == "alignment":
+            lengths = encoded.offsets[1:] - encoded.offsets[:-1]
+            found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]
+        return found
 
 
 def _stack_summaries(summary, count: int) -> dict:

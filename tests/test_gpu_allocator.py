@@ -131,6 +131,8 @@ def test_search_under_rmm_default_allocator_equals_cpu_and_uses_cupys_pool():
 
     targets = pd.Series(["MKTAYIAKQRQISFVKSHFSRQ", "", None, "MKTAYIAKQR" * 40, "WWWW"])
     expected = targets.sw.align("MKTAYIAKQ", backend="cpu")
+    queries = pd.DataFrame({"id": ["q1", "q2"], "sequence": ["MKTAYIAKQ", "SFVKSHFSRQ"]})
+    expected_hits = targets.sw.search(queries, top=3, backend="cpu")
     previous = cupy.cuda.get_allocator()
     cupy.cuda.set_allocator(rmm_cupy_allocator)
     try:
@@ -139,7 +141,9 @@ def test_search_under_rmm_default_allocator_equals_cpu_and_uses_cupys_pool():
             assert cupy.cuda.get_allocator() is not rmm_cupy_allocator
         assert cupy.cuda.get_allocator() is rmm_cupy_allocator  # restored
         found = targets.sw.align("MKTAYIAKQ", backend="gpu")
+        found_hits = targets.sw.search(queries, top=3, backend="gpu")
     finally:
         cupy.cuda.set_allocator(previous)
     pd.testing.assert_frame_equal(found, expected)
+    pd.testing.assert_frame_equal(found_hits, expected_hits)
     assert swdask  # imported for the accessor

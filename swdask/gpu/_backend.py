@@ -404,6 +404,12 @@ class GpuBackend:
         search would otherwise wait for, done while a job reads its data."""
         inter_task.warm_up(self.runtime, query_lengths, scoring)
 
+    def own_pool(self):
+        """This thread's CuPy arrays from CuPy's pool while inside, where cuDF's import
+        left CuPy on RMM's driver-backed default resource
+        (:meth:`~swdask.gpu._runtime.CudaRuntime.own_pool`)."""
+        return self.runtime.own_pool()
+
     def batch(self):
         """The current GPU for one batch of queries against one column (threads on one
         device take turns: one partition's layout and searches on it at a time, while other
