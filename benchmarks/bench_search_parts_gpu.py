@@ -19,8 +19,9 @@ search its speed: Dask's worker, cuDF's buffers, or the cut into parts (issue 44
 ``--json PATH`` every line's figures are also written there.
 
 Measured with it (docs/notes/gpu-several-gpus-and-dask.md, "A column cut into parts, no
-Dask"): 4 parts ran at 0.94 of the whole column, 16 parts at 0.29 (the long-row split; see
-the notes).
+Dask" and "cuDF's allocator"): 4 parts ran at 0.94 of the whole column, 16 parts at 0.29 (the
+long-row split; see the notes); a process that had imported cuDF, and a dask-cuda worker,
+scanned slower than a clean process until swdask's GPU work allocated from CuPy's own pool.
 """
 from __future__ import annotations
 
