@@ -35,8 +35,8 @@ from . import _engine
 from ._api import column_targets, is_cudf
 from ._metrics import column_total
 from ._results import (ALIGNED_STRINGS, ALIGNMENT_COLUMNS, COLUMNS, TEXT_COLUMNS,
-                       PartialHits, array_module, column_array, host_array, result_columns,
-                       top_candidates)
+                       TOP_GROUP_SCORES, PartialHits, array_module, column_array, host_array,
+                       result_columns, top_candidates_many)
 from ._scoring import ScoringError
 from ._sequences import EncodedSequences, SequenceError, prepare_query, query_column
 from ._statistics import SCORE_BINS, KarlinAltschul, blast_parameters, fit_scores, score_summary
@@ -84,26 +84,37 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
         needed = None if summaries else top
 
         def scan(query, checks=None):  # one query searched alone
-            return kept(chosen.one_against_many(query, encoded, scan_mode, owner=owner,
-                                                fingerprint=fingerprint, checks=checks,
-                                                top=needed))
+            return kept([chosen.one_against_many(query, encoded, scan_mode, owner=owner,
+                                                 fingerprint=fingerprint, checks=checks,
+                                                 top=needed)])[0]
 
-        def kept(found):  # a query's top rows (and summary), nothing read back
-            rows = top_candidates(found, top)
-            return (int(rows.shape[0]), rows, found.has_hit[rows],
-                    found.take(rows) if mode != "full" else None,
-                    score_summary(found.columns["score"], lengths, usable, found.xp)
-                    if summaries else None)
+        def kept(group):  # consecutive queries' top rows (and summaries), nothing read back
+            picked = top_candidates_many(group, top)
+            return [(int(rows.shape[0]), rows, is_hit,
+                     alignments.take(rows) if mode != "full" else None,
+                     score_summary(alignments.columns["score"], lengths, usable, alignments.xp)
+                     if summaries else None)
+                    for alignments, (rows, is_hit) in zip(group, picked)]
 
         with chosen.batch():
             with stage("scan"):
                 # queue every query's scan and top rows without reading anything back (the
                 # backend's checks too, read once after the last query), so the GPU goes from
-                # one query to the next without waiting for the host
+                # one query to the next without waiting for the host; the top rows of a few
+                # consecutive queries are picked together (top_candidates_many)
                 checks = [[] for _ in queries]
-                scans = [kept(found) for found in chosen.many_against_many(
-                    queries, encoded, scan_mode, owner=owner, fingerprint=fingerprint,
-                    checks=checks, top=needed)]
+                scans, group = [], []
+                # (on the CPU grouping saves nothing: one query's rows at a time)
+                most = max(1, TOP_GROUP_SCORES // max(1, len(encoded))) \
+                    if chosen.name == "gpu" else 1
+                for result in chosen.many_against_many(queries, encoded, scan_mode,
+                                                       owner=owner, fingerprint=fingerprint,
+                                                       checks=checks, top=needed):
+                    group.append(result)
+                    if len(group) >= most:
+                        scans += kept(group)
+                        group = []
+                scans += kept(group)
                 for k, again in enumerate(chosen.failed_checks(checks)):
                     if again:  # its fast path could not tell: searched again, checked at once
                         scans[k] = scan(queries[k])

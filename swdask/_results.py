@@ -254,6 +254,57 @@ def top_candidates(alignments: "Alignments", top: int):
     return rows[np.argsort(key[rows])]
 
 
+#: The most scores (queries x rows) whose top rows :func:`top_candidates_many` picks with
+#: one sort on the GPU: the sort's keys, order and scratch take about 32 bytes each.
+TOP_GROUP_SCORES = 1 << 23
+
+
+def top_candidates_many(found: list, top: int) -> list:
+    """:func:`top_candidates` of each of ``found`` (the results of consecutive queries
+    against one column), with each one's ``has_hit`` at those rows: a list of
+    ``(rows, is_hit)``, nothing read back.
+
+    On the GPU the queries' rows are picked together, with one sort of one int64 key per
+    score (the query's number, then the int32 key of :func:`top_candidates`: the same rows,
+    best first, the same ties), instead of a dozen small kernels and a sort for each query:
+    against a small part of a database those small kernels took longer than the scan
+    (docs/notes/gpu-several-gpus-and-dask.md, "Small parts, per query"). At most
+    :data:`TOP_GROUP_SCORES` scores go into one sort."""
+    if not found:
+        return []
+    if found[0].xp is np or len(found) == 1:
+        picked = []
+        for alignments in found:
+            rows = top_candidates(alignments, top)
+            picked.append((rows, alignments.has_hit[rows]))
+        return picked
+    if len(found) * len(found[0]) > TOP_GROUP_SCORES:
+        half = len(found) // 2
+        return top_candidates_many(found[:half], top) + top_candidates_many(found[half:], top)
+    return _top_together(found, top)
+
+
+def _top_together(found: list, top: int) -> list:
+    """:func:`top_candidates_many` of several queries with one sort (any array module): each
+    score's key is unique (the query's number, then :func:`top_candidates`'s key, then the
+    row), so the sort need not be stable and every ordering rule is the single query's."""
+    xp = found[0].xp
+    n, count = len(found[0]), len(found)
+    if n == 0:
+        return [(xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=bool)) for _ in found]
+    score = xp.stack([alignments.columns["score"] for alignments in found])
+    hit = xp.stack([alignments.valid for alignments in found]).astype(bool) & (score > 0)
+    # scores are below 2**31 (int32 kernels), so a row's key within its query, before its
+    # row number, lies in [0, 2**32]; the largest key is below count * n * 2**33, which
+    # TOP_GROUP_SCORES keeps far below 2**63
+    within = (xp.where(hit, -score, 1) + (1 << 31)) * n + xp.arange(n, dtype=xp.int64)
+    first = xp.arange(count, dtype=xp.int64)[:, None]
+    key = within + first * (((1 << 32) + 1) * n)
+    rows = xp.argsort(key.ravel()).reshape(count, n)[:, :min(top, n)] - first * n
+    is_hit = xp.take_along_axis(hit, rows, axis=1)
+    return [(rows[j], is_hit[j]) for j in range(count)]
+
+
 @dataclass
 class Alignments:
     """Results for ``n`` rows: ``int64`` arrays by column name (NumPy or CuPy).
@@ -392,4 +443,4 @@ __all__ = ["ALIGNED_STRINGS", "ALIGNMENT_COLUMNS", "Alignments", "COLUMNS", "MOD
            "PartialHits", "TEXT_COLUMNS", "arrow_strings", "best_cell", "column_array",
            "empty_alignment_columns", "empty_cells", "finish", "host_array", "kernel_mode",
            "position_mode", "put_rows", "result_columns", "stack_rows", "top_candidates",
-           "untraced"]
+           "top_candidates_many", "untraced"]

@@ -181,7 +181,7 @@ STAGES = {
     "forward": ("swdask.gpu.inter_task", "_run_forward"),  # a stack's forward launches
     "scatter": ("swdask.gpu.inter_task", "_scatter"),  # one result column to row order
     "finish": ("swdask.gpu._backend", "finish"),  # a search's cells as Alignments
-    "top rows": ("swdask._many_queries", "top_candidates"),  # a query's best rows chosen
+    "top rows": ("swdask._many_queries", "top_candidates_many"),  # queries' best rows chosen
     # row-wise pairs on the GPU, and the traceback of their alignments
     "pairs upload": ("swdask.gpu._pairs", "to_device"),  # a chunk's batch to the device
     "pairs forward": ("swdask.gpu._pairs", "run_pairs"),  # a chunk's forward launches

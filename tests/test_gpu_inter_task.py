@@ -344,6 +344,28 @@ def test_top_candidates_on_the_gpu_equal_the_host(top):
     assert not host.has_hit[got[min(top, hits):]].any()
 
 
+def test_top_candidates_of_a_group_on_the_gpu_equal_the_host(monkeypatch):
+    """The GPU picks a group of queries' top rows with one sort (split in halves past
+    TOP_GROUP_SCORES): the same rows as the host's one query at a time, with their
+    has_hit."""
+    from swdask import _results
+    from swdask._results import finish, top_candidates, top_candidates_many
+
+    monkeypatch.setattr(_results, "TOP_GROUP_SCORES", 3 * 4000)  # groups of 3, then halves
+    rng = np.random.default_rng(5)
+    n, top = 4000, 10
+    scores = [rng.integers(0, 6, n) * rng.choice([1, 20000], n) for _ in range(7)]
+    valid = rng.random(n) > 0.2
+    host = [finish({"score": score}, valid, "none") for score in scores]
+    device = [finish({"score": cupy.asarray(score)}, cupy.asarray(valid), "none")
+              for score in scores]
+    for alignments, (rows, is_hit) in zip(host, top_candidates_many(device, top)):
+        want = top_candidates(alignments, top)
+        hits = min(top, int(alignments.has_hit.sum()))
+        assert list(cupy.asnumpy(rows)[:hits]) == list(want[:hits])
+        assert list(cupy.asnumpy(is_hit)) == list(alignments.has_hit[cupy.asnumpy(rows)])
+
+
 @pytest.mark.skipif(cupy.cuda.runtime.getDeviceCount() < 2, reason="needs two GPUs")
 def test_several_gpus_search_equals_one_gpu_and_cpu(tmp_path):
     """The search on every local GPU (what ``swdask search --backend gpu`` runs on several

@@ -260,6 +260,34 @@ def test_routing_default_mixed_lengths(monkeypatch):
 
 
 @gpu_test
+def test_every_query_class_side_by_side():
+    """A batch like a search's top hits: queries of every inter-task length class and a few
+    past it (intra-task), against short and long targets, their launches on streams side by
+    side (run_pairs): every row equals the CPU's."""
+    rng = np.random.default_rng(29)
+    queries, targets = [], []
+    for length in (20, 50, 100, 150, 230, 300, 450, 600, 900, 1100, 1400):
+        for target_length in (40, 700, 6000):
+            target = _random_dna(rng, target_length)
+            queries.append(_mutate(target[:length], rng, 0.1, "ACGT") if target_length > length
+                           else _random_dna(rng, length))
+            targets.append(target)
+    batch_classes = _pairs._inter_classes
+    seen = []
+
+    def counted(batch, rows):
+        classes = batch_classes(batch, rows)
+        seen.append(len(classes))
+        return classes
+
+    import unittest.mock
+
+    with unittest.mock.patch.object(_pairs, "_inter_classes", counted):
+        assert _compare(queries, targets, DNA) > 0
+    assert seen and max(seen) >= 8
+
+
+@gpu_test
 def test_cupy_inputs_and_public_api():
     """EncodedSequences on the GPU work as well, and align_pairs(backend="gpu") uses them."""
     import cupy as cp

@@ -201,6 +201,26 @@ def test_top_candidates_order_and_tie_rule(top):
     assert not found.has_hit[rows[len(expected):]].any()
 
 
+@pytest.mark.parametrize("rows", [0, 1, 7, 300])
+def test_top_candidates_of_several_queries_at_once(rows):
+    """The top rows of several queries picked with one sort (what the GPU does for a group
+    of queries) are each query's own: the same rows, best first, ties by row, rows without
+    a hit after every hit, with each row's has_hit; scores past 16 bits too."""
+    from swdask._results import _top_together, finish, top_candidates
+
+    rng = np.random.default_rng(rows)
+    found = [finish({"score": rng.integers(0, 5, rows) * rng.choice([1, 40000], rows)},
+                    rng.random(rows) > 0.2, "none") for _ in range(6)]
+    for top in (1, 3, 10, 500):
+        for alignments, (picked, is_hit) in zip(found, _top_together(found, top)):
+            want = top_candidates(alignments, top)
+            hits = int(alignments.has_hit.sum())
+            assert len(picked) == len(want) == min(top, rows)
+            assert list(picked[:min(top, hits)]) == list(want[:min(top, hits)])
+            assert list(is_hit) == list(alignments.has_hit[picked])
+            assert not is_hit[min(top, hits):].any()
+
+
 @pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
 def test_gpu_search_redoes_queries_whose_16_bit_lanes_saturated(setting, monkeypatch):
     """The GPU search queues every query's scan without reading its 16-bit checks back and

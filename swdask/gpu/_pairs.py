@@ -20,6 +20,8 @@ docs/notes/gpu-pairs-and-long-pairs.md gives the measurements behind them.
 """
 from __future__ import annotations
 
+import functools
+
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -274,49 +276,62 @@ def _args_scoring(ks: KernelScoring):
             np.int32(ks.gap_open), np.int32(ks.gap_extend))
 
 
+def _inter_classes(batch: DevicePairs, rows: np.ndarray) -> list:
+    """``rows`` of the inter-task kernel split by query-length class (a class shares one
+    shape): one array of rows per class present."""
+    klass = np.searchsorted(_ROW_CLASSES, batch.q_len_host[rows])
+    # the classes present (np.unique would sort)
+    return [rows[klass == k] for k in np.flatnonzero(np.bincount(klass))]
+
+
 def _run_inter(runtime, batch: DevicePairs, cells: dict, rows: np.ndarray, ks: KernelScoring,
-               mode: str, shape: tuple[int, int] | None = None) -> None:
+               mode: str, shape: tuple[int, int] | None = None,
+               scratch_bytes: int = _SCRATCH_BYTES) -> list:
+    """The pairs ``rows`` (one query-length class) on the inter-task kernel, in launches
+    whose strip rows take at most ``scratch_bytes``; the arrays its launches use (held by
+    the caller until they are done)."""
     xp = runtime.xp
     m = batch.q_len_host[rows]
     n = batch.t_len_host[rows]
-    klass = np.searchsorted(_ROW_CLASSES, m)
-    for k in np.flatnonzero(np.bincount(klass)):  # the classes present (np.unique would sort)
-        pick = klass == k
-        bucket, bm, bn = rows[pick], m[pick], n[pick]
-        g, r = shape or inter_shape_for(int(bm.max()))
-        strips = -(-bm // (g * r))
-        order = np.lexsort((-bn, -strips))  # warps get pairs of one strip count and length
-        bucket, bn, strips = bucket[order], bn[order], strips[order]
-        scratch_need = np.where(strips > 1, bn, 0)
-        start = 0
-        while start < len(bucket):  # chunks whose strip rows fit _SCRATCH_BYTES
-            cum = np.cumsum(scratch_need[start:])
-            stop = start + max(1, int(np.searchsorted(cum, _SCRATCH_BYTES // 8, side="right")))
-            chunk = bucket[start:stop]
-            need = scratch_need[start:stop]
-            offsets = np.concatenate([[0], np.cumsum(need)[:-1]]).astype(np.int64)
-            scratch = _scratch(xp, max(int(need.sum()), 1) * 2)
-            order_dev = xp.asarray(chunk.astype(np.int32))
-            offsets_dev = xp.asarray(offsets)
-            groups_per_block = _THREADS_INTER // g
-            grid = (len(chunk) + groups_per_block - 1) // groups_per_block
-            for reverse in _passes(mode):
-                runtime.launch(
-                    _function(runtime, "inter", (g, r), ks.kind, reverse), grid, _THREADS_INTER,
-                    (batch.q_res, batch.q_start, batch.q_len, batch.t_res, batch.t_start,
-                     batch.t_len, order_dev, np.int32(len(chunk)), *_args_cells(cells),
-                     scratch, offsets_dev, *_args_scoring(ks)))
-            start = stop
+    held = []
+    g, r = shape or inter_shape_for(int(m.max()))
+    strips = -(-m // (g * r))
+    order = np.lexsort((-n, -strips))  # warps get pairs of one strip count and length
+    bucket, bn, strips = rows[order], n[order], strips[order]
+    scratch_need = np.where(strips > 1, bn, 0)
+    start = 0
+    while start < len(bucket):  # chunks whose strip rows fit scratch_bytes
+        cum = np.cumsum(scratch_need[start:])
+        stop = start + max(1, int(np.searchsorted(cum, scratch_bytes // 8, side="right")))
+        chunk = bucket[start:stop]
+        need = scratch_need[start:stop]
+        offsets = np.concatenate([[0], np.cumsum(need)[:-1]]).astype(np.int64)
+        scratch = _scratch(xp, max(int(need.sum()), 1) * 2)
+        order_dev = xp.asarray(chunk.astype(np.int32))
+        offsets_dev = xp.asarray(offsets)
+        groups_per_block = _THREADS_INTER // g
+        grid = (len(chunk) + groups_per_block - 1) // groups_per_block
+        for reverse in _passes(mode):
+            runtime.launch(
+                _function(runtime, "inter", (g, r), ks.kind, reverse), grid, _THREADS_INTER,
+                (batch.q_res, batch.q_start, batch.q_len, batch.t_res, batch.t_start,
+                 batch.t_len, order_dev, np.int32(len(chunk)), *_args_cells(cells),
+                 scratch, offsets_dev, *_args_scoring(ks)))
+        held.append((scratch, order_dev, offsets_dev))
+        start = stop
+    return held
 
 
 def _run_intra_rows(runtime, batch: DevicePairs, cells: dict, rows: np.ndarray,
-                    ks: KernelScoring, mode: str, shape: tuple[int, int] | None = None) -> None:
-    """One block per pair; all ``rows`` share one block shape (from the longest query)."""
+                    ks: KernelScoring, mode: str, shape: tuple[int, int] | None = None) -> list:
+    """One block per pair; all ``rows`` share one block shape (from the longest query). The
+    arrays its launches use (held by the caller until they are done)."""
     xp = runtime.xp
     m = batch.q_len_host[rows]
     n = batch.t_len_host[rows]
     order = np.argsort(-(m * n), kind="stable")  # largest first: the counter balances blocks
     rows = rows[order]
+    held = []
     w, r = shape or chain_shape(int(m.max()), int(np.median(n)), len(rows))
     blocks = min(len(rows), runtime.multiprocessors * max(1, 2048 // (w * 32)))
     stride = int(n.max())
@@ -329,6 +344,8 @@ def _run_intra_rows(runtime, batch: DevicePairs, cells: dict, rows: np.ndarray,
             (batch.q_res, batch.q_start, batch.q_len, batch.t_res, batch.t_start, batch.t_len,
              order_dev, np.int32(len(rows)), *_args_cells(cells), scratch, np.int64(stride),
              ticket, *_args_scoring(ks)))
+        held.append(ticket)
+    return [scratch, order_dev] + held
 
 
 def _long_pass(runtime, shape, reverse, q_res, qs, m, t_res, ts, n, target, ks):
@@ -406,10 +423,22 @@ def run_pairs(batch: DevicePairs, rows: np.ndarray, scoring, mode: str,
         empty = rows[:0]
         inter_rows, intra_rows, long_rows = (rows if force == k else empty
                                              for k in ("inter", "intra", "long"))
-    if inter_rows.size:
-        _run_inter(runtime, batch, cells, inter_rows, ks, mode, shape)
+    # Each query-length class of the inter-task kernel, and the intra-task rows, on a stream
+    # of its own: a launch lasts as long as its longest pair, and a search's top hits (a few
+    # pairs of each class, some against long targets) left the GPU mostly idle when their
+    # launches ran one after another (docs/notes/gpu-several-gpus-and-dask.md, "Small
+    # parts, per query").
+    # (the classes side by side share one launch's bound on strip rows)
+    classes = _inter_classes(batch, inter_rows) if inter_rows.size else []
+    inter = functools.partial(_run_inter, scratch_bytes=_SCRATCH_BYTES // max(1, len(classes)))
+    groups = [(inter, klass) for klass in classes]
     if intra_rows.size:
-        _run_intra_rows(runtime, batch, cells, intra_rows, ks, mode, shape)
+        groups.append((_run_intra_rows, intra_rows))
+    with runtime.concurrent(len(groups)) as streams:
+        held = []
+        for (run, group_rows), stream in zip(groups, streams):
+            with on_stream(stream):
+                held.append(run(runtime, batch, cells, group_rows, ks, mode, shape))
     for row in long_rows:
         _run_long(runtime, batch, cells, int(row), ks, mode, shape)
     return cells

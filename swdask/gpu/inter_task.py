@@ -843,12 +843,13 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
 
 
 def _scatter(xp, n, slot_rows, values, fill):
-    """``values`` by slot into an array by row; padding slots (``slot_rows`` -1) write to a
-    spare element past the end, dropped: no boolean mask, so nothing waits for the GPU (a
-    masked gather reads its count back)."""
-    out = xp.full(n + 1, fill, dtype=xp.int32)
-    out[xp.where(slot_rows >= 0, slot_rows, n)] = values
-    return out[:n]
+    """``values`` by slot (the last axis: one query, or a stack's queries by row) into an
+    array by row; padding slots (``slot_rows`` -1) write to a spare element past the end,
+    dropped: no boolean mask, so nothing waits for the GPU (a masked gather reads its count
+    back)."""
+    out = xp.full(values.shape[:-1] + (n + 1,), fill, dtype=xp.int32)
+    out[..., xp.where(slot_rows >= 0, slot_rows, n)] = values
+    return out[..., :n]
 
 
 def check_flags(flags) -> list[bool]:
@@ -1025,39 +1026,51 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
         wide_rows = inter_rows  # the scoring does not fit 16 bits: every row in 32 bits
 
     def finish(checks):
-        results = []
-        for _ in codes_list:
-            result = {"score": xp.zeros(n, dtype=xp.int32)}
+        # Every query's result columns are rows of one array per column, and the stack's
+        # slots go to row order, and its checks are made, in one kernel each for the whole
+        # stack: a search against a small part of a database spent more time launching
+        # those small kernels one query at a time than scanning (docs/notes/
+        # gpu-several-gpus-and-dask.md, "Small parts, per query").
+        count = len(codes_list)
+        names = ("score",) + (("query_end", "target_end", "query_start", "target_start")
+                              if track_end else ())
+        columns = {}
+        saturated = [None] * count
+        reverse = [None] * count  # mode "full": each query's _ReverseInputs
+        checked = None
+        if inter_rows.shape[0] and forward is not None:
+            scores, ends_i, ends_j = forward
+            slot_rows = targets.pairs.slot_rows
+            limit = lane16_bound(scoring)
+            columns["score"] = _scatter(xp, n, slot_rows, scores, 0)
             if track_end:
-                for key in ("query_end", "target_end", "query_start", "target_start"):
-                    result[key] = xp.full(n, -1, dtype=xp.int32)
-            results.append(result)
+                columns["query_end"] = _scatter(xp, n, slot_rows, ends_i, -1)
+                columns["target_end"] = _scatter(xp, n, slot_rows, ends_j, -1)
+            # a lane whose best reached this may have wrapped: recompute it in 32 bits; both
+            # checks come back in one transfer (each read waits for the kernels), and a
+            # wrapped lane's end cell is the recompute's to give
+            over = (columns["score"] >= limit).any(axis=1)
+            if track_end:
+                lengths = xp.asarray(np.array([codes.shape[0] for codes in codes_list],
+                                              dtype=np.int32))[:, None]
+                bad_end = ((scores > 0) & (scores < limit)
+                           & ((ends_i < 0) | (ends_i >= lengths) | (ends_j < 0))).any(axis=1)
+            else:
+                bad_end = xp.zeros(count, dtype=bool)
+            checked = xp.stack([over, bad_end], axis=1)
+        for name in names:  # what no forward launch wrote
+            if name not in columns:
+                columns[name] = xp.full((count, n), 0 if name == "score" else -1,
+                                        dtype=xp.int32)
+        results = [{name: columns[name][k] for name in names} for k in range(count)]
         if not inter_rows.shape[0]:
             for codes, result, on_long in zip(codes_list, results, on_long_kernel):
                 if on_long:
                     _align_long(targets, codes, scoring, mode, result)
             return results
-        saturated = [None] * len(codes_list)
-        reverse = [None] * len(codes_list)  # mode "full": each query's _ReverseInputs
-        if forward is not None:
-            scores, ends_i, ends_j = forward
-            slot_rows = targets.pairs.slot_rows
-            limit = lane16_bound(scoring)
+        if checked is not None:
             for k, (codes, result) in enumerate(zip(codes_list, results)):
-                score, end_i, end_j = scores[k], ends_i[k], ends_j[k]
-                result["score"] = _scatter(xp, n, slot_rows, score, 0)
-                if track_end:
-                    result["query_end"] = _scatter(xp, n, slot_rows, end_i, -1)
-                    result["target_end"] = _scatter(xp, n, slot_rows, end_j, -1)
-                # a lane whose best reached this may have wrapped: recompute it in 32 bits
-                over = result["score"] >= limit
-                # both checks come back in one transfer (each read waits for the kernels);
-                # a wrapped lane's end cell is the recompute's to give
-                m = int(codes.shape[0])
-                bad_end = (((score > 0) & (score < limit)
-                            & ((end_i < 0) | (end_i >= m) | (end_j < 0))).any()
-                           if track_end else xp.zeros((), dtype=bool))
-                flags = xp.stack([over.any(), bad_end])
+                flags = checked[k]
                 if checks is not None and mode != "full":
                     checks.append(flags)
                     continue
@@ -1073,7 +1086,8 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
                 if reverse[k] is not None:
                     reverse[k].boundary_count = int(values[2])
                 if values[0]:
-                    saturated[k] = targets.order[over[targets.order]]
+                    over_rows = result["score"] >= limit
+                    saturated[k] = targets.order[over_rows[targets.order]]
         for k, (codes, result) in enumerate(zip(codes_list, results)):
             again = wide_rows
             if saturated[k] is not None:
