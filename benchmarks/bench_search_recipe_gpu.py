@@ -10,7 +10,9 @@ Dask modules; ``cluster``: ``swdask.cluster(gpu=True)``; ``read_persist``: ``rea
 with ``backend="cudf"`` and ``persist_balanced``; ``search``: the first search, to the
 hits in this process; ``search_again``), the partitions and workers, and for each search
 (``inside``) each worker's seconds by swdask stage (``swdask.lowlevel.stage_seconds``) and
-its seconds computing the ``sw-search`` tasks (the task stream). The hits go to
+its seconds computing the ``sw-search`` tasks (the task stream); with ``--json PATH`` the
+same record is also written there (a device call brings back only a few of its files, and
+a long printed line may be cut). The hits go to
 ``--hits`` as the search job writes them (query_id, rank, target_id, score, positions), to
 compare with it. Its whole wall clock is the caller's to time (``bench_search_job.py
 --recipe-gpus`` runs it as a new process, as a user would). Run it as a script file: the
@@ -32,6 +34,7 @@ def main() -> int:
     parser.add_argument("database")
     parser.add_argument("--hits", required=True)
     parser.add_argument("--blocksize", default="64MB", help="read_fasta's (its default)")
+    parser.add_argument("--json", help="also write the record to this file")
     args = parser.parse_args()
 
     from distributed import get_task_stream
@@ -62,8 +65,12 @@ def main() -> int:
     hits = hits.rename(columns={"id": "target_id"})
     hits[["query_id", "rank", "target_id", "score", "query_start", "query_end",
           "target_start", "target_end"]].to_csv(args.hits, sep="\t", index=False)
-    print("recipe " + json.dumps({"seconds": seconds, "workers": workers,
-                                  "partitions": partitions, "inside": inside}), flush=True)
+    record = {"seconds": seconds, "workers": workers, "partitions": partitions,
+              "inside": inside}
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(record, handle, indent=1)
+    print("recipe " + json.dumps(record), flush=True)
     return 0
 
 

@@ -43,7 +43,8 @@
 #           performance-*.html (the largest N's searches), scaling.log
 #   recipe  (needs cuDF staged) the README's GPU recipe as a script on the 1,000 queries
 #           (benchmarks/bench_search_recipe_gpu.py), with Dask's defaults and each of
-#           RECIPE_VARIANTS -> recipe.log
+#           RECIPE_VARIANTS -> recipe.log, recipe-<n>.json (n: 0 for the defaults, then
+#           each variant in order)
 #   notebook  examples/etl.ipynb executed with cuDF (ci/run_notebook.py) -> etl.ipynb
 #   venvcudf  ci/steps/venv_cudf.sh (needs cuDF staged with ci/cudf-extra-wheels.txt): a
 #           fresh virtual environment installs .[cudf] from the staged and carried wheels
@@ -259,12 +260,13 @@ queries = sample_proteins(sys.argv[1], 1000, 10)
 with open(sys.argv[2], "w") as out:
     out.writelines(f">{i}\n{s}\n" for i, s in zip(queries["id"], queries["sequence"]))
 PY
-  local variant
+  local variant number=0
   for variant in "" ${RECIPE_VARIANTS:-}; do
-    echo "== recipe ${variant:-defaults}"
+    echo "== recipe $number: ${variant:-defaults}"
     env $variant timeout "${RECIPE_TIMEOUT:-200}" python3 benchmarks/bench_search_recipe_gpu.py \
       "$BENCH_DIR/q1000.fasta" "$BENCH_DIR/sp500k.fa" --hits "$OUT/recipe-hits.tsv" \
-      ${RECIPE_ARGS:-}
+      --json "$OUT/recipe-$number.json" ${RECIPE_ARGS:-}
+    number=$((number + 1))
   done 2>&1 | tee "$OUT/recipe.log"
 }
 

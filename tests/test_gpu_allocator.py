@@ -40,7 +40,7 @@ _cupy_pool_malloc.__module__ = "cupy.cuda.memory"
 
 @pytest.mark.parametrize("resource, allocator, expected", [
     ("CudaMemoryResource", _rmm_allocator, True),       # cuDF's import, RMM's default
-    ("ManagedMemoryResource", _rmm_allocator, True),
+    ("ManagedMemoryResource", _rmm_allocator, False),   # managed memory chosen on purpose
     ("PoolMemoryResource", _rmm_allocator, False),      # the user's pool stays
     ("LimitingResourceAdaptor", _rmm_allocator, False),  # a capped worker stays
     ("CudaMemoryResource", _cupy_pool_malloc, False),   # CuPy's own pool already

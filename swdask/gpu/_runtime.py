@@ -459,32 +459,36 @@ def _env_memory_cap() -> int | None:
 
 
 def driver_allocator(cupy) -> bool:
-    """Whether CuPy's current allocator is RMM's on a resource with no pool of its own
-    (``CudaMemoryResource``, ``ManagedMemoryResource``: RMM's default, what a process gets
-    from importing cuDF). RMM is looked up only when something imported it already."""
-    rmm = sys.modules.get("rmm")
-    if rmm is None:
-        return False
+    """Whether CuPy's current allocator is RMM's on RMM's default resource
+    (``CudaMemoryResource``: a ``cudaMalloc`` per allocation, what a process gets from
+    importing cuDF). Managed memory (``ManagedMemoryResource``) is a choice a user makes on
+    purpose, to use more than the GPU's memory, and stays, as do pools and caps."""
     allocator = cupy.cuda.get_allocator()
     if not str(getattr(allocator, "__module__", "")).startswith("rmm"):
         return False
-    try:
-        resource = rmm.mr.get_current_device_resource()
-    except Exception:  # pragma: no cover - an RMM without it: leave the allocator alone
-        return False
-    return type(resource).__name__ in ("CudaMemoryResource", "ManagedMemoryResource")
+    found = _rmm_resource()
+    return found is not None and type(found[1]).__name__ == "CudaMemoryResource"
 
 
-def _rmm_limiter():
-    """The RMM ``LimitingResourceAdaptor`` in the current device resource's chain, if any.
-    RMM is looked up only when something (cuDF, dask-cuda) imported it already."""
-    import sys
-
+def _rmm_resource():
+    """``(rmm, the current device resource)``, or None: RMM is looked up only when
+    something (cuDF, dask-cuda) imported it already."""
     rmm = sys.modules.get("rmm")
     if rmm is None:
         return None
     try:
-        resource = rmm.mr.get_current_device_resource()
+        return rmm, rmm.mr.get_current_device_resource()
+    except Exception:  # pragma: no cover - an RMM without it: nothing known
+        return None
+
+
+def _rmm_limiter():
+    """The RMM ``LimitingResourceAdaptor`` in the current device resource's chain, if any."""
+    found = _rmm_resource()
+    if found is None:
+        return None
+    rmm, resource = found
+    try:
         for _ in range(16):  # adaptors wrap adaptors; the chain is short
             if isinstance(resource, rmm.mr.LimitingResourceAdaptor):
                 return resource
