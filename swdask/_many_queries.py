@@ -8,7 +8,8 @@ whole batch of queries; each query then
    when that is the result asked for): no start positions, the costly half of a full
    alignment,
 2. keeps its ``top`` best rows (:func:`swdask._results.top_candidates`: score descending, then
-   record order; on the GPU for GPU data, so only ``top`` row numbers leave it),
+   record order; on the GPU for GPU data, so only ``top`` row numbers leave it, the rows of
+   a few consecutive queries picked with one sort: ``top_candidates_many``),
 3. and, when start positions are asked for, aligns just those rows again in full: every
    query's top rows together, as one batch of row-wise pairs.
 

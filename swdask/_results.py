@@ -265,9 +265,9 @@ def top_candidates_many(found: list, top: int) -> list:
     ``(rows, is_hit)``, nothing read back.
 
     On the GPU the queries' rows are picked together, with one sort of one int64 key per
-    score (the query's number, then the int32 key of :func:`top_candidates`: the same rows,
-    best first, the same ties), instead of a dozen small kernels and a sort for each query:
-    against a small part of a database those small kernels took longer than the scan
+    score (the query's number, then the key of :func:`top_candidates`, then the row: the
+    same rows, best first, the same ties), instead of a dozen small kernels and a sort for
+    each query, a large share of a search against a small part of a database
     (docs/notes/gpu-several-gpus-and-dask.md, "Small parts, per query"). At most
     :data:`TOP_GROUP_SCORES` scores go into one sort."""
     if not found:

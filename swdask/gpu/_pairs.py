@@ -424,10 +424,10 @@ def run_pairs(batch: DevicePairs, rows: np.ndarray, scoring, mode: str,
         inter_rows, intra_rows, long_rows = (rows if force == k else empty
                                              for k in ("inter", "intra", "long"))
     # Each query-length class of the inter-task kernel, and the intra-task rows, on a stream
-    # of its own: a launch lasts as long as its longest pair, and a search's top hits (a few
-    # pairs of each class, some against long targets) left the GPU mostly idle when their
-    # launches ran one after another (docs/notes/gpu-several-gpus-and-dask.md, "Small
-    # parts, per query").
+    # of its own: a launch lasts as long as its longest pair, and a search's top hits are a
+    # few pairs of each class, some against long targets, whose launches one after another
+    # left most of the GPU idle (docs/notes/gpu-several-gpus-and-dask.md, "Small parts, per
+    # query").
     # (the classes side by side share one launch's bound on strip rows)
     classes = _inter_classes(batch, inter_rows) if inter_rows.size else []
     inter = functools.partial(_run_inter, scratch_bytes=_SCRATCH_BYTES // max(1, len(classes)))

@@ -1028,9 +1028,9 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
     def finish(checks):
         # Every query's result columns are rows of one array per column, and the stack's
         # slots go to row order, and its checks are made, in one kernel each for the whole
-        # stack: a search against a small part of a database spent more time launching
-        # those small kernels one query at a time than scanning (docs/notes/
-        # gpu-several-gpus-and-dask.md, "Small parts, per query").
+        # stack: one query at a time, those small kernels were a large share of a search
+        # against a small part of a database (docs/notes/gpu-several-gpus-and-dask.md,
+        # "Small parts, per query").
         count = len(codes_list)
         names = ("score",) + (("query_end", "target_end", "query_start", "target_start")
                               if track_end else ())
