@@ -21,7 +21,6 @@ docs/notes/gpu-pairs-and-long-pairs.md gives the measurements behind them.
 from __future__ import annotations
 
 import functools
-
 from contextlib import nullcontext
 from dataclasses import dataclass
 
