@@ -255,7 +255,8 @@ def top_candidates(alignments: "Alignments", top: int):
 
 
 #: The most scores (queries x rows) whose top rows :func:`top_candidates_many` picks with
-#: one sort on the GPU: the sort's keys, order and scratch take about 32 bytes each.
+#: one sort on the GPU: the stacked scores, the keys, the sort's order and its scratch take
+#: a few tens of bytes each.
 TOP_GROUP_SCORES = 1 << 23
 
 
@@ -297,9 +298,13 @@ def _top_together(found: list, top: int) -> list:
     # scores are below 2**31 (int32 kernels), so a row's key within its query, before its
     # row number, lies in [0, 2**32]; the largest key is below count * n * 2**33, which
     # TOP_GROUP_SCORES keeps far below 2**63
-    within = (xp.where(hit, -score, 1) + (1 << 31)) * n + xp.arange(n, dtype=xp.int64)
+    # (built in place: one array of keys beside the scores, not one per step)
+    key = xp.where(hit, -score, 1)
+    key += 1 << 31
+    key *= n
+    key += xp.arange(n, dtype=xp.int64)
     first = xp.arange(count, dtype=xp.int64)[:, None]
-    key = within + first * (((1 << 32) + 1) * n)
+    key += first * (((1 << 32) + 1) * n)
     rows = xp.argsort(key.ravel()).reshape(count, n)[:, :min(top, n)] - first * n
     is_hit = xp.take_along_axis(hit, rows, axis=1)
     return [(rows[j], is_hit[j]) for j in range(count)]
