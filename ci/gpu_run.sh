@@ -13,9 +13,13 @@
 #   setup   install the carried wheels into /tmp/site, compile the Python packages the jobs
 #           import to .pyc (the image has none for some and forbids writing them), build
 #           sp500k.fa (W1's database)
-#   tests   first every kernel variant swdask can launch compiled ahead, 16 at once
-#           (bench_w2_gpu.py precompile tests -> precompile.log), then every test marked gpu
-#           under tests/ (GPU_TESTS narrows it) -> gpu-tests.{log,xml}
+#   startup benchmarks/bench_startup_gpu.py: W1's whole job on a fresh machine's empty caches
+#           and warm, with the kernels shipped compiled and with NVRTC (STARTUP_KERNELS) ->
+#           startup-gpu-*.json, startup.log
+#   tests   every test marked gpu under tests/ (GPU_TESTS narrows it), on the kernels shipped
+#           compiled -> gpu-tests.{log,xml}; with DASK_SWDASK__GPU__PREBUILT=false, first
+#           every kernel variant compiled by NVRTC, 16 at once (bench_w2_gpu.py precompile
+#           tests -> precompile.log)
 #   w1      benchmarks/bench_w1_gpu.py -> W1-<device>-<date>.json, w1.log
 #   search  benchmarks/bench_search_job.py --gpu: the whole `swdask search` job on W1 and on
 #           1,000 queries (after w1, whose JSON gives kernel_tcups) -> search-<device>-<date>.json
@@ -112,7 +116,7 @@ else
   export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-STEPS=(setup tests w1 search abkernels w1long w2 profile daskcudf scaling recipe notebook venvcudf)
+STEPS=(setup startup tests w1 search abkernels w1long w2 profile daskcudf scaling recipe notebook venvcudf)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -145,11 +149,22 @@ cupy.cuda.runtime.getDeviceProperties(0)['name'])" || return 1
   ls -la "$BENCH_DIR"
 }
 
+step_startup() {
+  [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
+  timeout "${STARTUP_TIMEOUT:-240}" python3 benchmarks/bench_startup_gpu.py \
+    --db "$BENCH_DIR/sp500k.fa" --queries "$CARRY/cudasw_queries.fasta" \
+    --kernels "${STARTUP_KERNELS:-prebuilt,nvrtc}" --out "$OUT" --commit "$COMMIT" \
+    2>&1 | tee "$OUT/startup.log"
+}
+
 step_tests() {
-  # compile every kernel variant (swdask.gpu._kernels.all_variants) many at once; CuPy
-  # keeps them on disk, so the tests and the benchmarks after them find them compiled
-  timeout 240 python3 benchmarks/bench_w2_gpu.py precompile tests > "$OUT/precompile.log" 2>&1 \
-    || echo "precompile failed (see precompile.log); the tests compile as they go"
+  # where the kernels are compiled by NVRTC, compile every variant
+  # (swdask.gpu._kernels.all_variants) many at once first; CuPy keeps them on disk, so the
+  # tests and the benchmarks after them find them compiled
+  if [ "${DASK_SWDASK__GPU__PREBUILT:-true}" = false ]; then
+    timeout 240 python3 benchmarks/bench_w2_gpu.py precompile tests > "$OUT/precompile.log" \
+      2>&1 || echo "precompile failed (see precompile.log); the tests compile as they go"
+  fi
   SWDASK_MMSEQS_DB=${SWDASK_MMSEQS_DB:-$CARRY/DB.fasta.gz} timeout "${TESTS_TIMEOUT:-200}" \
     python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS:-tests/} \
       --junitxml="$OUT/gpu-tests.xml" 2>&1 | tee "$OUT/gpu-tests.log"

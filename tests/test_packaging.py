@@ -17,8 +17,9 @@ import swdask
 from .conftest import REPOSITORY
 
 SOURCE = REPOSITORY / "swdask"
-#: the kinds of file the package reads at run time (kernel sources, their headers, settings)
-DATA_SUFFIXES = {".cu", ".cuh", ".h", ".yaml"}
+#: the kinds of file the package reads at run time (kernel sources, their headers, settings,
+#: the kernels compiled ahead and their manifest)
+DATA_SUFFIXES = {".cu", ".cuh", ".h", ".yaml", ".xz", ".json"}
 
 
 def _data_files(root: Path) -> set[str]:
@@ -27,16 +28,20 @@ def _data_files(root: Path) -> set[str]:
 
 
 def test_every_data_file_is_package_data():
-    """Each ``.cu``/``.cuh``/``.h``/``.yaml`` under ``swdask/`` matches a ``package-data`` glob
-    of its package in pyproject.toml; a header added without its glob fails here."""
+    """Each data file under ``swdask/`` matches a ``package-data`` glob of the package that
+    holds it (its nearest folder with an ``__init__.py``; the glob may name the folders
+    between) in pyproject.toml; a header added without its glob fails here."""
     config = tomllib.loads((REPOSITORY / "pyproject.toml").read_text())
     globs = config["tool"]["setuptools"]["package-data"]
     files = _data_files(SOURCE)
     assert files, "no data files found: is the source tree beside the tests?"
     missing = []
     for relative in sorted(files):
-        folder, _, name = relative.rpartition("/")
-        package = "swdask" + ("." + folder.replace("/", ".") if folder else "")
+        folder = Path(relative).parent
+        while folder != Path(".") and not (SOURCE / folder / "__init__.py").is_file():
+            folder = folder.parent
+        package = ".".join(("swdask",) + folder.parts)
+        name = Path(relative).relative_to(folder).as_posix()
         if not any(fnmatch.fnmatch(name, pattern) for pattern in globs.get(package, [])):
             missing.append(relative)
     assert not missing, f"not in [tool.setuptools.package-data]: {missing}"
@@ -47,7 +52,7 @@ def test_every_opened_file_is_a_data_file():
     include, the host emulation's header, the settings' defaults) are of the kinds above, so
     the first test covers them, and exist beside the code that opens them."""
     from swdask import _settings
-    from swdask.gpu import _kernels
+    from swdask.gpu import _kernels, _prebuilt
 
     opened = {"host_emulation.h"} | set(_kernels.all_variants())
     for name in list(opened):
@@ -58,6 +63,11 @@ def test_every_opened_file_is_a_data_file():
         assert Path(name).suffix in DATA_SUFFIXES, name
     assert Path(_settings._DEFAULTS_FILE).suffix in DATA_SUFFIXES
     assert Path(_settings._DEFAULTS_FILE).is_file()
+    binaries = [_prebuilt.MANIFEST] + [
+        _prebuilt.PREBUILT_DIR / _prebuilt.binary_name(source_name, target)
+        for source_name in _kernels.all_variants() for target, _ in _prebuilt.targets()]
+    for path in binaries:
+        assert path.suffix in DATA_SUFFIXES and path.is_file(), path
 
 
 @pytest.mark.skipif(os.environ.get("SWDASK_TEST_INSTALLED") != "1",

@@ -11,6 +11,9 @@ from functools import lru_cache
 from pathlib import Path
 
 SOURCE_DIR = Path(__file__).resolve().parent
+#: The options every kernel is compiled with, by NVRTC at run time and by nvcc ahead of time
+#: (ci/build_kernels.py); the compiler adds the GPU's architecture.
+COMPILE_OPTIONS = ("-std=c++17",)
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"\s*$', re.M)
 
 #: Rows per thread (R) of the 16-bit forward kernels; multiples of 4 (vector loads).

@@ -4,11 +4,14 @@ Both runtimes offer the same small interface: ``xp`` (the array module: CuPy or 
 ``function(source, name)`` (a compiled kernel), ``launch(...)``, ``free_bytes()`` and
 ``block_threads``. The GPU kernels' Python wrappers are written against it once.
 
-* :class:`CudaRuntime` compiles each kernel variant with NVRTC through ``cupy.RawModule``
-  (``-std=c++17``; CuPy picks the device's architecture), one module per (device, variant),
-  cached for the process (CuPy also caches the binaries on disk). Every kernel family is
-  compiled this one way, from :func:`swdask.gpu._kernels.source` (local headers inlined, so
-  the compile caches, keyed by the text, see every header change).
+* :class:`CudaRuntime` loads each kernel variant from the binaries compiled ahead of time and
+  shipped with the package (:mod:`swdask.gpu._prebuilt`) where one is current for the GPU;
+  otherwise it compiles the variant with NVRTC through ``cupy.RawModule``
+  (:data:`swdask.gpu._kernels.COMPILE_OPTIONS`; CuPy picks the device's architecture), one
+  module per (device, variant), cached for the process (CuPy also caches the binaries on
+  disk). Both build the same text, :func:`swdask.gpu._kernels.source` (local headers
+  inlined, so the compile caches, keyed by the text, and the binaries' digests see every
+  header change), with the same options.
 * :class:`EmulationRuntime` builds the same sources with g++ against ``host_emulation.h``
   and runs them on the CPU, one fiber per CUDA thread. It exists so that the kernels' logic
   can be tested where there is no GPU; it is slow. Select it with the setting
@@ -37,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import _kernels
+from . import _kernels, _prebuilt
 
 
 class GpuUnavailableError(RuntimeError):
@@ -58,8 +61,12 @@ def _cupy_function(device_id: int, source_name: str, name: str):
     import cupy
 
     with cupy.cuda.Device(device_id):
-        module = cupy.RawModule(code=_kernels.source(source_name), options=("-std=c++17",),
-                                name_expressions=(name,))
+        if _settings().get_bool("gpu.prebuilt"):
+            loaded = _prebuilt.load(cupy, device_id, source_name, name)
+            if loaded is not None:
+                return loaded
+        module = cupy.RawModule(code=_kernels.source(source_name),
+                                options=_kernels.COMPILE_OPTIONS, name_expressions=(name,))
         return module.get_function(name)
 
 

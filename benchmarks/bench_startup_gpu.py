@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""A fresh machine's first ``swdask search --backend gpu`` against the warm job (issue 45).
+
+W1 (the 20 queries of ``cudasw_queries.fasta`` against sp500k, top 10) as a user runs it, a
+new process from the shell to the hits file, ``--verbose`` for its phases, on one GPU. For
+each kernel source of ``--kernels``:
+
+* ``prebuilt``: the kernels compiled ahead and shipped with the package (the default);
+* ``nvrtc``: every kernel compiled on first use (``DASK_SWDASK__GPU__PREBUILT=false``), as
+  before the package shipped them;
+
+the job runs first ``cold``, with every cache a fresh machine lacks empty (new folders for
+CuPy's kernel cache ``CUPY_CACHE_DIR``, numba's ``NUMBA_CACHE_DIR`` and the driver's PTX cache
+``CUDA_CACHE_PATH``), then ``--repeats`` times warm with those folders as the cold run left
+them.
+
+Each record: ``workload`` (``startup-search-W1``), ``backend``, ``device``, ``gpus``,
+``commit``, ``date``, ``kernels``, ``cold``, ``wall_seconds``, ``phases``,
+``cupy_cache_files`` (the kernels CuPy compiled into its cache by then: its own array
+operations', and swdask's under NVRTC), ``over_warm`` (this run against the fastest warm run of
+the same kernel source) and ``same_hits`` (the hits file equals the first run's, byte for
+byte).
+
+    python benchmarks/bench_startup_gpu.py --db /tmp/swdask-bench/sp500k.fa --out $OUT
+"""
+from __future__ import annotations
+
+import argparse
+import filecmp
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from _common import add_commit_argument, read_fasta, stamp, write_result
+from bench_search_job import _gpus_env, _job, _write_fasta
+
+QUERIES_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "cudasw_queries.fasta"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", required=True, help="sp500k (FASTA)")
+    parser.add_argument("--queries", default=str(QUERIES_PATH))
+    parser.add_argument("--kernels", default="prebuilt,nvrtc")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--out", default="benchmarks/results/startup")
+    add_commit_argument(parser)
+    args = parser.parse_args()
+
+    header = {**stamp(args.commit), "workload": "startup-search-W1", "backend": "gpu",
+              "gpus": 1, "database": Path(args.db).name}
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="swdask-startup-") as tmp:
+        work = Path(tmp)
+        query_file = work / "W1.fasta"
+        _write_fasta(query_file, read_fasta(args.queries))
+        first_hits = None
+        for kernels in args.kernels.split(","):
+            caches = work / f"caches-{kernels}"
+            env = {**_gpus_env(1), "CUPY_CACHE_DIR": str(caches / "cupy"),
+                   "NUMBA_CACHE_DIR": str(caches / "numba"),
+                   "CUDA_CACHE_PATH": str(caches / "driver"),
+                   "DASK_SWDASK__GPU__PREBUILT": "true" if kernels == "prebuilt" else "false"}
+            shutil.rmtree(caches, ignore_errors=True)
+            mine = []
+            for repeat in range(1 + args.repeats):
+                output = work / f"hits-{kernels}-{repeat}.tsv"
+                seconds, phases = _job(query_file, args.db, output, "gpu", env)
+                first_hits = first_hits or output
+                files = sum(1 for _ in (caches / "cupy").rglob("*") if _.is_file()) \
+                    if (caches / "cupy").exists() else 0
+                record = {**header, "kernels": kernels, "cold": repeat == 0,
+                          "wall_seconds": seconds, "phases": phases, "cupy_cache_files": files,
+                          "same_hits": filecmp.cmp(first_hits, output, shallow=False)}
+                mine.append(record)
+                print(f"{kernels} {'cold' if repeat == 0 else 'warm'}: {seconds:.2f} s, "
+                      f"CuPy cache {files} files; {phases}", flush=True)
+            warm = min(r["wall_seconds"] for r in mine if not r["cold"])
+            for record in mine:
+                record["over_warm"] = record["wall_seconds"] / warm
+            runs += mine
+    path = write_result(args.out, "startup-gpu", {**header, "runs": runs},
+                        tag=f"-{header['commit'][:7]}")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
