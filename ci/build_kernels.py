@@ -2,32 +2,35 @@
 """Build the kernels swdask ships compiled (swdask/gpu/prebuilt/), or check that they are
 current.
 
-    python ci/build_kernels.py           # rebuild every binary and the manifest (needs nvcc)
+    python ci/build_kernels.py           # rebuild every binary and the manifest (needs NVRTC)
     python ci/build_kernels.py --check   # exit 1 if a binary is stale (no compiler needed)
 
-Every variant of ``swdask.gpu._kernels.all_variants(cc)`` is compiled with nvcc, from the
-same text and options NVRTC compiles at run time, into one cubin per (source file,
-architecture of ``swdask.gpu._prebuilt.ARCHITECTURES``) and one PTX per source file for
-``PTX_ARCHITECTURE``; each is compressed with xz. The manifest records each source's digest
-and, per binary, the symbol of every variant (the C++ name's Itanium mangling, checked against
-the binary's own symbols: each variant must match exactly one).
+Each variant of ``swdask.gpu._kernels.all_variants(cc)`` is compiled exactly as the runtime
+compiles it when no binary is shipped: one NVRTC program per variant, the same source text,
+the same options (:data:`swdask.gpu._kernels.COMPILE_OPTIONS` plus those CuPy adds,
+:data:`CUPY_OPTIONS`) and one name expression, for each architecture of
+``swdask.gpu._prebuilt.ARCHITECTURES`` (a cubin) and for ``PTX_ARCHITECTURE`` (PTX). The
+images of one source and target are concatenated into one file, compressed with xz; the
+manifest records each source's digest and, per variant, where its image lies and its symbol
+(NVRTC's lowered name).
 
-Why nvcc, and not NVRTC ahead of time: nvcc needs no GPU and no Python CUDA package on the
-build machine and builds for any architecture; the two share the front end and ptxas, and the
-GPU tests and the W1 check run on these binaries (ci/gpu_run.sh).
+NVRTC is CUDA's runtime compiler, a library that needs no GPU: ``pip install
+nvidia-cuda-nvrtc`` (the version the ``gpu`` extra's CuPy loads, so that the binaries equal
+what the fallback compiles), or pass ``--nvrtc PATH/libnvrtc.so``. Why not nvcc: on an H200,
+nvcc 13.0.88's build of the query-lane kernels (the many-queries search) differed from
+NVRTC 13.0's in registers and spills, and the 200-query scan of sp500k took 4.84-4.93 s on
+nvcc's binaries against 4.08-4.09 s on NVRTC's (docs/notes/gpu-search-job.md, kernels
+compiled ahead).
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
+import glob
 import json
 import lzma
 import os
-import re
-import shutil
-import struct
-import subprocess
 import sys
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -35,116 +38,109 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from swdask.gpu import _kernels, _prebuilt  # noqa: E402
 
-_EXPRESSION = re.compile(r"(?:(\w+)::)?(\w+)(?:<(.*)>)?")
+#: The options CuPy's RawModule adds to a compile with NVRTC (cupy.cuda.compiler): flush
+#: denormals (no effect on the integer kernels) and device code by default.
+CUPY_OPTIONS = ("-ftz=true", "--device-as-default-execution-space")
 
 
-def mangled_prefix(expression: str) -> str:
-    """The start of the Itanium-mangled symbol of a kernel named as swdask names its variants
-    (``ns::kernel<type or int or bool, ...>``, ``kernel<...>`` or ``ns::kernel``): everything
-    before the parameter types, which identifies the variant."""
-    match = _EXPRESSION.fullmatch(expression.replace(" ", ""))
-    if match is None:
-        raise ValueError(f"cannot mangle {expression!r}")
-    namespace, base, arguments = match.groups()
+class Nvrtc:
+    """The few NVRTC calls the build needs, through ctypes (the library is all the build
+    needs; CuPy's wrappers would need CuPy, which needs a GPU driver to import)."""
 
-    def identifier(text: str) -> str:
-        return f"{len(text)}{text}"
+    def __init__(self, path: str):
+        # NVRTC opens its builtins library by name; one beside it (a wheel's folder, not on
+        # the loader's path) is loaded first so that the name resolves
+        for builtins in sorted(glob.glob(os.path.join(os.path.dirname(path),
+                                                      "libnvrtc-builtins.so.*"))):
+            if ".alt." not in builtins:
+                ctypes.CDLL(builtins, mode=ctypes.RTLD_GLOBAL)
+        self.library = ctypes.CDLL(path)
+        self.library.nvrtcGetErrorString.restype = ctypes.c_char_p
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        self._check(self.library.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor)))
+        self.version = (major.value, minor.value)
 
-    template = ""
-    if arguments is not None:
-        encoded = []
-        for argument in arguments.split(","):
-            if argument in ("true", "false"):
-                encoded.append(f"Lb{int(argument == 'true')}E")
-            elif re.fullmatch(r"-?\d+", argument):
-                encoded.append(f"Li{argument.replace('-', 'n')}E")
-            else:  # a type of the kernel's own namespace: its first substitution, S_
-                type_namespace, _, type_name = argument.rpartition("::")
-                if not namespace or type_namespace != namespace:
-                    raise ValueError(f"cannot mangle argument {argument!r} of {expression!r}")
-                encoded.append(f"NS_{identifier(type_name)}E")
-        template = "I" + "".join(encoded) + "E"
-    if namespace:
-        return f"_ZN{identifier(namespace)}{identifier(base)}{template}E"
-    return f"_Z{identifier(base)}{template}"
+    def _check(self, status: int, program=None) -> None:
+        if status != 0:
+            message = self.library.nvrtcGetErrorString(status).decode()
+            if program is not None:
+                size = ctypes.c_size_t()
+                self.library.nvrtcGetProgramLogSize(program, ctypes.byref(size))
+                log = ctypes.create_string_buffer(size.value)
+                self.library.nvrtcGetProgramLog(program, log)
+                message += "\n" + log.value.decode(errors="replace")[-4000:]
+            raise RuntimeError(message)
 
-
-def cubin_functions(image: bytes) -> list[str]:
-    """Names of the function symbols of an ELF64 cubin (its symbol table)."""
-    section_offset = struct.unpack_from("<Q", image, 0x28)[0]
-    entry_size, count = struct.unpack_from("<HH", image, 0x3A)
-    sections = [struct.unpack_from("<IIQQQQIIQQ", image, section_offset + k * entry_size)
-                for k in range(count)]
-    names = []
-    for section in sections:
-        if section[1] != 2:  # SHT_SYMTAB
-            continue
-        strings = sections[section[6]][4]
-        for offset in range(section[4], section[4] + section[5], 24):
-            name_at, info = struct.unpack_from("<IB", image, offset)
-            if info & 0xF == 2:  # STT_FUNC
-                end = image.index(b"\0", strings + name_at)
-                names.append(image[strings + name_at:end].decode())
-    return names
-
-
-def ptx_entries(text: bytes) -> list[str]:
-    return re.findall(r"\.entry\s+(\w+)\s*\(", text.decode())
-
-
-def symbols_of(names: list[str], symbols: list[str], where: str) -> dict[str, str]:
-    found = {}
-    for name in names:
-        prefix = mangled_prefix(name)
-        matches = [s for s in symbols if s.startswith(prefix)]
-        if len(matches) != 1:
-            raise SystemExit(f"{where}: {name} matched {len(matches)} symbols ({prefix})")
-        found[name] = matches[0]
-    return found
+    def compile(self, text: str, name: str, options: list[str], ptx: bool) -> tuple[bytes, str]:
+        """(cubin or PTX, lowered name) of the one variant ``name`` of ``text``."""
+        program = ctypes.c_void_p()
+        self._check(self.library.nvrtcCreateProgram(
+            ctypes.byref(program), text.encode(), b"kern.cu", 0, None, None))
+        try:
+            self._check(self.library.nvrtcAddNameExpression(program, name.encode()))
+            encoded = [option.encode() for option in options]
+            self._check(self.library.nvrtcCompileProgram(
+                program, len(encoded), (ctypes.c_char_p * len(encoded))(*encoded)), program)
+            size = ctypes.c_size_t()
+            get_size, get = ((self.library.nvrtcGetPTXSize, self.library.nvrtcGetPTX) if ptx
+                             else (self.library.nvrtcGetCUBINSize, self.library.nvrtcGetCUBIN))
+            self._check(get_size(program, ctypes.byref(size)))
+            image = ctypes.create_string_buffer(size.value)
+            self._check(get(program, image))
+            lowered = ctypes.c_char_p()
+            self._check(self.library.nvrtcGetLoweredName(program, name.encode(),
+                                                         ctypes.byref(lowered)))
+            symbol = lowered.value.decode()
+        finally:
+            self.library.nvrtcDestroyProgram(ctypes.byref(program))
+        return image.raw, symbol
 
 
-def build_one(nvcc: str, source_name: str, target: str, names: list[str], out: Path) -> dict:
-    ptx = target.startswith("compute_")
-    with tempfile.TemporaryDirectory() as tmp:
-        source = Path(tmp) / source_name
-        variants = "".join(f"static auto* swdask_variant_{k} = &{name};\n"
-                           for k, name in enumerate(names))
-        source.write_text(_kernels.source(source_name) + "\n" + variants)
-        image_path = Path(tmp) / "image"
-        command = [nvcc, *_kernels.COMPILE_OPTIONS, f"-arch={target}",
-                   "-ptx" if ptx else "-cubin", "-w", str(source), "-o", str(image_path)]
-        result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise SystemExit(f"{' '.join(command)} failed:\n{result.stderr[-4000:]}")
-        image = image_path.read_bytes()
-    symbols = (ptx_entries if ptx else cubin_functions)(image)
-    found = symbols_of(names, symbols, f"{source_name} for {target}")
-    (out / _prebuilt.binary_name(source_name, target)).write_bytes(
-        lzma.compress(image, preset=9))
-    print(f"{source_name} {target}: {len(names)} variants, {len(image):,} bytes", flush=True)
-    return {"symbols": found}
+def find_nvrtc() -> str | None:
+    """libnvrtc from the ``nvidia-cuda-nvrtc`` wheel on sys.path, else the CUDA toolkit's."""
+    for folder in sys.path:
+        found = sorted(glob.glob(os.path.join(folder, "nvidia", "cu*", "lib", "libnvrtc.so.*")))
+        if found:
+            return found[0]
+    found = sorted(glob.glob("/usr/local/cuda/lib64/libnvrtc.so.*"))
+    return found[0] if found else None
 
 
-def build(nvcc: str, jobs: int) -> None:
+def build(nvrtc: Nvrtc, jobs: int) -> None:
     out = _prebuilt.PREBUILT_DIR
     out.mkdir(exist_ok=True)
-    for old in out.glob("*.xz"):
-        old.unlink()
-    work = [(source_name, target, names)
+    work = [(source_name, target, name)
             for target, compute_capability in _prebuilt.targets()
-            for source_name, names in _kernels.all_variants(compute_capability).items()]
-    # the largest sources first, so that the pool does not end on one long compile
-    work.sort(key=lambda item: -len(item[2]))
+            for source_name, names in _kernels.all_variants(compute_capability).items()
+            for name in names]
+
+    def one(item):
+        source_name, target, name = item
+        options = [*_kernels.COMPILE_OPTIONS, *CUPY_OPTIONS, f"-arch={target}"]
+        ptx = target.startswith("compute_")
+        # (NVRTC's PTX ends with the NUL the driver reads it up to)
+        return nvrtc.compile(_kernels.source(source_name), name, options, ptx)
+
     with ThreadPoolExecutor(jobs) as pool:
-        built = list(pool.map(lambda item: build_one(nvcc, *item, out), work))
-    version = subprocess.run([nvcc, "--version"], capture_output=True, text=True).stdout
+        built = list(pool.map(one, work))
     sources: dict = {}
-    for (source_name, target, _), binary in zip(work, built):
+    images: dict = {}
+    for (source_name, target, name), (image, symbol) in zip(work, built):
         entry = sources.setdefault(source_name, {
             "digest": _prebuilt.source_digest(source_name), "binaries": {}})
-        entry["binaries"][target] = binary
-    manifest = {"compiler": version.strip().splitlines()[-1],
-                "options": list(_kernels.COMPILE_OPTIONS),
+        variants = entry["binaries"].setdefault(target, {"variants": {}})["variants"]
+        blob = images.setdefault((source_name, target), bytearray())
+        variants[name] = [len(blob), len(image), symbol]
+        blob += image
+    for old in out.glob("*.xz"):
+        old.unlink()
+    for (source_name, target), blob in images.items():
+        (out / _prebuilt.binary_name(source_name, target)).write_bytes(
+            lzma.compress(bytes(blob), preset=9))
+        print(f"{source_name} {target}: {len(sources[source_name]['binaries'][target]['variants'])}"
+              f" variants, {len(blob):,} bytes", flush=True)
+    manifest = {"compiler": "NVRTC {}.{}".format(*nvrtc.version),
+                "options": [*_kernels.COMPILE_OPTIONS, *CUPY_OPTIONS],
                 "sources": sources}
     _prebuilt.MANIFEST.write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     size = sum(path.stat().st_size for path in out.iterdir())
@@ -155,8 +151,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true",
                         help="only check that the shipped binaries match the sources")
+    parser.add_argument("--nvrtc", help="path of libnvrtc.so (default: found on sys.path)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
-                        help="nvcc processes at once (default: the cores)")
+                        help="compiles at once (default: the cores)")
     args = parser.parse_args()
     if args.check:
         problems = _prebuilt.problems()
@@ -166,10 +163,11 @@ def main() -> None:
             raise SystemExit(1)
         print(f"the kernels in {_prebuilt.PREBUILT_DIR} match the sources")
         return
-    nvcc = shutil.which("nvcc")
-    if nvcc is None:
-        raise SystemExit("nvcc is not on PATH: install the CUDA toolkit to rebuild the kernels")
-    build(nvcc, args.jobs)
+    path = args.nvrtc or find_nvrtc()
+    if path is None:
+        raise SystemExit("NVRTC not found: pip install nvidia-cuda-nvrtc (the version CuPy "
+                         "loads), or pass --nvrtc PATH/libnvrtc.so")
+    build(Nvrtc(path), args.jobs)
 
 
 if __name__ == "__main__":

@@ -24,19 +24,26 @@ def test_shipped_binaries_match_the_sources():
     assert _prebuilt.problems() == []
 
 
-def test_each_binary_holds_its_variants_symbols():
+def test_each_binary_holds_its_variants_images():
+    """Every variant's image is where the manifest says, end to end in its file: a cubin (an
+    ELF file naming the variant's symbol) or PTX (with the symbol's entry, ending in NUL)."""
     sources = _prebuilt.manifest()["sources"]
     assert sorted(sources) == sorted(_kernels.all_variants())
     for source_name, entry in sources.items():
         assert sorted(entry["binaries"]) == sorted(t for t, _ in _prebuilt.targets())
         for target, binary in entry["binaries"].items():
-            image = lzma.decompress(
+            images = lzma.decompress(
                 (_prebuilt.PREBUILT_DIR / _prebuilt.binary_name(source_name, target)).read_bytes())
-            symbols = binary["symbols"]
-            assert len(set(symbols.values())) == len(symbols)
-            for symbol in symbols.values():
-                assert symbol.encode() + (b"(" if target.startswith("compute_") else b"\0") \
-                    in image.replace(b" (", b"("), (source_name, target, symbol)
+            spans = sorted(binary["variants"].values())
+            assert spans[0][0] == 0 and sum(size for _, size, _ in spans) == len(images)
+            assert all(a[0] + a[1] == b[0] for a, b in zip(spans, spans[1:]))
+            assert len({symbol for *_, symbol in spans}) == len(spans)
+            for offset, size, symbol in spans:
+                image = images[offset:offset + size]
+                if target.startswith("compute_"):
+                    assert image.endswith(b"\0") and f".entry {symbol}(".encode() in image
+                else:
+                    assert image.startswith(b"\x7fELF") and symbol.encode() + b"\0" in image
 
 
 @pytest.mark.parametrize("compute_capability, target", [
@@ -49,12 +56,13 @@ def test_the_binary_a_gpu_runs(compute_capability, target):
 
 def test_find_gives_a_current_binarys_symbol():
     name = _kernels.forward_name(2, 8, 16)
-    path, symbol = _prebuilt.find("inter_task.cu", name, 90)
-    assert path == _prebuilt.PREBUILT_DIR / "inter_task.sm_90.cubin.xz" and path.is_file()
+    path, offset, size, symbol = _prebuilt.find("inter_task.cu", name, 90)
+    assert path == _prebuilt.PREBUILT_DIR / "inter_task.sm_90.xz" and path.is_file()
+    assert offset >= 0 and size > 0
     assert symbol.startswith("_ZN6swdask16sw_inter_forwardINS_7Lanes16ELi8ELi16E")
     # a variant of sm_90 alone (query lanes) is in no sm_80 binary; sm_87 runs sm_86's
     assert _prebuilt.find("inter_task.cu", _kernels.forward_name(2, 8, 16, True), 80) is None
-    assert _prebuilt.find("inter_task.cu", name, 87)[0].name == "inter_task.sm_86.cubin.xz"
+    assert _prebuilt.find("inter_task.cu", name, 87)[0].name == "inter_task.sm_86.xz"
     assert _prebuilt.find("inter_task.cu", "swdask::sw_inter_forward<X, 1, 1>", 90) is None
     assert _prebuilt.find("inter_task.cu", name, 75) is None
 
@@ -118,6 +126,22 @@ def test_every_variant_loads_without_compiling():
             assert isinstance(kernel, _prebuilt.LoadedKernel), (source_name, name)
             assert kernel.attributes["num_regs"] > 0
             assert _runtime._cupy_function(device, source_name, name) is not None
+    # where this NVRTC is the build's, it compiles the very images shipped
+    from cupy_backends.cuda.libs import nvrtc
+
+    manifest = _prebuilt.manifest()
+    if manifest["compiler"] == "NVRTC {}.{}".format(*nvrtc.getVersion()):
+        target = _prebuilt.target_for(compute_capability)
+        for source_name, name in [("reverse.cu", _kernels.reverse_name()),
+                                  ("inter_task.cu", _kernels.forward_name(2, 8, 16))]:
+            path, offset, size, _ = _prebuilt.find(source_name, name, compute_capability)
+            program = nvrtc.createProgram(_kernels.source(source_name), "kern.cu", [], [])
+            try:
+                nvrtc.addNameExpression(program, name)
+                nvrtc.compileProgram(program, manifest["options"] + [f"-arch={target}"])
+                assert nvrtc.getCUBIN(program) == _prebuilt._images(path)[offset:offset + size]
+            finally:
+                nvrtc.destroyProgram(program)
     source_name, name = "reverse.cu", _kernels.reverse_name()
     _runtime._cupy_function.cache_clear()
     try:

@@ -3,28 +3,30 @@ finds one.
 
 Why: NVRTC builds a kernel variant the first time a process on a machine launches it, and
 caches it on disk. On a fresh machine (a container, a CI runner, a batch job, a Dask worker on
-a new node) the first job spent most of its time compiling (docs/notes/gpu-search-job.md,
-warm and cold). The peers ship compiled kernels; so does swdask.
+a new node) the first job spent seconds compiling (docs/notes/gpu-search-job.md, warm and
+cold). The peers ship compiled kernels; so does swdask.
 
-* ``ci/build_kernels.py`` (the one command that rebuilds them; it needs nvcc) compiles every
-  variant of :func:`swdask.gpu._kernels.all_variants` for each architecture of
-  :data:`ARCHITECTURES` with nvcc, plus PTX for :data:`PTX_ARCHITECTURE` that the driver
-  compiles for newer GPUs, each compressed with xz (the standard library's ``lzma``), and
-  writes ``manifest.json``: per source file, the digest of the text compiled
-  (:func:`source_digest`) and, per binary, the symbol of every variant in it.
-* The runtime (:func:`swdask.gpu._runtime.CudaRuntime.function`) asks :func:`find` first: a
+* ``ci/build_kernels.py`` (the one command that rebuilds them) compiles every variant of
+  :func:`swdask.gpu._kernels.all_variants` as the runtime would, one NVRTC program each, for
+  each architecture of :data:`ARCHITECTURES`, plus PTX for :data:`PTX_ARCHITECTURE` that the
+  driver compiles for newer GPUs. The images of one source file and architecture lie end to
+  end in one file, compressed with xz (the standard library's ``lzma``). ``manifest.json``
+  records, per source file, the digest of the text compiled (:func:`source_digest`) and, per
+  binary and variant, where its image lies and its symbol.
+* The runtime (:meth:`swdask.gpu._runtime.CudaRuntime.function`) asks :func:`load` first: a
   binary is used only where its source's digest equals the digest of the source in the
   package now (so an edited ``.cu`` file falls back to NVRTC instead of running stale code),
   the GPU can run it (a cubin of the same major architecture and the same or a lower minor,
-  or the PTX for a newer one) and the variant is in it. Anything else, or a binary the driver
+  or the PTX for a newer GPU) and the variant is in it. Anything else, or an image the driver
   refuses (a driver older than the compiler that built it), compiles with NVRTC as before.
   The setting ``swdask.gpu.prebuilt: false`` compiles everything with NVRTC.
-* :func:`problems` says what is stale (``tests/test_prebuilt.py`` fails on it, so ``.ci/run``
-  does): a source whose text changed since the build, a variant the engine can launch that no
+* :func:`problems` says what is stale (``tests/test_prebuilt.py`` and ``.ci/run`` fail on
+  it): a source whose text changed since the build, a variant the engine can launch that no
   binary has, a binary missing.
 
-Why xz and one file per (source, architecture): the cubins compress about tenfold, the wheel
-stays small, and a process decompresses and loads only the files for its GPU.
+Why one file per (source, architecture): the cubins compress about tenfold, the wheel stays
+small, and a process decompresses only the files for its GPU, and loads only the variants it
+launches.
 """
 from __future__ import annotations
 
@@ -60,8 +62,7 @@ def source_digest(source_name: str) -> str:
 
 def binary_name(source_name: str, target: str) -> str:
     """The file of ``source_name`` built for ``target`` (``"sm_90"``, ``"compute_100"``)."""
-    kind = "ptx" if target.startswith("compute_") else "cubin"
-    return f"{Path(source_name).stem}.{target}.{kind}.xz"
+    return f"{Path(source_name).stem}.{target}.xz"
 
 
 @lru_cache(maxsize=1)
@@ -95,32 +96,31 @@ def target_for(compute_capability: int, built=None) -> str | None:
     return f"compute_{max(usable)}" if usable else None
 
 
-def find(source_name: str, name: str, compute_capability: int) -> tuple[Path, str] | None:
-    """(binary file, symbol) of variant ``name`` of ``source_name`` for such a GPU, or None
-    where no shipped binary is current and holds it."""
+def find(source_name: str, name: str,
+         compute_capability: int) -> tuple[Path, int, int, str] | None:
+    """(binary file, offset and size of the variant's image in it once decompressed, symbol)
+    of variant ``name`` of ``source_name`` for such a GPU, or None where no shipped binary is
+    current and holds it."""
     entry = manifest().get("sources", {}).get(source_name)
     if not entry or entry.get("digest") != _current_digest(source_name):
         return None
     target = target_for(compute_capability, entry.get("binaries", {}))
     if target is None:
         return None
-    symbol = entry["binaries"][target]["symbols"].get(name)
-    if symbol is None:
+    variant = entry["binaries"][target]["variants"].get(name)
+    if variant is None:
         return None
-    return PREBUILT_DIR / binary_name(source_name, target), symbol
+    offset, size, symbol = variant
+    return PREBUILT_DIR / binary_name(source_name, target), offset, size, symbol
 
 
 _refused: set[tuple[int, Path]] = set()
 
 
 @lru_cache(maxsize=None)
-def _module(cupy, device_id: int, path: Path):
-    image = lzma.decompress(path.read_bytes())
-    if path.name.endswith(".ptx.xz"):
-        image += b"\0"  # the driver reads PTX as a C string
-    module = cupy.cuda.function.Module()
-    module.load(image)
-    return module
+def _images(path: Path) -> bytes:
+    """Every image of one binary file, decompressed (once per process)."""
+    return lzma.decompress(path.read_bytes())
 
 
 def load(cupy, device_id: int, source_name: str, name: str):
@@ -130,12 +130,13 @@ def load(cupy, device_id: int, source_name: str, name: str):
     found = find(source_name, name, int(cupy.cuda.Device(device_id).compute_capability))
     if found is None:
         return None
-    path, symbol = found
+    path, offset, size, symbol = found
     with _lock:
         if (device_id, path) in _refused:
             return None
         try:
-            module = _module(cupy, device_id, path)
+            module = cupy.cuda.function.Module()
+            module.load(_images(path)[offset:offset + size])
         except (OSError, lzma.LZMAError, cupy.cuda.driver.CUDADriverError):
             _refused.add((device_id, path))
             return None
@@ -187,7 +188,7 @@ def targets() -> list[tuple[str, int]]:
 def problems() -> list[str]:
     """What makes the shipped binaries stale against the sources in the package (empty when
     they are current): each line names the source or binary and how to fix it."""
-    fix = "rebuild them: python ci/build_kernels.py (needs nvcc)"
+    fix = "rebuild them: python ci/build_kernels.py (needs NVRTC)"
     sources = manifest().get("sources")
     if not sources:
         return [f"no prebuilt kernels in {PREBUILT_DIR} ({fix})"]
@@ -203,7 +204,7 @@ def problems() -> list[str]:
         for target, compute_capability in targets():
             binary = entry["binaries"].get(target)
             missing = sorted(set(_kernels.all_variants(compute_capability)[source_name])
-                             - set(binary["symbols"] if binary else ()))
+                             - set(binary["variants"] if binary else ()))
             if binary is None:
                 found.append(f"{source_name}: no {target} binary ({fix})")
             elif missing:
