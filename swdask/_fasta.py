@@ -45,7 +45,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._results import arrow_strings
+from ._results import any_true, arrow_strings
 from ._sequences import gather_spans
 from ._timing import stage
 
@@ -398,7 +398,7 @@ def fasta_layout(text, xp):
     was slower with it than with this one (docs/notes/gpu-search-job.md): no gain for more
     code, so it was deleted."""
     n = int(text.shape[0])
-    if n == 0 or bool((((text < 32) & (text != _NEWLINE)) | (text >= 127)).any()):
+    if n == 0 or any_true(((text < 32) & (text != _NEWLINE)) | (text >= 127)):
         return None
     newline = text == _NEWLINE
     breaks = xp.flatnonzero(newline)
@@ -412,7 +412,7 @@ def fasta_layout(text, xp):
         return None
     line_lengths = line_ends - line_starts
     first = int(header_lines[0])
-    if first and bool((line_lengths[:first] > 0).any()):  # text before the first header
+    if first and any_true(line_lengths[:first] > 0):  # text before the first header
         return None
     header_starts, header_ends = line_starts[header_lines], line_ends[header_lines]
     # the bytes of header lines: +1 where one starts, -1 where it ends (lines do not overlap)
@@ -421,7 +421,7 @@ def fasta_layout(text, xp):
     mark[header_ends] -= 1
     in_header = xp.cumsum(mark[:-1], dtype=xp.int8).view(xp.bool_)
     residues = text[~(in_header | newline)]
-    if residues.shape[0] and bool((residues == 32).any()):  # blanks inside sequence lines
+    if residues.shape[0] and any_true(residues == 32):  # blanks inside sequence lines
         return None
     # every header must hold an id: a byte other than a space after its '>'
     header_bytes = text[in_header]
@@ -432,7 +432,7 @@ def fasta_layout(text, xp):
     visible[header_offsets[:-1]] = 0  # the '>'
     seen = xp.zeros(header_bytes.shape[0] + 1, dtype=xp.int64)
     xp.cumsum(visible, out=seen[1:])
-    if bool((seen[header_offsets[1:]] == seen[header_offsets[:-1]]).any()):
+    if any_true(seen[header_offsets[1:]] == seen[header_offsets[:-1]]):
         return None
     # residues per line (header lines have none), summed up to each header
     per_line = xp.where(is_header, 0, line_lengths)

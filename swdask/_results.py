@@ -104,6 +104,18 @@ def array_module(array):
     return np
 
 
+def any_true(mask) -> bool:
+    """Whether the boolean array ``mask`` (NumPy, or CuPy: read back, so it waits for the
+    GPU) holds a True. On a GPU by the count of its nonzero positions, a scan whose kernels
+    every FASTA parse compiles anyway, rather than CuPy's ``any``: that reduction runs
+    through CUB, whose kernels were the slowest of a fresh machine's first search to
+    compile (docs/notes/gpu-search-job.md, warm and cold)."""
+    xp = array_module(mask)
+    if xp is np:
+        return bool(mask.any())
+    return bool(xp.flatnonzero(mask).shape[0])
+
+
 def on_device(array) -> bool:
     """True for GPU arrays (CuPy, or anything with the CUDA array interface)."""
     return hasattr(array, "__cuda_array_interface__")

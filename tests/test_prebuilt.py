@@ -7,7 +7,8 @@
   of its major one, else the PTX for a newer GPU, else none (NVRTC); an edited source, an
   unknown variant or a missing manifest give none.
 * On a GPU: every variant the device can launch loads from the binaries without compiling,
-  and the setting ``swdask.gpu.prebuilt: false`` compiles with NVRTC instead. (The other GPU
+  uses the resources NVRTC's compile of it uses, and the setting ``swdask.gpu.prebuilt:
+  false`` compiles with NVRTC instead. (The other GPU
   tests run on the shipped binaries: the runtime loads them by default.)
 """
 from __future__ import annotations
@@ -126,22 +127,17 @@ def test_every_variant_loads_without_compiling():
             assert isinstance(kernel, _prebuilt.LoadedKernel), (source_name, name)
             assert kernel.attributes["num_regs"] > 0
             assert _runtime._cupy_function(device, source_name, name) is not None
-    # where this NVRTC is the build's, it compiles the very images shipped
-    from cupy_backends.cuda.libs import nvrtc
-
-    manifest = _prebuilt.manifest()
-    if manifest["compiler"] == "NVRTC {}.{}".format(*nvrtc.getVersion()):
-        target = _prebuilt.target_for(compute_capability)
-        for source_name, name in [("reverse.cu", _kernels.reverse_name()),
-                                  ("inter_task.cu", _kernels.forward_name(2, 8, 16))]:
-            path, offset, size, _ = _prebuilt.find(source_name, name, compute_capability)
-            program = nvrtc.createProgram(_kernels.source(source_name), "kern.cu", [], [])
-            try:
-                nvrtc.addNameExpression(program, name)
-                nvrtc.compileProgram(program, manifest["options"] + [f"-arch={target}"])
-                assert nvrtc.getCUBIN(program) == _prebuilt._images(path)[offset:offset + size]
-            finally:
-                nvrtc.destroyProgram(program)
+    # the fallback's compile of a variant uses the same resources as the shipped image
+    # (registers, local and shared memory: the code of the same compiler and options)
+    resources = ("num_regs", "local_size_bytes", "shared_size_bytes", "const_size_bytes")
+    for source_name, name in [("reverse.cu", _kernels.reverse_name()),
+                              ("inter_task.cu", _kernels.forward_name(2, 8, 16, True)),
+                              ("pairs_inter.cu", _kernels.pairs_name("inter", (8, 16), 1, False))]:
+        module = cupy.RawModule(code=_kernels.source(source_name),
+                                options=_kernels.COMPILE_OPTIONS, name_expressions=(name,))
+        compiled = module.get_function(name).attributes
+        shipped = _prebuilt.load(cupy, device, source_name, name).attributes
+        assert {k: compiled[k] for k in resources} == {k: shipped[k] for k in resources}, name
     source_name, name = "reverse.cu", _kernels.reverse_name()
     _runtime._cupy_function.cache_clear()
     try:

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from .. import _settings
 import numpy as np
 
-from .._results import array_module, empty_cells, finish
+from .._results import any_true, array_module, empty_cells, finish
 from . import inter_task
 from ._runtime import get_runtime, is_out_of_memory
 
@@ -316,7 +316,7 @@ class GpuBackend:
         n = len(encoded)
         valid = xp.asarray(encoded.valid, dtype=bool)
         lengths = encoded.offsets[1:] - encoded.offsets[:-1]
-        if n == 0 or len(query) == 0 or not bool((valid & xp.asarray(lengths > 0)).any()):
+        if n == 0 or len(query) == 0 or not any_true(valid & xp.asarray(lengths > 0)):
             return finish(empty_cells(n, xp, xp.int32), valid, mode)
         budget = _settings.get_int("gpu.chunk-bytes") or int(runtime.free_bytes() * _SEARCH_SHARE)
         while True:

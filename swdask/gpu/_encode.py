@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._results import array_module, host_array
+from .._results import any_true, array_module, host_array
 from .._scoring import UNKNOWN_CODE, Scoring
 from .._sequences import EncodedSequences, arrow_layout, encode
 from ._runtime import get_runtime
@@ -45,7 +45,7 @@ def _drop_null_bytes(cupy, data, offsets, valid):
     offsets. Nulls usually cover no bytes: then nothing moves."""
     lengths = offsets[1:] - offsets[:-1]
     covered = ~valid & (lengths > 0)
-    if not bool(covered.any()):
+    if not any_true(covered):
         return data, offsets
     # +1 where a covered range starts, -1 where it ends: the running sum is 1 inside one.
     # Ranges do not overlap and are non-empty, so starts (and ends) are distinct indices.
@@ -112,7 +112,7 @@ def encode_device_layout(data, offsets, valid: np.ndarray, scoring: Scoring,
     if data.size:
         codes = (scoring.lookup[data] if xp is np
                  else _lookup_kernel()(data, xp.asarray(scoring.lookup)))
-        if bool((codes == UNKNOWN_CODE).any()):
+        if any_true(codes == UNKNOWN_CODE):
             raise_bad()  # raises, naming the row
             raise RuntimeError(  # pragma: no cover - the two lookups disagree
                 "internal error: the GPU found a byte that is not a residue where the CPU "

@@ -346,6 +346,7 @@ class _PairLayout:
     pair_start: object     # int64[num_pairs]: first column of the pair in pair_codes
     pair_codes: object     # uint16[columns]: both lanes' codes per column
     columns: int
+    pair_len_host: np.ndarray = None  # pair_len on the host (counts and sizes read there)
     _at_least: dict = field(default_factory=dict, repr=False)
     _first_columns: dict = field(default_factory=dict, repr=False)
     _block_lengths: dict = field(default_factory=dict, repr=False)
@@ -357,11 +358,10 @@ class _PairLayout:
 
     def pairs_at_least(self, length: int) -> int:
         """How many pairs hold ``length`` letters or more (the first ones: ``pair_len`` is
-        non-increasing), counted where ``pair_len`` lives once per length: a count read
-        back for every search would make the host wait for the searches queued before."""
+        non-increasing), counted on the host copy: nothing waits for the GPU's queued
+        searches, and no reduction kernel is compiled on a fresh machine."""
         if length not in self._at_least:
-            self._at_least[length] = int((self.pair_len >= length).sum()) if \
-                self.num_pairs else 0
+            self._at_least[length] = int(np.count_nonzero(self.pair_len_host >= length))
         return self._at_least[length]
 
     def block_lengths(self, first: int, end: int, per_pair: int, groups_per_block: int):
@@ -426,18 +426,23 @@ def _pair_layout(runtime, residues, offsets, lengths, rows, lanes: int, pad_code
     slot_rows = xp.full(num_pairs * lanes, -1, dtype=xp.int32)
     slot_rows[:n] = rows.astype(xp.int32)
     pair_len = lengths[rows[::lanes]].astype(xp.int32) if n else xp.zeros(0, xp.int32)
-    widths = (pair_len.astype(xp.int64) + 7) // 8 * 8
-    pair_start = xp.zeros(num_pairs, dtype=xp.int64)
-    if num_pairs > 1:
-        pair_start[1:] = xp.cumsum(widths[:-1])
-    columns = int(widths.sum()) if num_pairs else 0
+    # the pairs' columns are laid out on the host, from one copy of their lengths that the
+    # counts of pairs_at_least read too: sums of a column of a few hundred thousand pairs,
+    # where CuPy's reductions would each be a kernel to compile on a fresh machine
+    pair_len_host = runtime.to_host(pair_len)
+    widths = (pair_len_host.astype(np.int64) + 7) // 8 * 8
+    starts = np.zeros(num_pairs, dtype=np.int64)
+    np.cumsum(widths[:-1], out=starts[1:])
+    pair_start = runtime.upload(starts)
+    columns = int(widths.sum())
     pair_codes = xp.empty(max(columns, 1), dtype=xp.uint16)
     if num_pairs:
         function = runtime.function("inter_task.cu", _kernels.PAIR_CODES_NAME)
         runtime.launch(function, min(num_pairs, 1 << 16), min(runtime.block_threads, 128),
                        [residues, offsets, slot_rows, np.int32(lanes), pair_start, pair_len,
                         np.int32(num_pairs), np.int32(pad_code), pair_codes])
-    return _PairLayout(lanes, slot_rows, pair_len, pair_start, pair_codes, columns)
+    return _PairLayout(lanes, slot_rows, pair_len, pair_start, pair_codes, columns,
+                       pair_len_host)
 
 
 def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
