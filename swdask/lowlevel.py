@@ -179,7 +179,8 @@ def stage_seconds() -> dict[str, float]:
 STAGES = {
     # the one-against-many GPU search (one query, or a stack of queries)
     "forward": ("swdask.gpu.inter_task", "_run_forward"),  # a stack's forward launches
-    "scatter": ("swdask.gpu.inter_task", "_scatter"),  # a stack's result column to row order
+    # a stack's results to row order, with its checks
+    "scatter": ("swdask.gpu.inter_task", "_finish_stack"),
     "finish": ("swdask.gpu._backend", "finish"),  # a search's cells as Alignments
     "top rows": ("swdask._many_queries", "top_candidates_many"),  # queries' best rows chosen
     # row-wise pairs on the GPU, and the traceback of their alignments

@@ -95,6 +95,8 @@ def reverse_name(group: int = REVERSE_SHAPE[0], rows: int = REVERSE_SHAPE[1]) ->
 
 
 PAIR_CODES_NAME = "swdask::sw_pair_codes"
+#: A stack's results to row order, with its checks (swdask.gpu.inter_task, start_stack).
+STACK_FINISH_NAME = "swdask::sw_stack_finish"
 #: The traceback kernel and the kernel that packs its CIGAR texts (swdask.gpu._traceback).
 TRACEBACK_NAMES = ("swdask::sw_traceback", "swdask::sw_traceback_gather")
 
@@ -135,7 +137,8 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
         forward += [forward_name(2, group, r, True) for group in GROUP_SIZES
                     for r in ROWS_PER_THREAD]
     forward += [forward_name(1, group, r) for group, r in WIDE_SHAPES]
-    variants = {"inter_task.cu": [PAIR_CODES_NAME] + forward, "reverse.cu": [reverse_name()],
+    variants = {"inter_task.cu": [PAIR_CODES_NAME, STACK_FINISH_NAME] + forward,
+                "reverse.cu": [reverse_name()],
                 "traceback.cu": list(TRACEBACK_NAMES)}
     shapes = {"inter": sorted(set(PAIRS_ROUTED_INTER_SHAPES) | set(PAIRS_FORCED_INTER_SHAPES)),
               "intra": CHAIN_SHAPES, "long": CHAIN_SHAPES}

@@ -202,6 +202,43 @@ __global__ void sw_pair_codes(const u8* __restrict__ residues, const i64* __rest
   }
 }
 
+// A stack's results from slot order to row order, and its checks, in one pass over every
+// (query, slot): for query q, score[q * slots + slot] (and the end cell, with
+// track_end; without, the end arrays are not read) goes to out_score[q * n + row] (out_end_i, out_end_j) for the slot's row
+// (slot_rows, -1 for padding: nothing written); flags[2q] = 1 where a score reached `limit`
+// (the lane may have wrapped: the host recomputes it in 32 bits), flags[2q + 1] = 1 where a
+// score between 0 and the limit has its end cell outside the query or the target (an
+// internal error the host reports). Unwritten rows keep what the output held; flags start at
+// 0, and every writer of one stores the same 1.
+__global__ void sw_stack_finish(const int* __restrict__ score, const int* __restrict__ ends_i,
+                                const int* __restrict__ ends_j, int track_end,
+                                const int* __restrict__ slot_rows,
+                                const int* __restrict__ query_lengths, int count, int slots,
+                                i64 n, int limit, int* __restrict__ out_score,
+                                int* __restrict__ out_end_i, int* __restrict__ out_end_j,
+                                u8* __restrict__ flags) {
+  const i64 total = (i64)count * slots;
+  for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; k < total;
+       k += (i64)gridDim.x * blockDim.x) {
+    const int q = (int)(k / slots);
+    const int slot = (int)(k - (i64)q * slots);
+    const int row = slot_rows[slot];
+    if (row < 0) continue;
+    const i64 out = (i64)q * n + row;
+    const int best = score[k];
+    out_score[out] = best;
+    if (best >= limit) flags[2 * q] = 1;
+    if (track_end) {
+      const int end_i = ends_i[k];
+      const int end_j = ends_j[k];
+      out_end_i[out] = end_i;
+      out_end_j[out] = end_j;
+      if (best > 0 && best < limit && (end_i < 0 || end_i >= query_lengths[q] || end_j < 0))
+        flags[2 * q + 1] = 1;
+    }
+  }
+}
+
 // The forward pass. profile[letter * m + i] = sub(letter, q_i) + gap_open for letter <
 // alpha1 - 1 and the m rows of the stack (m = num_segments * R; PAD's score on padding
 // rows); letter alpha1 - 1 is PAD (0 in the 16-bit kernels, a substitution of -gap_open;

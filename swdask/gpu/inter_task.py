@@ -847,14 +847,32 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
     return out_score[:, :slots], out_end_i[:, :slots], out_end_j[:, :slots]
 
 
-def _scatter(xp, n, slot_rows, values, fill):
-    """``values`` by slot (the last axis: one query, or a stack's queries by row) into an
-    array by row; padding slots (``slot_rows`` -1) write to a spare element past the end,
-    dropped: no boolean mask, so nothing waits for the GPU (a masked gather reads its count
-    back)."""
-    out = xp.full(values.shape[:-1] + (n + 1,), fill, dtype=xp.int32)
-    out[..., xp.where(slot_rows >= 0, slot_rows, n)] = values
-    return out[..., :n]
+def _finish_stack(runtime, n, slot_rows, forward, query_lengths, limit, track_end):
+    """A stack's forward results (score, end cells: (queries, slots) arrays) in row order,
+    (queries, ``n``) arrays, with each query's checks (``[over, bad end cell]``, bool), by one
+    kernel for the whole stack (inter_task.cu, ``sw_stack_finish``). Rows no slot holds keep
+    score 0 and end cells -1. Nothing is read back: the checks come back later, in one
+    transfer with the others."""
+    xp = runtime.xp
+    scores, ends_i, ends_j = (xp.ascontiguousarray(values) for values in forward)
+    count, slots = scores.shape
+    out = {"score": xp.zeros((count, n), dtype=xp.int32)}
+    if track_end:
+        out["query_end"] = xp.full((count, n), -1, dtype=xp.int32)
+        out["target_end"] = xp.full((count, n), -1, dtype=xp.int32)
+    flags = xp.zeros((count, 2), dtype=xp.uint8)
+    total = count * slots
+    if total:
+        lengths = runtime.upload(np.asarray(query_lengths, dtype=np.int32))
+        end_i = out.get("query_end", out["score"])
+        end_j = out.get("target_end", out["score"])
+        function = runtime.function("inter_task.cu", _kernels.STACK_FINISH_NAME)
+        runtime.launch(function, min(-(-total // runtime.block_threads), 1 << 16),
+                       runtime.block_threads,
+                       [scores, ends_i, ends_j, np.int32(bool(track_end)), slot_rows, lengths,
+                        np.int32(count), np.int32(slots), np.int64(n), np.int32(limit),
+                        out["score"], end_i, end_j, flags])
+    return out, flags.view(xp.bool_)
 
 
 def check_flags(flags) -> list[bool]:
@@ -1044,25 +1062,13 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
         reverse = [None] * count  # mode "full": each query's _ReverseInputs
         checked = None
         if inter_rows.shape[0] and forward is not None:
-            scores, ends_i, ends_j = forward
-            slot_rows = targets.pairs.slot_rows
             limit = lane16_bound(scoring)
-            columns["score"] = _scatter(xp, n, slot_rows, scores, 0)
-            if track_end:
-                columns["query_end"] = _scatter(xp, n, slot_rows, ends_i, -1)
-                columns["target_end"] = _scatter(xp, n, slot_rows, ends_j, -1)
-            # a lane whose best reached this may have wrapped: recompute it in 32 bits; both
-            # checks come back in one transfer (each read waits for the kernels), and a
+            # a lane whose best reached the limit may have wrapped: recompute it in 32 bits;
+            # both checks come back in one transfer (each read waits for the kernels), and a
             # wrapped lane's end cell is the recompute's to give
-            over = (columns["score"] >= limit).any(axis=1)
-            if track_end:
-                lengths = xp.asarray(np.array([codes.shape[0] for codes in codes_list],
-                                              dtype=np.int32))[:, None]
-                bad_end = ((scores > 0) & (scores < limit)
-                           & ((ends_i < 0) | (ends_i >= lengths) | (ends_j < 0))).any(axis=1)
-            else:
-                bad_end = xp.zeros(count, dtype=bool)
-            checked = xp.stack([over, bad_end], axis=1)
+            columns, checked = _finish_stack(
+                runtime, n, targets.pairs.slot_rows, forward,
+                [codes.shape[0] for codes in codes_list], limit, track_end)
         for name in names:  # what no forward launch wrote
             if name not in columns:
                 columns[name] = xp.full((count, n), 0 if name == "score" else -1,
