@@ -346,7 +346,7 @@ class _PairLayout:
     pair_start: object     # int64[num_pairs]: first column of the pair in pair_codes
     pair_codes: object     # uint16[columns]: both lanes' codes per column
     columns: int
-    pair_len_host: np.ndarray = None  # pair_len on the host (counts and sizes read there)
+    pair_len_host: np.ndarray  # pair_len on the host (counts and sizes are read there)
     _at_least: dict = field(default_factory=dict, repr=False)
     _first_columns: dict = field(default_factory=dict, repr=False)
     _block_lengths: dict = field(default_factory=dict, repr=False)
