@@ -8,8 +8,8 @@
   unknown variant or a missing manifest give none.
 * On a GPU: every variant the device can launch loads from the binaries without compiling,
   uses the resources NVRTC's compile of it uses, and the setting ``swdask.gpu.prebuilt:
-  false`` compiles with NVRTC instead. (The other GPU
-  tests run on the shipped binaries: the runtime loads them by default.)
+  false`` compiles with NVRTC instead. (The other GPU tests run on the shipped binaries:
+  the runtime loads them by default.)
 """
 from __future__ import annotations
 
