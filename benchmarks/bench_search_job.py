@@ -57,6 +57,7 @@ that ``bench_w1_gpu.py`` wrote in the same device call).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import os
 import re
@@ -432,13 +433,11 @@ def _several_gpus_record(one, count: int, timed, output, one_output, **fields) -
     return record
 
 
-def _on_scheduler(args, one, query_file, db_path, one_output, work: Path) -> dict:
-    """The job of record ``one`` (``--backend gpu``, one GPU) on a Dask scheduler with one
-    plain ``dask worker`` per GPU (``CUDA_VISIBLE_DEVICES`` one GPU each, one thread), as a
-    user runs a cluster job: ``swdask search --scheduler``. The scheduler and workers start
-    before the timed jobs (``--repeats`` runs, the fastest kept; the first loads the
-    workers' kernels); ``runner`` is ``"scheduler"``."""
-    count = args.scheduler_gpus
+@contextlib.contextmanager
+def scheduler_with_workers(count: int, env: dict | None = None):
+    """A Dask scheduler and ``count`` plain ``dask worker`` processes (one thread each, GPU
+    ``k`` alone for worker ``k``; ``env`` added to their environment), started here and
+    stopped on exit; yields the scheduler's address once every worker has joined."""
     address = "tcp://127.0.0.1:8797"
     started = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
                                  "--port", "8797", "--dashboard-address", ":0"],
@@ -448,19 +447,30 @@ def _on_scheduler(args, one, query_file, db_path, one_output, work: Path) -> dic
             started.append(subprocess.Popen(
                 [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads",
                  "1", "--no-dashboard", "--name", f"gpu{device}"],
-                env={**os.environ, "CUDA_VISIBLE_DEVICES": str(device)},
+                env={**os.environ, **(env or {}), "CUDA_VISIBLE_DEVICES": str(device)},
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         from distributed import Client
 
         with Client(address, timeout=120) as client:
             client.wait_for_workers(count, timeout=120)
-        output = work / f"{one['workload']}-scheduler.tsv"
-        timed = [_job(query_file, db_path, output, "gpu", extra=("--scheduler", address))
-                 for _ in range(max(1, args.repeats))]
+        yield address
     finally:
         for process in reversed(started):
             process.terminate()
             process.wait(timeout=60)
+
+
+def _on_scheduler(args, one, query_file, db_path, one_output, work: Path) -> dict:
+    """The job of record ``one`` (``--backend gpu``, one GPU) on a Dask scheduler with one
+    plain ``dask worker`` per GPU (``CUDA_VISIBLE_DEVICES`` one GPU each, one thread), as a
+    user runs a cluster job: ``swdask search --scheduler``. The scheduler and workers start
+    before the timed jobs (``--repeats`` runs, the fastest kept; the first loads the
+    workers' kernels); ``runner`` is ``"scheduler"``."""
+    count = args.scheduler_gpus
+    with scheduler_with_workers(count) as address:
+        output = work / f"{one['workload']}-scheduler.tsv"
+        timed = [_job(query_file, db_path, output, "gpu", extra=("--scheduler", address))
+                 for _ in range(max(1, args.repeats))]
     record = _several_gpus_record(one, count, timed, output, one_output, runner="scheduler")
     print(f"{one['workload']} on a scheduler with {count} GPU workers: "
           f"{record['wall_seconds']:.2f} s {record['phases']}, {record['over_one_gpu']:.2f} x "

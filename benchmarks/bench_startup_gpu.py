@@ -14,8 +14,15 @@ CuPy's kernel cache ``CUPY_CACHE_DIR``, numba's ``NUMBA_CACHE_DIR`` and the driv
 ``CUDA_CACHE_PATH``), then ``--repeats`` times warm with those folders as the cold run left
 them.
 
+With ``--workers`` (after those), the job also runs as a cluster job on newly started Dask
+workers: a scheduler and one plain ``dask worker`` per GPU (``--gpus``), started after the
+runs above with the caches they left (warm, as on a node whose disk cache is filled), then
+``swdask search --scheduler`` ``1 + --repeats`` times: the first job on the new workers
+(``runner: "scheduler"``, ``first_on_workers: true``) against the later ones.
+
 Each record: ``workload`` (``startup-search-W1``), ``backend``, ``device``, ``gpus``,
-``commit``, ``date``, ``kernels``, ``cold``, ``wall_seconds``, ``phases``,
+``commit``, ``date``, ``kernels``, ``runner`` (``process`` or ``scheduler``), ``cold``,
+``wall_seconds``, ``phases``,
 ``cupy_cache_files`` (the kernels CuPy compiled into its cache by then: its own array
 operations', and swdask's under NVRTC), ``over_warm`` (this run against the fastest warm run of
 the same kernel source) and ``same_hits`` (the hits file equals the first run's, byte for
@@ -33,7 +40,7 @@ import tempfile
 from pathlib import Path
 
 from _common import add_commit_argument, read_fasta, stamp, write_result
-from bench_search_job import _gpus_env, _job, _write_fasta
+from bench_search_job import _gpus_env, _job, _write_fasta, scheduler_with_workers
 
 QUERIES_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "cudasw_queries.fasta"
 
@@ -44,6 +51,9 @@ def main() -> int:
     parser.add_argument("--queries", default=str(QUERIES_PATH))
     parser.add_argument("--kernels", default="prebuilt,nvrtc")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--workers", action="store_true",
+                        help="also the job on newly started Dask workers (see above)")
+    parser.add_argument("--gpus", type=int, default=1, help="GPU workers for --workers")
     parser.add_argument("--out", default="benchmarks/results/startup")
     add_commit_argument(parser)
     args = parser.parse_args()
@@ -70,7 +80,8 @@ def main() -> int:
                 first_hits = first_hits or output
                 files = sum(1 for _ in (caches / "cupy").rglob("*") if _.is_file()) \
                     if (caches / "cupy").exists() else 0
-                record = {**header, "kernels": kernels, "cold": repeat == 0,
+                record = {**header, "kernels": kernels, "runner": "process",
+                          "cold": repeat == 0,
                           "wall_seconds": seconds, "phases": phases, "cupy_cache_files": files,
                           "same_hits": filecmp.cmp(first_hits, output, shallow=False)}
                 mine.append(record)
@@ -80,10 +91,35 @@ def main() -> int:
             for record in mine:
                 record["over_warm"] = record["wall_seconds"] / warm
             runs += mine
+            if args.workers:
+                runs += _on_new_workers(args, header, kernels, env, query_file, work,
+                                        first_hits)
     path = write_result(args.out, "startup-gpu", {**header, "runs": runs},
                         tag=f"-{header['commit'][:7]}")
     print(f"wrote {path}")
     return 0
+
+
+def _on_new_workers(args, header, kernels, env, query_file, work, first_hits) -> list:
+    """The job on newly started Dask workers (``--workers``): the first job against the
+    later ones, the caches as the process runs left them."""
+    mine = []
+    with scheduler_with_workers(args.gpus, env) as address:
+        for repeat in range(1 + args.repeats):
+            output = work / f"hits-{kernels}-workers-{repeat}.tsv"
+            seconds, phases = _job(query_file, args.db, output, "gpu", env,
+                                   extra=("--scheduler", address))
+            mine.append({**header, "gpus": args.gpus, "kernels": kernels,
+                         "runner": "scheduler", "cold": False,
+                         "first_on_workers": repeat == 0, "wall_seconds": seconds,
+                         "phases": phases,
+                         "same_hits": filecmp.cmp(first_hits, output, shallow=False)})
+            print(f"{kernels} on new workers, job {repeat + 1}: {seconds:.2f} s; {phases}",
+                  flush=True)
+    later = min(r["wall_seconds"] for r in mine[1:]) if len(mine) > 1 else None
+    for record in mine:
+        record["over_later"] = record["wall_seconds"] / later if later else None
+    return mine
 
 
 if __name__ == "__main__":

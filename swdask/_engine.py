@@ -52,7 +52,7 @@ import numpy as np
 
 from ._results import (ALIGNMENT_COLUMNS, COLUMNS, TEXT_COLUMNS, Alignments,
                        empty_alignment_columns, empty_cells, finish, host_array, kernel_mode,
-                       on_device, put_rows, untraced)
+                       on_device, put_rows, top_candidates_many, untraced)
 from ._scoring import Scoring
 from ._sequences import EncodedSequences, PreparedQuery, encode, query_column
 
@@ -95,6 +95,13 @@ class Backend(Protocol):
     def failed_checks(self, checks: list) -> list[bool]:
         """For each ``checks`` list given to :meth:`one_against_many`: whether that search
         must be done again without ``checks`` (read in one wait, after the last)."""
+        ...
+
+    def top_rows(self, found: list, top: int) -> list:
+        """:func:`~swdask._results.top_candidates_many` of consecutive queries' results
+        (``found``, this backend's :class:`~swdask._results.Alignments`): each one's best
+        rows and whether each is a hit, where the results live, nothing read back (the
+        GPU: one sort for the group, in kernels of its own)."""
         ...
 
     def pairs(self, queries: EncodedSequences, targets: EncodedSequences, scoring: Scoring,
@@ -168,6 +175,10 @@ class CpuBackend:
     @staticmethod
     def warm_up(query_lengths, scoring: Scoring) -> None:
         """Nothing to ready: the numba kernels load from their cache on first use."""
+
+    @staticmethod
+    def top_rows(found: list, top: int) -> list:
+        return top_candidates_many(found, top)
 
     @staticmethod
     def own_pool():

@@ -45,7 +45,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ._results import any_true, arrow_strings
+from ._results import arrow_strings
 from ._sequences import gather_spans
 from ._timing import stage
 
@@ -124,7 +124,7 @@ def parse_block(data: bytes, path: str = "<bytes>", first_line: int = 1) -> pa.T
 #: scan: a query file is parsed in milliseconds either way, but the scan's first call in a
 #: process imports numba and loads the compiled scan (slow to start, more so where numba
 #: probes SciPy's BLAS: docs/notes/reading-fasta.md), which the one-GPU search job, its
-#: database parsed on the GPU (:func:`fasta_layout`), never needs.
+#: database parsed on the GPU (:func:`swdask.gpu._encode.encode_fasta_text`), never needs.
 _NUMPY_PARSE_MAX = 2**20
 
 
@@ -373,80 +373,12 @@ def _header_columns(raw_headers, header_lines, path: str, first_line: int):
     return ids, pc.fill_null(flat.take(rest), "")
 
 
-def fasta_layout(text, xp):
-    """A whole FASTA file's text (``uint8``, NumPy or CuPy: the work stays where it is) cut
-    into its records' layout where the text is in the plain form nearly every database file
-    has; ``None`` otherwise, for :func:`parse_block` to read it (or to name its problem).
-
-    Returns ``(residues, offsets, header_starts, header_ends, header_lines)``: the sequence
-    bytes of every record joined, ``int64`` offsets (``n + 1``, from 0; record ``k`` is
-    ``residues[offsets[k]:offsets[k + 1]]``), and each header line's span in ``text`` ('>'
-    included, newline not) and 0-based line number (for :class:`FastaHeaders`).
-
-    The plain form: printable ASCII lines (spaces allowed in headers only) ended by ``\\n``,
-    only empty lines before the first header, and an id in every header. Byte-order marks,
-    ``\\r\\n``, tabs, blanks in sequence lines, non-ASCII bytes and anything malformed go to
-    :func:`parse_block`. Where this returns, its sequences and headers equal parse_block's
-    (tests/test_fasta.py checks both on generated texts).
-
-    Written against the array API that NumPy and CuPy share, in whole-array passes: on a GPU
-    each pass over sp500k's 231 MB takes milliseconds, and neither numba nor a Python loop
-    is needed; the same code runs in CPU CI on NumPy. (cuDF's ``read_text`` splits on one
-    delimiter and would leave the line joins and header checks to do: not used.) A CUDA
-    version (three kernels in one module, the codes written in the same pass, 2 bytes of
-    device memory per byte of text against about 8 here) lost its measurement: the W1 job
-    was slower with it than with this one (docs/notes/gpu-search-job.md): no gain for more
-    code, so it was deleted."""
-    n = int(text.shape[0])
-    if n == 0 or any_true(((text < 32) & (text != _NEWLINE)) | (text >= 127)):
-        return None
-    newline = text == _NEWLINE
-    breaks = xp.flatnonzero(newline)
-    line_starts = xp.concatenate((xp.zeros(1, dtype=xp.int64), breaks + 1))
-    if int(line_starts[-1]) == n:  # the text ends with a newline: no line after it
-        line_starts = line_starts[:-1]
-    line_ends = xp.concatenate((breaks, xp.full(1, n, dtype=xp.int64)))[:line_starts.shape[0]]
-    is_header = (line_starts < line_ends) & (text[xp.minimum(line_starts, n - 1)] == _GT)
-    header_lines = xp.flatnonzero(is_header)
-    if not header_lines.shape[0]:
-        return None
-    line_lengths = line_ends - line_starts
-    first = int(header_lines[0])
-    if first and any_true(line_lengths[:first] > 0):  # text before the first header
-        return None
-    header_starts, header_ends = line_starts[header_lines], line_ends[header_lines]
-    # the bytes of header lines: +1 where one starts, -1 where it ends (lines do not overlap)
-    mark = xp.zeros(n + 1, dtype=xp.int8)
-    mark[header_starts] = 1
-    mark[header_ends] -= 1
-    in_header = xp.cumsum(mark[:-1], dtype=xp.int8).view(xp.bool_)
-    residues = text[~(in_header | newline)]
-    if residues.shape[0] and any_true(residues == 32):  # blanks inside sequence lines
-        return None
-    # every header must hold an id: a byte other than a space after its '>'
-    header_bytes = text[in_header]
-    spans = header_ends - header_starts
-    header_offsets = xp.zeros(header_lines.shape[0] + 1, dtype=xp.int64)
-    xp.cumsum(spans, out=header_offsets[1:])
-    visible = (header_bytes > 32).astype(xp.int64)
-    visible[header_offsets[:-1]] = 0  # the '>'
-    seen = xp.zeros(header_bytes.shape[0] + 1, dtype=xp.int64)
-    xp.cumsum(visible, out=seen[1:])
-    if any_true(seen[header_offsets[1:]] == seen[header_offsets[:-1]]):
-        return None
-    # residues per line (header lines have none), summed up to each header
-    per_line = xp.where(is_header, 0, line_lengths)
-    before = xp.zeros(per_line.shape[0] + 1, dtype=xp.int64)
-    xp.cumsum(per_line, out=before[1:])
-    offsets = xp.concatenate((before[header_lines], before[-1:]))
-    return residues, offsets, header_starts, header_ends, header_lines
-
-
 @dataclass(frozen=True, eq=False)
 class FastaHeaders:
     """The ``id`` and ``description`` of every record of a FASTA text in memory, split only
     for the rows asked (:meth:`take`): a search needs them for its hits alone, not for the
-    500,000 records of its database. From :func:`fasta_layout`'s header spans (host arrays)."""
+    500,000 records of its database. From the header spans (host arrays) that
+    :func:`swdask.gpu._encode.encode_fasta_text` finds."""
 
     text: np.ndarray          # the file's bytes
     starts: np.ndarray        # each header line's first byte (its '>')
@@ -473,8 +405,8 @@ class FastaHeaders:
 
 def whole_plain_text(path, storage_options=None):
     """``(path, bytes as uint8)`` of a single, local, uncompressed FASTA file (what
-    :func:`fasta_layout` reads), or ``None`` for anything else (several files, a compressed
-    or remote file): those take :func:`read_fasta_frame`."""
+    :func:`swdask.gpu._encode.encode_fasta_text` parses), or ``None`` for anything else
+    (several files, a compressed or remote file): those take :func:`read_fasta_frame`."""
     from fsspec.implementations.local import LocalFileSystem
     from fsspec.utils import infer_compression
 

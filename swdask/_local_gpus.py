@@ -9,11 +9,10 @@ One GPU. With one plain (uncompressed, local) database file, the file's bytes ar
 uploaded as they are, then cut into records and encoded on the GPU (the backend's
 ``encode_fasta``; the hits' ids come from their header lines alone) while another thread
 readies the GPU (its context, the kernels these queries launch); neither numba nor a frame
-of the database is needed. Otherwise (or where
-that parse leaves the file to the reader: see :func:`~swdask._fasta.fasta_layout`) the
-database is read into one frame in this process (:func:`~swdask._fasta.read_fasta_frame`,
-``threads`` threads) beside that warm-up, then searched as one column
-(:func:`load_database`).
+of the database is needed. Otherwise (or where that parse leaves the file to the reader: see
+:func:`~swdask.gpu._encode.encode_fasta_text`) the database is read into one frame in this
+process (:func:`~swdask._fasta.read_fasta_frame`, ``threads`` threads) beside that warm-up,
+then searched as one column (:func:`load_database`).
 
 ``backend="cudf"`` runs this same job: its database is in GPU memory either way (the file's
 bytes parsed there, or the frame's strings uploaded once and encoded there), and a job that

@@ -9,7 +9,7 @@ whole batch of queries; each query then
    alignment,
 2. keeps its ``top`` best rows (:func:`swdask._results.top_candidates`: score descending, then
    record order; on the GPU for GPU data, so only ``top`` row numbers leave it, the rows of
-   a few consecutive queries picked with one sort: ``top_candidates_many``),
+   a few consecutive queries picked with one sort: ``backend.top_rows``),
 3. and, when start positions are asked for, aligns just those rows again in full: every
    query's top rows together, as one batch of row-wise pairs.
 
@@ -37,7 +37,7 @@ from ._api import column_targets, is_cudf
 from ._metrics import column_total
 from ._results import (ALIGNED_STRINGS, ALIGNMENT_COLUMNS, COLUMNS, TEXT_COLUMNS,
                        TOP_GROUP_SCORES, PartialHits, array_module, column_array, host_array,
-                       result_columns, top_candidates_many)
+                       result_columns)
 from ._scoring import ScoringError
 from ._sequences import EncodedSequences, SequenceError, prepare_query, query_column
 from ._statistics import SCORE_BINS, KarlinAltschul, blast_parameters, fit_scores, score_summary
@@ -90,7 +90,7 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                                                  top=needed)])[0]
 
         def kept(group):  # consecutive queries' top rows (and summaries), nothing read back
-            picked = top_candidates_many(group, top)
+            picked = chosen.top_rows(group, top)
             return [(int(rows.shape[0]), rows, is_hit,
                      alignments.take(rows) if mode != "full" else None,
                      score_summary(alignments.columns["score"], lengths, usable, alignments.xp)
@@ -102,7 +102,7 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                 # queue every query's scan and top rows without reading anything back (the
                 # backend's checks too, read once after the last query), so the GPU goes from
                 # one query to the next without waiting for the host; the top rows of a few
-                # consecutive queries are picked together (top_candidates_many)
+                # consecutive queries are picked together (backend.top_rows)
                 checks = [[] for _ in queries]
                 scans, group = [], []
                 # (on the CPU grouping saves nothing: one query's rows at a time)
@@ -125,10 +125,12 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                     found.update(_stack_summaries(summary, len(queries)))
                 if not picked or not sum(counts):
                     return found
-                xp = array_module(picked[0])
-                keep = np.asarray(host_array(xp.concatenate(is_hit)), dtype=bool)
+                # each query's few rows read back on their own, joined on the host (a join
+                # on the GPU would be a kernel for CuPy to compile on a fresh machine)
+                keep = np.concatenate([np.asarray(host_array(h), dtype=bool) for h in is_hit])
             query_of_hit = np.repeat(np.arange(len(queries), dtype=np.int64), counts)[keep]
-            rows = np.asarray(host_array(xp.concatenate(picked)), dtype=np.int64)[keep]
+            rows = np.concatenate([np.asarray(host_array(r), dtype=np.int64)
+                                   for r in picked])[keep]
             if not rows.size:
                 return found
             if mode in ("full", "alignment"):
@@ -138,8 +140,8 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                                                backend=chosen.name, strings=strings).to_host()
                 columns = hits.columns
             else:
-                columns = {name: np.asarray(host_array(xp.concatenate([s.columns[name]
-                                                                  for s in scanned])))[keep]
+                columns = {name: np.concatenate([np.asarray(host_array(s.columns[name]))
+                                                 for s in scanned])[keep]
                            for name in result_columns(mode)}
         found.update({"query": query_of_hit, "row": rows})
         found.update({name: columns[name] if name in TEXT_COLUMNS else np.asarray(columns[name])

@@ -104,18 +104,6 @@ def array_module(array):
     return np
 
 
-def any_true(mask) -> bool:
-    """Whether the boolean array ``mask`` (NumPy, or CuPy: read back, so it waits for the
-    GPU) holds a True. On a GPU by the count of its nonzero positions, a scan whose kernels
-    every FASTA parse compiles anyway, rather than CuPy's ``any``: that reduction runs
-    through CUB, whose kernels were the slowest of a fresh machine's first search to
-    compile (docs/notes/gpu-search-job.md, warm and cold)."""
-    xp = array_module(mask)
-    if xp is np:
-        return bool(mask.any())
-    return bool(xp.flatnonzero(mask).shape[0])
-
-
 def on_device(array) -> bool:
     """True for GPU arrays (CuPy, or anything with the CUDA array interface)."""
     return hasattr(array, "__cuda_array_interface__")
@@ -244,19 +232,11 @@ def best_cell(scores, query_cells, target_cells) -> tuple[int, int, int]:
 
 def top_candidates(alignments: "Alignments", top: int):
     """The rows of the ``top`` best hits, best first: rows with a hit (valid, score above 0)
-    by score descending, then row ascending (the record order: the search's tie rule).
-    Nothing is read back (no wait for the GPU): rows without a hit come last and fill the
-    ``min(top, n)`` rows returned, so the caller drops them (``alignments.has_hit[rows]``)
-    once the results are on the host. An array of the alignments' array module."""
-    xp = alignments.xp
+    by score descending, then row ascending (the record order: the search's tie rule). Rows
+    without a hit come last and fill the ``min(top, n)`` rows returned, so the caller drops
+    them (``alignments.has_hit[rows]``). Host arrays (the GPU picks its rows with kernels
+    of its own: :func:`swdask.gpu.inter_task.top_rows`, the same order)."""
     n = len(alignments)
-    if xp is not np:
-        # CuPy's argpartition sorts the whole array: sort an int32 key (score descending;
-        # rows without a hit after every hit) stably instead, the ties in row order. Half
-        # the bytes of the int64 key below, whose sort was a visible share of a many-query
-        # search's GPU time (docs/notes/gpu-search-job.md).
-        key = xp.where(alignments.has_hit, -alignments.columns["score"], 1).astype(xp.int32)
-        return xp.argsort(key)[:min(top, n)]  # CuPy's argsort is stable
     rows = np.arange(n, dtype=np.int64)
     # one int64 key: hits by score descending, then row; then every row without a hit
     key = np.where(alignments.has_hit, -alignments.columns["score"].astype(np.int64), 1)
@@ -266,60 +246,21 @@ def top_candidates(alignments: "Alignments", top: int):
     return rows[np.argsort(key[rows])]
 
 
-#: The most scores (queries x rows) whose top rows :func:`top_candidates_many` picks with
-#: one sort on the GPU: the stacked scores, the keys, the sort's order and its scratch take
-#: a few tens of bytes each.
+#: The most scores (queries x rows) whose top rows the GPU picks with one sort
+#: (:func:`swdask.gpu.inter_task.top_rows`): the keys and the sort's scratch take a few
+#: tens of bytes each.
 TOP_GROUP_SCORES = 1 << 23
 
 
 def top_candidates_many(found: list, top: int) -> list:
     """:func:`top_candidates` of each of ``found`` (the results of consecutive queries
-    against one column), with each one's ``has_hit`` at those rows: a list of
-    ``(rows, is_hit)``, nothing read back.
-
-    On the GPU the queries' rows are picked together, with one sort of one int64 key per
-    score (the query's number, then the key of :func:`top_candidates`, then the row: the
-    same rows, best first, the same ties), instead of a dozen small kernels and a sort for
-    each query, a large share of a search against a small part of a database
-    (docs/notes/gpu-several-gpus-and-dask.md, "Small parts, per query"). At most
-    :data:`TOP_GROUP_SCORES` scores go into one sort."""
-    if not found:
-        return []
-    if found[0].xp is np or len(found) == 1:
-        picked = []
-        for alignments in found:
-            rows = top_candidates(alignments, top)
-            picked.append((rows, alignments.has_hit[rows]))
-        return picked
-    if len(found) * len(found[0]) > TOP_GROUP_SCORES:
-        half = len(found) // 2
-        return top_candidates_many(found[:half], top) + top_candidates_many(found[half:], top)
-    return _top_together(found, top)
-
-
-def _top_together(found: list, top: int) -> list:
-    """:func:`top_candidates_many` of several queries with one sort (any array module): each
-    score's key is unique (the query's number, then :func:`top_candidates`'s key, then the
-    row), so the sort need not be stable and every ordering rule is the single query's."""
-    xp = found[0].xp
-    n, count = len(found[0]), len(found)
-    if n == 0:
-        return [(xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=bool)) for _ in found]
-    score = xp.stack([alignments.columns["score"] for alignments in found])
-    hit = xp.stack([alignments.valid for alignments in found]).astype(bool) & (score > 0)
-    # scores are below 2**31 (int32 kernels), so a row's key within its query, before its
-    # row number, lies in [0, 2**32]; the largest key is below count * n * 2**33, which
-    # TOP_GROUP_SCORES keeps far below 2**63
-    # (built in place: one array of keys beside the scores, not one per step)
-    key = xp.where(hit, -score, 1)
-    key += 1 << 31
-    key *= n
-    key += xp.arange(n, dtype=xp.int64)
-    first = xp.arange(count, dtype=xp.int64)[:, None]
-    key += first * (((1 << 32) + 1) * n)
-    rows = xp.argsort(key.ravel()).reshape(count, n)[:, :min(top, n)] - first * n
-    is_hit = xp.take_along_axis(hit, rows, axis=1)
-    return [(rows[j], is_hit[j]) for j in range(count)]
+    against one column, host arrays), with each one's ``has_hit`` at those rows: a list of
+    ``(rows, is_hit)`` (the CPU backend's ``top_rows``)."""
+    picked = []
+    for alignments in found:
+        rows = top_candidates(alignments, top)
+        picked.append((rows, alignments.has_hit[rows]))
+    return picked
 
 
 @dataclass

@@ -182,7 +182,7 @@ STAGES = {
     # a stack's results to row order, with its checks
     "scatter": ("swdask.gpu.inter_task", "_finish_stack"),
     "finish": ("swdask.gpu._backend", "finish"),  # a search's cells as Alignments
-    "top rows": ("swdask._many_queries", "top_candidates_many"),  # queries' best rows chosen
+    "top rows": ("swdask.gpu._backend", "GpuBackend.top_rows"),  # queries' best rows chosen
     # row-wise pairs on the GPU, and the traceback of their alignments
     "pairs upload": ("swdask.gpu._pairs", "to_device"),  # a chunk's batch to the device
     "pairs forward": ("swdask.gpu._pairs", "run_pairs"),  # a chunk's forward launches

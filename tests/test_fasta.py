@@ -15,6 +15,7 @@ from pathlib import Path
 import dask
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 import pytest
@@ -545,63 +546,207 @@ def test_read_fasta_frame_reads_compressed_files_once(tmp_path, three_files, mon
     assert str(eager.value) == str(lazy.value) and "line 8" in str(lazy.value)
 
 
-# ------------------------------------------------ the plain-form layout (the GPU job's read)
+# ------------------------------------- fasta.cu under the host emulation (the GPU job's read)
 
 
-def _layout_outcome(data: bytes):
-    """What fasta_layout makes of ``data`` (NumPy), in parse_block's terms: None, or the
-    records as (id, description, sequence) tuples."""
-    from swdask import _fasta
+def _emulation():
+    from swdask.gpu._runtime import EmulationRuntime
 
-    text = np.frombuffer(data, np.uint8)
-    layout = _fasta.fasta_layout(text, np)
-    if layout is None:
+    return EmulationRuntime()
+
+
+def _gpu_read(data: bytes, chunk: int):
+    """What encode_fasta_text (fasta.cu, in the host emulation, chunks of ``chunk`` bytes)
+    makes of ``data``, in parse_block's terms: None, or the records as (id, description,
+    codes) tuples."""
+    from swdask._scoring import make_scoring
+    from swdask.gpu import _encode
+
+    saved = _encode._CHUNK
+    _encode._CHUNK = chunk
+    try:
+        text = np.frombuffer(data, np.uint8)
+        found = _encode.encode_fasta_text(text, "f.fa", make_scoring("BLOSUM62"), _emulation())
+    finally:
+        _encode._CHUNK = saved
+    if found is None:
         return None
-    residues, offsets, starts, ends, lines = layout
-    headers = _fasta.FastaHeaders(text, starts, ends, lines, "f.fa")
+    encoded, headers = found
+    assert encoded.valid.all() and len(encoded) == len(headers)
+    assert encoded.offsets[0] == 0 and encoded.offsets[-1] == len(encoded.residues)
     frame = headers.take(np.arange(len(headers)))
     assert frame.index.tolist() == list(range(len(headers)))
-    sequences = [residues[offsets[k]:offsets[k + 1]].tobytes().decode()
-                 for k in range(len(headers))]
-    return list(zip(frame["id"].tolist(), frame["description"].tolist(), sequences))
+    codes = [encoded.residues[encoded.offsets[k]:encoded.offsets[k + 1]].tolist()
+             for k in range(len(headers))]
+    return list(zip(frame["id"].tolist(), frame["description"].tolist(), codes))
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from([b">", b">id desc", b">caf\xc3\xa9", b"ACGT", b"ac gt", b"\t*-",
-                                 b"", b"\r", b"\x00", b"\xc3\xa9", b"MKV", b" ", b"> x",
-                                 b">sp|P1|A  two  words ", b">  lead", b"-.*12", b"acgtNNN"]),
-                max_size=14),
-       st.sampled_from([b"\n", b"\r\n"]), st.booleans())
-def test_plain_layout_equals_parse_block(pieces, newline, final_newline):
-    """fasta_layout reads a text (None: it leaves it to parse_block) as parse_block does: the
-    same ids, descriptions and sequences, record for record; and it takes every text of the
-    plain form (here: no '\\r', tab, NUL, non-ASCII, blank-bearing sequence line)."""
+def _reader(data: bytes):
+    """parse_block's records of ``data`` with their codes under BLOSUM62, or None where it
+    refuses the text or a residue is not a letter of BLOSUM62."""
     from swdask import _fasta
+    from swdask._scoring import make_scoring
+    from swdask._sequences import SequenceError, encode
 
-    data = newline.join(pieces) + (newline if final_newline else b"")
-    laid_out = _layout_outcome(data)
     try:
         table = _fasta.parse_block(data, "f.fa").to_pylist()
-        expected = [(r["id"], r["description"], r["sequence"]) for r in table]
-    except FastaError:
-        expected = None
-    if laid_out is not None:
-        assert laid_out == expected
+        codes = encode([r["sequence"] for r in table], make_scoring("BLOSUM62"))
+    except (FastaError, SequenceError):
+        return None
+    return [(r["id"], r["description"],
+             codes.residues[codes.offsets[k]:codes.offsets[k + 1]].tolist())
+            for k, r in enumerate(table)]
+
+
+def _has_gxx() -> bool:
+    from swdask.gpu._runtime import host_compiler
+
+    return host_compiler() is not None
+
+
+needs_gxx = pytest.mark.skipif(not _has_gxx(), reason="the host emulation needs g++")
+
+
+@needs_gxx
+@settings(max_examples=250, deadline=None)
+@given(st.lists(st.sampled_from([b">", b">id desc", b">caf\xc3\xa9", b"ACGT", b"ac gt", b"\t*-",
+                                 b"", b"\r", b"\x00", b"\xc3\xa9", b"MKV", b" ", b"> x",
+                                 b">sp|P1|A  two  words ", b">  lead", b"-.*12", b"acgtNNN",
+                                 b"MKVLAAGIVGLLLAWHDSSKQ" * 4, b">long " + b"w" * 90]),
+                max_size=14),
+       st.sampled_from([b"\n", b"\r\n"]), st.booleans(), st.sampled_from([1, 3, 7, 64]))
+def test_gpu_read_equals_the_reader(pieces, newline, final_newline, chunk):
+    """fasta.cu (chunks of 1 to 64 bytes, so records, lines and headers cross chunks) reads a
+    text as parse_block does, its codes those of the CPU's encode, or leaves it to the reader
+    (None); it takes every text of the plain form (no '\\r', tab, NUL or non-ASCII byte, no
+    blank in a sequence line, every residue a BLOSUM62 letter)."""
+    data = newline.join(pieces) + (newline if final_newline else b"")
+    found = _gpu_read(data, chunk)
+    expected = _reader(data)
+    if found is not None:
+        assert found == expected
     plain = expected is not None and newline == b"\n" and not any(
         byte in data for byte in (b"\r", b"\t", b"\x00", b"\xc3"))
     plain = plain and not any(not p.startswith(b">") and b" " in p for p in pieces)
     plain = plain and expected != [] and data.lstrip(b"\n").startswith(b">")
     if plain:
-        assert laid_out is not None, data
+        assert found is not None, data
 
 
-def test_plain_layout_of_real_proteins():
-    """A real database file: the layout's records equal read_fasta_frame's."""
-    from swdask import _fasta
-
+@needs_gxx
+def test_gpu_read_of_real_proteins_and_long_lines():
+    """A real database file: fasta.cu's records equal the reader's, in chunks of 4096 bytes
+    (the default) and of 97; a sequence line and a header line far longer than a chunk (no
+    thread looks back for its line's start, so no line is too long) read the same."""
     path = Path(__file__).parent / "data" / "proteins_db.fasta"
-    found = _fasta.whole_plain_text(str(path))
-    assert found is not None
-    frame = _fasta.read_fasta_frame(str(path), threads=1)
-    assert _layout_outcome(found[1].tobytes()) == list(zip(
-        frame["id"].tolist(), frame["description"].tolist(), frame["sequence"].tolist()))
+    data = path.read_bytes()
+    expected = _reader(data)
+    assert expected and _gpu_read(data, 4096) == expected
+    assert _gpu_read(data, 97) == expected
+    rng = np.random.default_rng(7)
+    letters = np.frombuffer(b"ACDEFGHIKLMNPQRSTVWY", np.uint8)
+    long_line = rng.choice(letters, 20_000).tobytes()
+    data = (b">first " + b"d" * 5_000 + b"\n" + long_line + b"\n>second\nMKV\n>third x\n"
+            + long_line[:999])
+    expected = _reader(data)
+    assert [len(codes) for *_, codes in expected] == [20_000, 3, 999]
+    assert _gpu_read(data, 64) == expected
+    assert _gpu_read(data, 4096) == expected
+
+
+@needs_gxx
+@pytest.mark.parametrize("data", [
+    b"", b"\n\n", b"MKV\n>a\nMKV\n", b" \n>a\nMKV\n", b">a\r\nMKV\r\n", b">a\nMK\tV\n",
+    b">a\nMK V\n", b">a\nMKV \n", b">caf\xc3\xa9\nMKV\n", b">a\nMK\x01V\n", b">\nMKV\n",
+    b">a\nMKV\n>  \nMKV\n", b">a\nMK-V\n", b">a\nMK1V\n", b">a\nMKV\n>b\nW>\n",
+    b">a\nMKV\n" + b"W" * 300 + b"\x7f",
+])
+@pytest.mark.parametrize("chunk", [1, 5, 4096])
+def test_gpu_read_leaves_the_rest_to_the_reader(data, chunk):
+    """Text outside the plain form (no record, text before the first header, '\\r', a tab,
+    a blank in a sequence line, non-ASCII, a control byte, a header without an id) and a
+    residue that is no BLOSUM62 letter ('-', '1', a '>' inside a line) leave the file to the
+    reader: None."""
+    assert _gpu_read(data, chunk) is None
+
+
+def _column_layouts():
+    """Arrow columns as encode_device_layout takes them (host arrays, as the emulation's
+    device arrays are): nulls, empty strings, a slice, bytes behind null slots."""
+    behind = pa.Array.from_buffers(
+        pa.large_string(), 9,
+        [pa.py_buffer(np.packbits(np.array([1, 0, 1, 0, 1, 0, 1, 0, 1], dtype=bool),
+                                  bitorder="little").tobytes()),
+         pa.py_buffer(np.array([0, 3, 6, 9, 11, 13, 13, 15, 16, 17], dtype=np.int64).tobytes()),
+         pa.py_buffer(b"MKT   AKQ12WWxy C")], null_count=4)
+    assert behind.to_pylist() == ["MKT", None, "AKQ", None, "WW", None, "xy", None, "C"]
+    mixed = pa.array([None, "", "MKTAYIAK", "", None, "mktayiak", "BZX", "W" * 300],
+                     type=pa.large_string())
+    return {"mixed": mixed, "sliced": mixed[2:7], "behind nulls": behind,
+            "behind nulls, sliced": behind[1:8], "all null": pa.array([None, None], pa.string()),
+            "empty": pa.array([], pa.large_string())}
+
+
+@needs_gxx
+@pytest.mark.parametrize("name", ["mixed", "sliced", "behind nulls", "behind nulls, sliced",
+                                  "all null", "empty"])
+def test_device_lookup_equals_the_cpu_encode(name):
+    """encode_device_layout's lookup (fasta.cu's lookup_codes, in the host emulation) gives
+    the CPU encode's codes, offsets and validity, bytes behind null slots dropped; a byte
+    that is no residue calls raise_bad."""
+    from swdask._scoring import make_scoring
+    from swdask._sequences import arrow_layout, encode
+    from swdask.gpu._encode import encode_device_layout
+
+    scoring = make_scoring("BLOSUM62")
+    column = _column_layouts()[name]
+    data, offsets, valid = arrow_layout(column)
+    got = encode_device_layout(data, offsets, valid, scoring,
+                               raise_bad=lambda: pytest.fail("no bad byte here"),
+                               runtime=_emulation())
+    want = encode(column, scoring)
+    np.testing.assert_array_equal(got.residues, want.residues)
+    np.testing.assert_array_equal(got.offsets, want.offsets)
+    np.testing.assert_array_equal(got.valid, want.valid)
+
+
+@needs_gxx
+def test_device_lookup_calls_raise_bad():
+    """A byte that is no residue ('1' under BLOSUM62) calls raise_bad, whose error is the
+    one raised; a null row covering it (dropped first) does not."""
+    from swdask._scoring import make_scoring
+    from swdask.gpu._encode import encode_device_layout
+
+    class Bad(Exception):
+        pass
+
+    def raise_bad():
+        raise Bad
+
+    scoring = make_scoring("BLOSUM62")
+    data, offsets = np.frombuffer(b"MKTA1", np.uint8), np.array([0, 2, 5], dtype=np.int64)
+    with pytest.raises(Bad):
+        encode_device_layout(data, offsets, np.ones(2, dtype=bool), scoring,
+                             raise_bad=raise_bad, runtime=_emulation())
+    got = encode_device_layout(data, offsets, np.array([True, False]), scoring,
+                               raise_bad=raise_bad, runtime=_emulation())
+    assert got.residues.tolist() == scoring.lookup[[77, 75]].tolist()
+    assert got.offsets.tolist() == [0, 2, 2]
+
+
+@needs_gxx
+def test_null_bytes_kernel_finds_covered_nulls():
+    """fasta.cu's null_bytes (the check of a column on the device, here in the host
+    emulation) says whether a null row covers bytes, as NumPy does."""
+    from swdask.gpu._encode import _nulls_cover_bytes, _nulls_cover_bytes_on_device
+
+    rng = np.random.default_rng(11)
+    runtime = _emulation()
+    for rows in (0, 1, 2, 50, 700):
+        for _ in range(4):
+            lengths = rng.integers(0, 3, rows) * rng.integers(0, 2, rows)
+            offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+            valid = rng.random(rows) < 0.8
+            want = bool((~valid & (lengths > 0)).any())
+            assert _nulls_cover_bytes_on_device(runtime, offsets, valid) == want
+            assert _nulls_cover_bytes(runtime, offsets, valid) == want

@@ -131,6 +131,26 @@ def test_codes_offsets_valid_equal_the_cpu(name, scheme):
     _same(encode_on_device(values, scoring), want)
 
 
+@pytest.mark.parametrize("name", list(COLUMNS))
+def test_device_layout_equals_the_cpu(name):
+    """A column whose offsets and validity are on the device too (as a cuDF column's are):
+    the null check runs as fasta.cu's null_bytes kernel, and the codes equal the CPU's."""
+    from swdask._sequences import arrow_layout
+    from swdask.gpu._encode import encode_device_layout
+
+    scoring = make_scoring("BLOSUM62")
+    values = COLUMNS[name]
+    try:
+        want = encode(values, scoring)
+    except SequenceError:
+        return
+    data, offsets, valid = arrow_layout(values)
+    got = encode_device_layout(cupy.asarray(data), cupy.asarray(offsets), cupy.asarray(valid),
+                               scoring, raise_bad=lambda: pytest.fail("no bad byte here"))
+    np.testing.assert_array_equal(cupy.asnumpy(got.residues), want.residues)
+    np.testing.assert_array_equal(cupy.asnumpy(got.offsets), want.offsets)
+
+
 def test_dna_letters_and_lowercase():
     scoring = make_scoring(None, gap_open=5, gap_extend=2, match=2, mismatch=-3)
     values = ["ACGTN", "acgtn", "ACGU", "acgu", "RYKM", None, ""]
@@ -237,6 +257,66 @@ def test_fasta_text_parsed_on_the_gpu_equals_the_reader(name, tmp_path):
                                        + lines[3:]))
         assert encode_fasta_text(whole_plain_text(str(changed))[1], str(changed),
                                  scoring) is None
+
+
+#: Run in a new process (CuPy's kernels are cached per process): the FASTA parse and the
+#: lookup, with every CuPy compile counted after fasta.cu's own kernels are loaded.
+_COUNT_COMPILES = r"""
+import sys
+
+import cupy
+import cupy.cuda.compiler as compiler
+import numpy as np
+
+from swdask._fasta import whole_plain_text
+from swdask._scoring import make_scoring
+from swdask.gpu import _encode, _kernels
+from swdask.gpu._runtime import get_runtime
+
+runtime = get_runtime()
+for name in _kernels.FASTA_NAMES:
+    runtime.function("fasta.cu", name)
+compiled = []
+original = compiler._compile_with_cache_cuda
+
+
+def counted(source, *args, **kwargs):
+    compiled.append(source)
+    return original(source, *args, **kwargs)
+
+
+compiler._compile_with_cache_cuda = counted
+scoring = make_scoring("BLOSUM62")
+path, text = whole_plain_text(sys.argv[1])
+encoded, headers = _encode.encode_fasta_text(text, path, scoring, runtime)
+assert len(encoded) == len(headers) > 0
+_encode.encode_on_device(["MKT", None, "AKQ", ""], scoring, runtime=runtime)
+data = cupy.asarray(np.frombuffer(b"MKT   AKQ", np.uint8))
+offsets = cupy.asarray(np.array([0, 3, 6, 9], dtype=np.int64))
+valid = cupy.asarray(np.array([True, False, True]))
+got = _encode.encode_device_layout(data, offsets, valid, scoring, raise_bad=None,
+                                   runtime=runtime)
+assert cupy.asnumpy(got.offsets).tolist() == [0, 3, 3, 6]
+print("compiled", len(compiled))
+"""
+
+
+def test_parse_and_lookup_compile_no_cupy_kernel():
+    """The one-GPU job's FASTA parse and the lookup of a column (host or device layout, bytes
+    behind a null) launch fasta.cu's kernels and CuPy operations that compile nothing: on a
+    fresh machine CuPy compiled each of its kernels with NVRTC (issue 45)."""
+    import subprocess
+    import sys
+
+    import cupy.cuda.compiler as compiler
+
+    if not hasattr(compiler, "_compile_with_cache_cuda"):
+        pytest.skip("this CuPy compiles through another function")
+    result = subprocess.run([sys.executable, "-c", _COUNT_COMPILES,
+                             str(DATA / "proteins_db.fasta")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "compiled 0" in result.stdout, result.stdout + result.stderr[-2000:]
 
 
 @pytest.mark.parametrize("size", [0, 1000, (32 << 20) + 12_345, (48 << 20)])

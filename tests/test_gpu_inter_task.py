@@ -323,47 +323,35 @@ def test_stacked_queries_in_parts_equal_cpu(forward_parts, in_parts):
     assert (max(used) > 1) == in_parts
 
 
-@pytest.mark.parametrize("top", [1, 3, 10, 50])
-def test_top_candidates_on_the_gpu_equal_the_host(top):
-    """The GPU's selection of the top rows (a stable sort of an int32 key) gives the rows of
-    the host's (an int64 key, partitioned): score descending, then row, rows without a hit
-    (score 0, null rows) after every hit, min(top, n) rows; scores past 16 bits too."""
+def test_top_rows_of_a_group_on_the_gpu_equal_the_host(monkeypatch):
+    """The GPU picks a group of queries' top rows with one sort (inter_task.top_rows, split
+    in halves past TOP_GROUP_SCORES) from the columns of its own finish: the same columns as
+    the host's finish, and the same rows as the host's one query at a time, with their
+    has_hit: score descending, then row, rows without a hit (score 0, null rows) after
+    every hit, min(top, n) rows; scores past 16 bits too."""
     from swdask._results import finish, top_candidates
+    from swdask.gpu import inter_task
+    from swdask.gpu._runtime import get_runtime
 
-    rng = np.random.default_rng(top)
-    n = 4000
-    score = rng.integers(0, 6, n) * rng.choice([1, 20000], n)  # ties, zeros, past 32767
-    valid = rng.random(n) > 0.2
-    host = finish({"score": score}, valid, "none")
-    device = finish({"score": cupy.asarray(score)}, cupy.asarray(valid), "none")
-    want = top_candidates(host, top)
-    got = cupy.asnumpy(top_candidates(device, top))
-    hits = int(host.has_hit.sum())
-    assert len(got) == len(want) == min(top, n)
-    assert list(got[:min(top, hits)]) == list(want[:min(top, hits)])
-    assert not host.has_hit[got[min(top, hits):]].any()
-
-
-def test_top_candidates_of_a_group_on_the_gpu_equal_the_host(monkeypatch):
-    """The GPU picks a group of queries' top rows with one sort (split in halves past
-    TOP_GROUP_SCORES): the same rows as the host's one query at a time, with their
-    has_hit."""
-    from swdask import _results
-    from swdask._results import finish, top_candidates, top_candidates_many
-
-    monkeypatch.setattr(_results, "TOP_GROUP_SCORES", 3 * 4000)  # groups of 3, then halves
+    runtime = get_runtime()
+    monkeypatch.setattr(inter_task, "TOP_GROUP_SCORES", 3 * 4000)  # groups of 3, then halves
     rng = np.random.default_rng(5)
-    n, top = 4000, 10
-    scores = [rng.integers(0, 6, n) * rng.choice([1, 20000], n) for _ in range(7)]
+    n = 4000
+    scores = [(rng.integers(-1, 6, n) * rng.choice([1, 20000], n)).astype(np.int32)
+              for _ in range(7)]
     valid = rng.random(n) > 0.2
     host = [finish({"score": score}, valid, "none") for score in scores]
-    device = [finish({"score": cupy.asarray(score)}, cupy.asarray(valid), "none")
-              for score in scores]
-    for alignments, (rows, is_hit) in zip(host, top_candidates_many(device, top)):
-        want = top_candidates(alignments, top)
-        hits = min(top, int(alignments.has_hit.sum()))
-        assert list(cupy.asnumpy(rows)[:hits]) == list(want[:hits])
-        assert list(cupy.asnumpy(is_hit)) == list(alignments.has_hit[cupy.asnumpy(rows)])
+    device = [inter_task.finish_cells(runtime, {"score": cupy.asarray(score)},
+                                      cupy.asarray(valid), "none") for score in scores]
+    for want, got in zip(host, device):
+        assert np.array_equal(cupy.asnumpy(got.columns["score"]), want.columns["score"])
+    for top in (1, 3, 10, 50):
+        for alignments, (rows, is_hit) in zip(host, inter_task.top_rows(runtime, device, top)):
+            want = top_candidates(alignments, top)
+            hits = min(top, int(alignments.has_hit.sum()))
+            assert len(rows) == len(want) == min(top, n)
+            assert list(cupy.asnumpy(rows)[:hits]) == list(want[:hits])
+            assert list(cupy.asnumpy(is_hit)) == list(alignments.has_hit[cupy.asnumpy(rows)])
 
 
 @pytest.mark.skipif(cupy.cuda.runtime.getDeviceCount() < 2, reason="needs two GPUs")
@@ -417,3 +405,21 @@ def test_several_gpus_search_equals_one_gpu_and_cpu(tmp_path):
     pd.testing.assert_frame_equal(several, one)
     pd.testing.assert_frame_equal(one, cpu)
     assert len(one) == 7 * len(queries)
+
+
+def test_taking_rows_of_a_device_column_equals_the_host():
+    """``EncodedSequences.take`` of a column on the device (a search's top rows: spans
+    copied one by one on the device) gives the host's codes, offsets and validity: rows in
+    any order, repeated, empty and null."""
+    scoring = make_scoring()
+    values = ["MKV", "", None, "ACDEFGHIKLMNPQRSTVWY" * 7, "W", "PPGG"]
+    host = encode(values, scoring)
+    device = EncodedSequences(cupy.asarray(host.residues), cupy.asarray(host.offsets),
+                              host.valid)
+    rows = np.array([3, 0, 0, 1, 2, 5, 4, 3], dtype=np.int64)
+    for picked in (rows, cupy.asarray(rows), rows[:0]):
+        want = host.take(cupy.asnumpy(picked) if hasattr(picked, "get") else picked)
+        got = device.take(picked)
+        assert np.array_equal(cupy.asnumpy(got.residues), want.residues)
+        assert np.array_equal(cupy.asnumpy(got.offsets), want.offsets)
+        assert np.array_equal(np.asarray(got.valid), np.asarray(want.valid))

@@ -201,18 +201,36 @@ def test_top_candidates_order_and_tie_rule(top):
     assert not found.has_hit[rows[len(expected):]].any()
 
 
+@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
 @pytest.mark.parametrize("rows", [0, 1, 7, 300])
-def test_top_candidates_of_several_queries_at_once(rows):
-    """The top rows of several queries picked with one sort (what the GPU does for a group
-    of queries) are each query's own: the same rows, best first, ties by row, rows without
-    a hit after every hit, with each row's has_hit; scores past 16 bits too."""
-    from swdask._results import _top_together, finish, top_candidates
+def test_gpu_top_rows_of_several_queries_equal_one_at_a_time(setting, monkeypatch, rows):
+    """The GPU's top rows of a group of queries (inter_task.top_rows: one key per score, one
+    sort for the group, in the host emulation; split in halves past TOP_GROUP_SCORES) are
+    each query's own top_candidates: the same rows, best first, ties by row, rows without a
+    hit after every hit, with each row's has_hit; scores past 16 bits too. The scores come
+    from the device's own finish (int32 cells to int64 columns), checked against the
+    host's."""
+    from swdask._results import finish, top_candidates
+    from swdask.gpu import inter_task
+    from swdask.gpu._runtime import get_runtime
 
+    setting("gpu.runtime", "emulation")
+    runtime = get_runtime()
+    monkeypatch.setattr(inter_task, "TOP_GROUP_SCORES", 4 * max(rows, 1))  # halves past 4
     rng = np.random.default_rng(rows)
-    found = [finish({"score": rng.integers(0, 5, rows) * rng.choice([1, 40000], rows)},
-                    rng.random(rows) > 0.2, "none") for _ in range(6)]
+    found, host = [], []
+    for _ in range(6):
+        score = (rng.integers(-1, 5, rows) * rng.choice([1, 40000], rows)).astype(np.int32)
+        end = rng.integers(0, 50, rows).astype(np.int32)
+        valid = rng.random(rows) > 0.2
+        cells = {"score": score, "query_end": end, "target_end": end + 1}
+        found.append(inter_task.finish_cells(runtime, cells, valid, "end"))
+        host.append(finish(cells, valid, "end"))
+        for name in host[-1].columns:
+            assert np.array_equal(found[-1].columns[name], host[-1].columns[name])
     for top in (1, 3, 10, 500):
-        for alignments, (picked, is_hit) in zip(found, _top_together(found, top)):
+        for alignments, (picked, is_hit) in zip(host, inter_task.top_rows(runtime, found,
+                                                                           top)):
             want = top_candidates(alignments, top)
             hits = int(alignments.has_hit.sum())
             assert len(picked) == len(want) == min(top, rows)
@@ -490,6 +508,10 @@ def test_query_streams_balance_the_rows_and_keep_the_order():
 class _FakeRuntime:
     xp = np
 
+    @staticmethod
+    def upload(array):
+        return array
+
 
 def test_stacks_keep_order_and_limits(monkeypatch):
     """Stacks of queries: consecutive, every query once, at most the rows and queries
@@ -545,9 +567,16 @@ def scouting(monkeypatch, pairs: int, min_pairs: int, groups: int) -> list:
     floors = []
     compute_floors = inter_task._floors
 
-    def recording(xp, scores, top, limit, out):
-        compute_floors(xp, scores, top, limit, out)
-        floors.append((np.array(scores), np.array(out), limit))
+    def recording(runtime, out_score, first, end, top, limit, out, stream=None):
+        compute_floors(runtime, out_score, first, end, top, limit, out, stream)
+        scores = np.array(out_score[:, first:end])
+        # the kernel's floors are the rule's: the top-th highest of the runs' maxima, less
+        # one, within [0, limit - 1]
+        width = scores.shape[1] // groups
+        maxima = scores[:, :groups * width].reshape(len(scores), groups, width).max(axis=2)
+        want = np.clip(np.sort(maxima, axis=1)[:, groups - top] - 1, 0, limit - 1)
+        assert np.array_equal(np.array(out), want)
+        floors.append((scores, np.array(out), limit))
 
     monkeypatch.setattr(inter_task, "_floors", recording)
     return floors

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from .. import _settings
 import numpy as np
 
-from .._results import any_true, array_module, empty_cells, finish
+from .._results import array_module, empty_cells, host_array
 from . import inter_task
 from ._runtime import get_runtime, is_out_of_memory
 
@@ -219,6 +219,12 @@ def _free_after(error: Exception, runtime) -> None:
     runtime.release_cached_memory()
 
 
+def finish(runtime, cells, valid, mode):
+    """A search's cells as :class:`~swdask._results.Alignments` on the device
+    (:func:`~swdask.gpu.inter_task.finish_cells`)."""
+    return inter_task.finish_cells(runtime, cells, valid, mode)
+
+
 def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint, top=None):
     """The search over every row, chunk by chunk (the whole column's layout cached when it
     is one chunk and has an owner); kernel cells by name, on the device."""
@@ -231,7 +237,9 @@ def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint, top=N
         whole = start == 0 and stop == n
         first, last = int(offsets[start]), int(offsets[stop])
         targets = inter_task.prepare_targets(
-            encoded.residues[first:last], offsets[start:stop + 1] - first, valid[start:stop],
+            encoded.residues[first:last],
+            offsets[start:stop + 1] - first if first else offsets[start:stop + 1],
+            valid[start:stop],
             alphabet_size=scoring.matrix.shape[0], runtime=runtime)
         if whole and owner is not None:
             TARGETS_CACHE.put(owner, _cache_key(runtime, scoring, fingerprint), targets,
@@ -311,19 +319,20 @@ class GpuBackend:
         if owner is not None and len(query):
             cached = _search_cached(runtime, [query], mode, owner, fingerprint, checks, top)
             if cached is not None:
-                return finish(cached[0][0], cached[1], mode)
+                return finish(runtime, cached[0][0], cached[1], mode)
         encoded = targets() if callable(targets) else targets
         n = len(encoded)
         valid = xp.asarray(encoded.valid, dtype=bool)
-        lengths = encoded.offsets[1:] - encoded.offsets[:-1]
-        if n == 0 or len(query) == 0 or not any_true(valid & xp.asarray(lengths > 0)):
-            return finish(empty_cells(n, xp, xp.int32), valid, mode)
+        # whether any row can score, from host copies (nothing for CuPy to compile)
+        lengths = np.diff(np.asarray(host_array(encoded.offsets)))
+        if n == 0 or len(query) == 0 or not (np.asarray(host_array(valid)) & (lengths > 0)).any():
+            return finish(runtime, empty_cells(n, xp, xp.int32), valid, mode)
         budget = _settings.get_int("gpu.chunk-bytes") or int(runtime.free_bytes() * _SEARCH_SHARE)
         while True:
             try:
                 cells = _search_all(runtime, query, encoded, mode, budget, owner, fingerprint,
                                     top)
-                return finish(cells, valid, mode)
+                return finish(runtime, cells, valid, mode)
             except Exception as error:  # a failed device allocation: smaller chunks
                 if budget <= _MIN_BUDGET:
                     raise
@@ -371,7 +380,7 @@ class GpuBackend:
             for position, i in enumerate(chosen):
                 if flat:  # (full mode leaves the checks to the search itself)
                     checks[i].append(flat[position])
-                yield finish(cells[position], valid, mode)
+                yield finish(self.runtime, cells[position], valid, mode)
 
         # Each stack's results are finished once the next stack's launches are queued, so
         # that the GPU runs those launches meanwhile (inter_task.PendingStack).
@@ -387,6 +396,10 @@ class GpuBackend:
             waiting = (chosen, started)
         if waiting is not None:
             yield from finished(*waiting)
+
+    def top_rows(self, found: list, top: int) -> list:
+        """See :func:`~swdask.gpu.inter_task.top_rows`."""
+        return inter_task.top_rows(self.runtime, found, top)
 
     @staticmethod
     def failed_checks(checks) -> list[bool]:

@@ -97,8 +97,19 @@ def reverse_name(group: int = REVERSE_SHAPE[0], rows: int = REVERSE_SHAPE[1]) ->
 PAIR_CODES_NAME = "swdask::sw_pair_codes"
 #: A stack's results to row order, with its checks (swdask.gpu.inter_task, start_stack).
 STACK_FINISH_NAME = "swdask::sw_stack_finish"
+#: The array work around the search, in kernels shipped compiled (swdask.gpu.inter_task):
+#: the scout's floors, the queries' top rows (keys, then rows from the sorted keys), and the
+#: cells as result columns.
+FLOORS_NAME = "swdask::sw_floors"
+TOP_KEYS_NAME = "swdask::sw_top_keys"
+TOP_ROWS_NAME = "swdask::sw_top_rows"
+FINISH_COLUMN_NAME = "swdask::sw_finish_column"
+SEARCH_ARRAY_NAMES = (FLOORS_NAME, TOP_KEYS_NAME, TOP_ROWS_NAME, FINISH_COLUMN_NAME)
 #: The traceback kernel and the kernel that packs its CIGAR texts (swdask.gpu._traceback).
 TRACEBACK_NAMES = ("swdask::sw_traceback", "swdask::sw_traceback_gather")
+#: The FASTA parse of the one-GPU job and the residue lookup of a column (swdask.gpu._encode).
+FASTA_NAMES = ("swdask::fasta_chunks", "swdask::fasta_records", "swdask::lookup_codes",
+               "swdask::null_bytes")
 
 #: The row-wise pairs kernels (swdask.gpu._pairs), by family: (source, kernel template). Each
 #: is instantiated as ``<a, R, KIND, REV>``: ``a`` lanes per pair (inter) or warps per block
@@ -137,9 +148,10 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
         forward += [forward_name(2, group, r, True) for group in GROUP_SIZES
                     for r in ROWS_PER_THREAD]
     forward += [forward_name(1, group, r) for group, r in WIDE_SHAPES]
-    variants = {"inter_task.cu": [PAIR_CODES_NAME, STACK_FINISH_NAME] + forward,
+    variants = {"inter_task.cu": [PAIR_CODES_NAME, STACK_FINISH_NAME, *SEARCH_ARRAY_NAMES]
+                + forward,
                 "reverse.cu": [reverse_name()],
-                "traceback.cu": list(TRACEBACK_NAMES)}
+                "traceback.cu": list(TRACEBACK_NAMES), "fasta.cu": list(FASTA_NAMES)}
     shapes = {"inter": sorted(set(PAIRS_ROUTED_INTER_SHAPES) | set(PAIRS_FORCED_INTER_SHAPES)),
               "intra": CHAIN_SHAPES, "long": CHAIN_SHAPES}
     for family, (source_name, _) in PAIRS_KERNELS.items():

@@ -278,6 +278,16 @@ class CudaRuntime:
     def to_host(self, array) -> np.ndarray:
         return self.xp.asnumpy(array)
 
+    def full(self, shape, value: int, dtype):
+        """A new device array of ``value``, 0 or -1 (every byte alike), set by a memset on
+        the current stream: CuPy's ``full`` is a kernel to compile on a fresh machine."""
+        if value not in (0, -1):
+            raise ValueError("a memset fills with 0 or -1 only")
+        array = self.xp.empty(shape, dtype=dtype)
+        if array.nbytes:
+            array.data.memset_async(value & 0xFF, array.nbytes)
+        return array
+
     def upload(self, array: np.ndarray):
         """A host array on the current device, synchronised (``array`` may change once this
         returns): from :data:`STAGED_UPLOAD_BYTES` on through :meth:`staged_upload`, below
@@ -669,6 +679,12 @@ class EmulationRuntime:
 
     def to_host(self, array) -> np.ndarray:
         return np.asarray(array)
+
+    @staticmethod
+    def full(shape, value: int, dtype) -> np.ndarray:
+        if value not in (0, -1):
+            raise ValueError("a memset fills with 0 or -1 only")
+        return np.full(shape, value, dtype=dtype)
 
     def upload(self, array: np.ndarray) -> np.ndarray:
         return np.asarray(array)

@@ -239,6 +239,79 @@ __global__ void sw_stack_finish(const int* __restrict__ score, const int* __rest
   }
 }
 
+// The floors of a stack's queries from the scout's scores (see "Floors from a scout"
+// below), one block per query, one thread per run of `width` slots (blockDim.x runs, at
+// most 1024): each thread takes its run's best of scores[q * stride + run * width ...];
+// the runs' maxima are ranked, highest first and ties by run, and the one ranked `top`
+// gives the floor, that maximum less one, clipped to [0, limit - 1]. (Written as swdask's
+// own kernel, shipped compiled, where array operations would each be a kernel for CuPy to
+// compile on a fresh machine.)
+__global__ void sw_floors(const int* __restrict__ scores, i64 stride, int width, int top,
+                          int limit, int* __restrict__ floors) {
+  __shared__ int maxima[1024];
+  const int run = threadIdx.x;
+  const int* slots = scores + (i64)blockIdx.x * stride + (i64)run * width;
+  int best = slots[0];
+  for (int k = 1; k < width; ++k) best = best > slots[k] ? best : slots[k];
+  maxima[run] = best;
+  __syncthreads();
+  int rank = 0;  // runs ranked before this one
+  for (int other = 0; other < (int)blockDim.x; ++other)
+    rank += maxima[other] > best || (maxima[other] == best && other < run);
+  if (rank == top - 1) {
+    const int floor = best - 1;
+    floors[blockIdx.x] = floor < 0 ? 0 : (floor > limit - 1 ? limit - 1 : floor);
+  }
+}
+
+// One query's sort keys for its best rows (swdask.gpu.inter_task.top_rows): for row r of
+// n, key = (query * (2^32 + 1) + inner) * n + r, inner = 2^31 - score for a hit (a valid
+// row scoring above 0), 2^31 + 1 otherwise. Ascending keys put the queries one after
+// another, each query's hits first, best first, ties by row, then its other rows by row:
+// swdask._results.top_candidates's order. Scores are below 2^31, so inner lies in
+// [1, 2^31 + 1].
+__global__ void sw_top_keys(const i64* __restrict__ score, const u8* __restrict__ valid,
+                            i64 n, i64 query, i64* __restrict__ keys) {
+  const i64 base = query * ((1LL << 32) + 1);
+  for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < n;
+       r += (i64)gridDim.x * blockDim.x) {
+    const i64 best = score[r];
+    const bool hit = valid[r] && best > 0;
+    const i64 inner = hit ? (1LL << 31) - best : (1LL << 31) + 1;
+    keys[r] = (base + inner) * n + r;
+  }
+}
+
+// The first `top` sorted keys of each of `count` queries (segments of n keys) to rows and
+// whether each is a hit: rows[q * top + t], is_hit[q * top + t].
+__global__ void sw_top_rows(const i64* __restrict__ sorted_keys, i64 n, int count, int top,
+                            i64* __restrict__ rows, u8* __restrict__ is_hit) {
+  const i64 total = (i64)count * top;
+  for (i64 k = (i64)blockIdx.x * blockDim.x + threadIdx.x; k < total;
+       k += (i64)gridDim.x * blockDim.x) {
+    const i64 q = k / top;
+    const i64 key = sorted_keys[q * n + (k - q * top)];
+    const i64 inner = key / n - q * ((1LL << 32) + 1);
+    rows[k] = key % n;
+    is_hit[k] = inner < (1LL << 31) + 1;
+  }
+}
+
+// One column of kernel cells to the API's result column (swdask._results.finish): with
+// `cell` the score's own cells, score = max(cell, 0) on valid rows and 0 on null ones;
+// for a position column, -1 where that score is 0, else its cell, plus `add` (1 for end
+// cells: end-exclusive). int32 cells in, int64 out.
+__global__ void sw_finish_column(const int* __restrict__ cell, const int* __restrict__ score,
+                                 const u8* __restrict__ valid, i64 n, int add,
+                                 i64* __restrict__ out) {
+  for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < n;
+       r += (i64)gridDim.x * blockDim.x) {
+    const bool hit = valid[r] && score[r] > 0;
+    if (cell == score) out[r] = hit ? score[r] : 0;
+    else out[r] = hit ? (i64)cell[r] + add : -1;
+  }
+}
+
 // The forward pass. profile[letter * m + i] = sub(letter, q_i) + gap_open for letter <
 // alpha1 - 1 and the m rows of the stack (m = num_segments * R; PAD's score on padding
 // rows); letter alpha1 - 1 is PAD (0 in the 16-bit kernels, a substitution of -gap_open;

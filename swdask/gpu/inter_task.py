@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import _settings
-from .._results import array_module
+from .._results import (TOP_GROUP_SCORES, Alignments, finish, host_array, kernel_mode,
+                        position_mode, result_columns)
 from .._scoring import substitution_table
 from . import _kernels
-from ._runtime import get_runtime, on_stream
+from ._runtime import get_runtime
 
 # 16-bit lanes hold scores in [-32768, 32767]; costs and |substitutions| up to this keep
 # every intermediate value of the recurrences in range (see sw_common.cuh).
@@ -347,6 +348,7 @@ class _PairLayout:
     pair_codes: object     # uint16[columns]: both lanes' codes per column
     columns: int
     pair_len_host: np.ndarray  # pair_len on the host (counts and sizes are read there)
+    upload: object = None      # the runtime's upload (host arrays to the device)
     _at_least: dict = field(default_factory=dict, repr=False)
     _first_columns: dict = field(default_factory=dict, repr=False)
     _block_lengths: dict = field(default_factory=dict, repr=False)
@@ -371,11 +373,10 @@ class _PairLayout:
         every search of the layout launches the same few."""
         key = (first, end, per_pair, groups_per_block)
         if key not in self._block_lengths:
-            xp = array_module(self.pair_len)
-            unit_len = self.pair_len[first:end]
-            if per_pair > 1:
-                unit_len = xp.repeat(unit_len, per_pair)
-            self._block_lengths[key] = xp.ascontiguousarray(unit_len[::groups_per_block])
+            # from the host copy, uploaded: no array operation for CuPy to compile
+            unit_len = np.repeat(self.pair_len_host[first:end], per_pair)
+            self._block_lengths[key] = self.upload(
+                np.ascontiguousarray(unit_len[::groups_per_block], dtype=np.int32))
         return self._block_lengths[key]
 
     def first_column(self, pair: int) -> int:
@@ -420,20 +421,20 @@ class DeviceTargets:
 
 
 def _pair_layout(runtime, residues, offsets, lengths, rows, lanes: int, pad_code: int):
+    """The pairs of ``rows`` (host int64, longest first; ``lengths``: every row's, host)."""
     xp = runtime.xp
     n = int(rows.shape[0])
     num_pairs = (n + lanes - 1) // lanes
-    slot_rows = xp.full(num_pairs * lanes, -1, dtype=xp.int32)
-    slot_rows[:n] = rows.astype(xp.int32)
-    pair_len = lengths[rows[::lanes]].astype(xp.int32) if n else xp.zeros(0, xp.int32)
-    # the pairs' columns are laid out on the host, from one copy of their lengths that the
-    # counts of pairs_at_least read too: sums of a column of a few hundred thousand pairs,
-    # where CuPy's reductions would each be a kernel to compile on a fresh machine
-    pair_len_host = runtime.to_host(pair_len)
+    slot_rows = np.full(num_pairs * lanes, -1, dtype=np.int32)
+    slot_rows[:n] = rows
+    pair_len_host = lengths[rows[::lanes]].astype(np.int32)
+    # the pairs' columns are laid out on the host, from their lengths, which the counts of
+    # pairs_at_least read too
     widths = (pair_len_host.astype(np.int64) + 7) // 8 * 8
     starts = np.zeros(num_pairs, dtype=np.int64)
     np.cumsum(widths[:-1], out=starts[1:])
-    pair_start = runtime.upload(starts)
+    slot_rows, pair_start, pair_len = (runtime.upload(a) for a in (slot_rows, starts,
+                                                                    pair_len_host))
     columns = int(widths.sum())
     pair_codes = xp.empty(max(columns, 1), dtype=xp.uint16)
     if num_pairs:
@@ -442,7 +443,21 @@ def _pair_layout(runtime, residues, offsets, lengths, rows, lanes: int, pad_code
                        [residues, offsets, slot_rows, np.int32(lanes), pair_start, pair_len,
                         np.int32(num_pairs), np.int32(pad_code), pair_codes])
     return _PairLayout(lanes, slot_rows, pair_len, pair_start, pair_codes, columns,
-                       pair_len_host)
+                       pair_len_host, runtime.upload)
+
+
+def _longest_first(rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """``rows`` ordered by their ``lengths``, longest first, ties in row order (a stable
+    sort; NumPy's radix sort where the lengths fit 16 bits, as the inter-task rows'
+    usually do)."""
+    if not rows.size:
+        return rows
+    chosen = lengths[rows]
+    if int(chosen.max()) < 1 << 16:
+        keys = ((1 << 16) - 1 - chosen).astype(np.uint16)
+    else:
+        keys = -chosen
+    return rows[np.argsort(keys, kind="stable")]
 
 
 def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
@@ -453,33 +468,40 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
     device) or CuPy arrays (used in place); ``valid`` (bool) marks non-null rows. Rows of at
     least ``long_row_min`` letters (default: :func:`long_row_threshold`; ``None``: none) are
     set apart for the intra-task kernel, unless there are more than :func:`long_rows_cap`.
+
+    The rows are chosen and ordered on the host, from one copy of the offsets: a few
+    milliseconds for a database of 500,000 rows, and no array operation for CuPy to compile
+    on a fresh machine (docs/notes/gpu-search-job.md, warm and cold); only the codes'
+    layout is a kernel's.
     """
     runtime = runtime or get_runtime()
     xp = runtime.xp
     residues = xp.ascontiguousarray(xp.asarray(residues, dtype=xp.uint8))
     offsets = xp.ascontiguousarray(xp.asarray(offsets, dtype=xp.int64))
-    n = int(offsets.shape[0]) - 1
-    lengths = offsets[1:] - offsets[:-1]
-    valid = xp.ones(n, dtype=bool) if valid is None else xp.asarray(valid, dtype=bool)
+    offsets_host = np.asarray(runtime.to_host(offsets), dtype=np.int64)
+    n = int(offsets_host.shape[0]) - 1
+    lengths = np.diff(offsets_host)
+    valid = (np.ones(n, dtype=bool) if valid is None
+             else np.asarray(runtime.to_host(valid), dtype=bool))
     active = valid & (lengths > 0)
     if long_row_min == "default":
         long_row_min = long_row_threshold(runtime)
-    long_rows = xp.zeros(0, dtype=xp.int64)
+    long_rows = np.zeros(0, dtype=np.int64)
     if long_row_min is not None:
-        long_rows = xp.flatnonzero(active & (lengths >= long_row_min))
+        long_rows = np.flatnonzero(active & (lengths >= long_row_min))
         cap = long_rows_cap(runtime)
         if cap is not None and int(long_rows.shape[0]) > cap:
             long_rows = long_rows[:0]  # many long rows: the inter-task search does better
         else:
             active = active & (lengths < long_row_min)
-    rows = xp.flatnonzero(active)
-    order = rows[xp.argsort(-lengths[rows], kind="stable")] if rows.size else rows
+    order = _longest_first(np.flatnonzero(active), lengths)
     pad_code = alphabet_size
     pairs = _pair_layout(runtime, residues, offsets, lengths, order, 2, pad_code)
-    long_lengths = np.asarray(runtime.to_host(lengths[long_rows]), dtype=np.int64)
+    long_lengths = lengths[long_rows]
     longest = int(long_lengths.max()) if long_lengths.size else 0
-    return DeviceTargets(runtime, residues, offsets, lengths, valid, order, pairs, pad_code,
-                         long_rows, long_row_min, longest, long_lengths)
+    return DeviceTargets(runtime, residues, offsets, runtime.upload(lengths),
+                         runtime.upload(valid), runtime.upload(order), pairs, pad_code,
+                         runtime.upload(long_rows), long_row_min, longest, long_lengths)
 
 
 # ----------------------------------------------------------------------------------- kernels
@@ -515,9 +537,10 @@ def _profile(runtime, matrix, codes, gap_open, lanes):
     shift = profile_shift(matrix, gap_open, lanes)
     pad = 0 if lanes == 2 else gap_open + _LANE32_PAD
     table = substitution_table(matrix, (alphabet + 1, alphabet + 1), pad=pad, offset=gap_open)
-    # row-major, as the kernels read it (a column gather alone would come out column-major)
-    return (runtime.xp.asarray(np.ascontiguousarray(table[:, codes], dtype=np.int32)), pad,
-            shift)
+    # row-major, as the kernels read it (a column gather alone would come out column-major);
+    # on the host (runtime None) or uploaded
+    profile = np.ascontiguousarray(table[:, codes], dtype=np.int32)
+    return (profile if runtime is None else runtime.upload(profile)), pad, shift
 
 
 #: Most rows and queries of one stack of queries (:func:`search_stack`), and most bytes of
@@ -598,16 +621,15 @@ class _Stack:
             joined = [np.concatenate([codes, np.full(total - codes.shape[0], alphabet,
                                                      dtype=np.int64)]) for codes in joined]
         self.profile_rows = int(joined[0].shape[0])
-        self.profile, self.pad, self.shift = _profile(runtime, matrix, joined[0], gap_open,
-                                                      lanes)
+        profile, self.pad, self.shift = _profile(None, matrix, joined[0], gap_open, lanes)
         if query_lanes:
             # both streams' entries in a uint32 per row, packed as high * 65536 + low, so
             # that lane 0's negative entries borrow from lane 1 as the kernel's 32-bit add
             # carries back into it (PAD's entries are 0 in both lanes)
-            xp = runtime.xp
-            second, _, _ = _profile(runtime, matrix, joined[1], gap_open, lanes)
-            self.profile = (((second.astype(xp.int64) << 16) + self.profile.astype(xp.int64))
-                            & 0xFFFFFFFF).astype(xp.uint32)
+            second, _, _ = _profile(None, matrix, joined[1], gap_open, lanes)
+            profile = (((second.astype(np.int64) << 16) + profile.astype(np.int64))
+                       & 0xFFFFFFFF).astype(np.uint32)
+        self.profile = runtime.upload(profile)
         self._segments = {}
         self._part_cuts = {}
 
@@ -737,17 +759,21 @@ def _scout(plan, top: int | None):
     return (first, first + size, group, rows), rest
 
 
-def _floors(xp, scores, top: int, limit: int, floors) -> None:
-    """Each query's floor into ``floors`` from ``scores`` (queries x the scout's slots, exact
-    below ``limit``): the ``top``-th highest of :data:`FLOOR_GROUPS` runs' maxima less one, so
-    that at least ``top`` slots score more than it (runs of equal width; the remainder's
-    slots are left out, which only lowers it). At most ``limit - 1``: a slot that may have
-    saturated still reports a score above the floor, and so is checked and recomputed."""
-    queries, slots = scores.shape
-    width = slots // FLOOR_GROUPS
-    maxima = scores[:, :FLOOR_GROUPS * width].reshape(queries, FLOOR_GROUPS, width).max(axis=2)
-    kth = xp.sort(maxima, axis=1)[:, FLOOR_GROUPS - top]
-    floors[...] = xp.clip(kth - 1, 0, limit - 1).astype(xp.int32)
+def _floors(runtime, out_score, first: int, end: int, top: int, limit: int, floors,
+            stream=None) -> None:
+    """Each query's floor into ``floors`` from its scout slots ``first`` to ``end`` of
+    ``out_score`` (queries x slots, contiguous; exact below ``limit``): the ``top``-th
+    highest of :data:`FLOOR_GROUPS` runs' maxima less one, so that at least ``top`` slots
+    score more than it (runs of equal width; the remainder's slots are left out, which only
+    lowers it). At most ``limit - 1``: a slot that may have saturated still reports a score
+    above the floor, and so is checked and recomputed. One kernel (inter_task.cu,
+    ``sw_floors``), where array operations would each be a kernel for CuPy to compile."""
+    queries, stride = out_score.shape
+    function = runtime.function("inter_task.cu", _kernels.FLOORS_NAME)
+    runtime.launch(function, queries, FLOOR_GROUPS,
+                   [out_score.reshape(-1)[first:], np.int64(stride),
+                    np.int32((end - first) // FLOOR_GROUPS), np.int32(top), np.int32(limit),
+                    floors], stream=stream)
 
 
 def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, plan,
@@ -835,9 +861,8 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
         if scout is not None:
             function, grid, shared, args = launches[0]
             runtime.launch(function, grid, block, args, shared_mem=shared, stream=streams[0])
-            with on_stream(streams[0]):
-                first, end = scout[0] * lanes, scout[1] * lanes
-                _floors(xp, out_score[:, first:end], top, lane16_bound(scoring), floors)
+            _floors(runtime, out_score, scout[0] * lanes, scout[1] * lanes, top,
+                    lane16_bound(scoring), floors, stream=streams[0])
             runtime.follow(streams[0], streams[1:])
         for (function, grid, shared, args), stream in zip(launches[scout is not None:],
                                                           streams):
@@ -858,8 +883,8 @@ def _finish_stack(runtime, n, slot_rows, forward, query_lengths, limit, track_en
     count, slots = scores.shape
     out = {"score": xp.zeros((count, n), dtype=xp.int32)}
     if track_end:
-        out["query_end"] = xp.full((count, n), -1, dtype=xp.int32)
-        out["target_end"] = xp.full((count, n), -1, dtype=xp.int32)
+        out["query_end"] = runtime.full((count, n), -1, xp.int32)
+        out["target_end"] = runtime.full((count, n), -1, xp.int32)
     flags = xp.zeros((count, 2), dtype=xp.uint8)
     total = count * slots
     if total:
@@ -875,22 +900,88 @@ def _finish_stack(runtime, n, slot_rows, forward, query_lengths, limit, track_en
     return out, flags.view(xp.bool_)
 
 
+def finish_cells(runtime, cells: dict, valid, mode: str):
+    """:func:`swdask._results.finish` on the device: the kernel cells (int32 device arrays
+    by name, inclusive, -1 for none) as :class:`~swdask._results.Alignments` of ``mode``'s
+    columns, one kernel per column (``sw_finish_column``), where CuPy's array operations
+    would each be a kernel to compile on a fresh machine. Other cells (another integer
+    type, not contiguous) go to ``finish``."""
+    xp = runtime.xp
+    valid = xp.ascontiguousarray(xp.asarray(valid, dtype=bool))
+    names = result_columns(kernel_mode(mode))
+    given = [cells[name] for name in names]
+    if any(c.dtype != np.int32 or not c.flags.c_contiguous for c in given):
+        return finish(cells, valid, mode)
+    n = int(valid.shape[0])
+    function = runtime.function("inter_task.cu", _kernels.FINISH_COLUMN_NAME)
+    grid = min(-(-n // runtime.block_threads), 1 << 16)
+    columns = {}
+    for name, cell in zip(names, given):
+        columns[name] = xp.empty(n, dtype=xp.int64)
+        runtime.launch(function, grid, runtime.block_threads,
+                       [cell, given[0], valid, np.int64(n),
+                        np.int32(name.endswith("_end")), columns[name]])
+    return Alignments(columns, valid, position_mode(mode))
+
+
+def top_rows(runtime, found: list, top: int) -> list:
+    """:func:`swdask._results.top_candidates_many` on the device (``found``: the
+    :class:`~swdask._results.Alignments` of consecutive queries against one column, CuPy):
+    each query's ``min(top, n)`` best rows, ``(rows, is_hit)`` device arrays, nothing read
+    back. One int64 key per score (``sw_top_keys``: the query's number, then the score,
+    then the row: the single query's order and ties), one sort for every query of the
+    group (CuPy's sort, compiled with CuPy), then the first keys of each query back to rows
+    (``sw_top_rows``): no array operation for CuPy to compile on a fresh machine. At most
+    :data:`~swdask._results.TOP_GROUP_SCORES` scores go into one sort."""
+    if not found:
+        return []
+    if len(found) > 1 and len(found) * len(found[0]) > TOP_GROUP_SCORES:
+        half = len(found) // 2
+        return top_rows(runtime, found[:half], top) + top_rows(runtime, found[half:], top)
+    xp = runtime.xp
+    n, count = len(found[0]), len(found)
+    kept = min(top, n)
+    if kept == 0:
+        return [(xp.zeros(0, dtype=xp.int64), xp.zeros(0, dtype=bool)) for _ in found]
+    keys = xp.empty(count * n, dtype=xp.int64)
+    grid = min(-(-n // runtime.block_threads), 1 << 16)
+    function = runtime.function("inter_task.cu", _kernels.TOP_KEYS_NAME)
+    for query, alignments in enumerate(found):
+        score = xp.ascontiguousarray(alignments.columns["score"], dtype=xp.int64)
+        valid = xp.ascontiguousarray(alignments.valid, dtype=bool)
+        runtime.launch(function, grid, runtime.block_threads,
+                       [score, valid, np.int64(n), np.int64(query), keys[query * n:]])
+    keys.sort()
+    rows = xp.empty((count, kept), dtype=xp.int64)
+    is_hit = xp.empty((count, kept), dtype=bool)
+    runtime.launch(runtime.function("inter_task.cu", _kernels.TOP_ROWS_NAME),
+                   min(-(-(count * kept) // runtime.block_threads), 1 << 16),
+                   runtime.block_threads,
+                   [keys, np.int64(n), np.int32(count), np.int32(kept), rows, is_hit])
+    return [(rows[query], is_hit[query]) for query in range(count)]
+
+
 def check_flags(flags) -> list[bool]:
-    """Read the deferred checks of several searches (:func:`search`'s ``checks``: device
-    arrays ``[saturated, bad end cell]``) back in one transfer: for each, whether its rows
-    saturated the 16-bit lanes (search it again without deferring). A bad end cell is an
-    internal error, raised."""
+    """Read the deferred checks of several searches (:func:`search`'s ``checks``: entries
+    ``(array, row)``, row ``row`` of a device array of ``[saturated, bad end cell]`` rows)
+    back, one transfer per array: for each, whether its rows saturated the 16-bit lanes
+    (search it again without deferring). A bad end cell is an internal error, raised."""
     if not flags:
         return []
     return [bool(v) for v in _read_checks(flags)[:, 0]]
 
 
 def _read_checks(flags) -> np.ndarray:
-    """The checks ``flags`` (device arrays ``[saturated, bad end cell, ...]``) on the host,
-    read in one transfer; a bad end cell raises (see :func:`check_flags`)."""
-    xp = array_module(flags[0])
-    values = xp.stack(flags)
-    values = values.get() if xp is not np else values
+    """The checks ``flags`` (entries ``(array, row)``: row ``row`` of a device array of
+    ``[saturated, bad end cell, ...]`` rows) on the host, each array read once (a stack's
+    queries share one); a bad end cell raises (see :func:`check_flags`)."""
+    read = {}
+    rows = []
+    for array, row in flags:
+        if id(array) not in read:
+            read[id(array)] = (array, np.asarray(host_array(array)))
+        rows.append(read[id(array)][1][row])
+    values = np.stack(rows)
     if bool(values[:, 1].any()):
         raise RuntimeError("internal error: the GPU forward kernel returned an end cell "
                            "outside the matrix; please report it with the input")
@@ -1071,8 +1162,8 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
                 [codes.shape[0] for codes in codes_list], limit, track_end)
         for name in names:  # what no forward launch wrote
             if name not in columns:
-                columns[name] = xp.full((count, n), 0 if name == "score" else -1,
-                                        dtype=xp.int32)
+                columns[name] = runtime.full((count, n), 0 if name == "score" else -1,
+                                             xp.int32)
         results = [{name: columns[name][k] for name in names} for k in range(count)]
         if not inter_rows.shape[0]:
             for codes, result, on_long in zip(codes_list, results, on_long_kernel):
@@ -1081,7 +1172,7 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
             return results
         if checked is not None:
             for k, (codes, result) in enumerate(zip(codes_list, results)):
-                flags = checked[k]
+                flags = (checked, k)
                 if checks is not None and mode != "full":
                     checks.append(flags)
                     continue
@@ -1091,8 +1182,8 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
                     # comes back with the checks
                     reverse[k] = _ReverseInputs(targets, inter_rows, codes, matrix, scoring,
                                                 result)
-                    flags = xp.concatenate([flags.astype(xp.int64),
-                                            reverse[k].boundary_columns])
+                    flags = (xp.concatenate([checked[k].astype(xp.int64),
+                                             reverse[k].boundary_columns])[None], 0)
                 values = _read_checks([flags])[0]
                 if reverse[k] is not None:
                     reverse[k].boundary_count = int(values[2])
