@@ -415,6 +415,8 @@ class DeviceTargets:
     #: the lengths of ``long_rows`` on the host (read once here: each query's intra-task
     #: launches need them, and a read per query would wait for the GPU)
     long_row_lengths: object = None
+    #: every row's length on the host (the 32-bit recomputes lay their rows out there)
+    lengths_host: object = None
 
     def __len__(self) -> int:
         return int(self.lengths.shape[0])
@@ -501,7 +503,8 @@ def prepare_targets(residues, offsets, valid=None, *, alphabet_size: int,
     longest = int(long_lengths.max()) if long_lengths.size else 0
     return DeviceTargets(runtime, residues, offsets, runtime.upload(lengths),
                          runtime.upload(valid), runtime.upload(order), pairs, pad_code,
-                         runtime.upload(long_rows), long_row_min, longest, long_lengths)
+                         runtime.upload(long_rows), long_row_min, longest, long_lengths,
+                         lengths)
 
 
 # ----------------------------------------------------------------------------------- kernels
@@ -1215,7 +1218,8 @@ def _align_wide(targets: DeviceTargets, codes, scoring, rows, track_end: bool, r
     runtime = targets.runtime
     m = int(codes.shape[0])
     _check_lanes32(scoring, m)
-    layout = _pair_layout(runtime, targets.residues, targets.offsets, targets.lengths, rows, 1,
+    layout = _pair_layout(runtime, targets.residues, targets.offsets, targets.lengths_host,
+                          np.asarray(runtime.to_host(rows), dtype=np.int64), 1,
                           targets.pad_code)
     matrix = np.asarray(scoring.matrix)
     stack = _Stack(runtime, matrix, [codes], scoring.gap_open, 1, None)
