@@ -434,10 +434,11 @@ def _several_gpus_record(one, count: int, timed, output, one_output, **fields) -
 
 
 @contextlib.contextmanager
-def scheduler_with_workers(count: int, env: dict | None = None):
+def scheduler_with_workers(count: int, env: dict | None = None, preload: bool = False):
     """A Dask scheduler and ``count`` plain ``dask worker`` processes (one thread each, GPU
-    ``k`` alone for worker ``k``; ``env`` added to their environment), started here and
-    stopped on exit; yields the scheduler's address once every worker has joined."""
+    ``k`` alone for worker ``k``; ``env`` added to their environment; with ``preload``,
+    ``--preload swdask.preload``), started here and stopped on exit; yields the scheduler's
+    address once every worker has joined."""
     address = "tcp://127.0.0.1:8797"
     started = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_scheduler",
                                  "--port", "8797", "--dashboard-address", ":0"],
@@ -446,7 +447,8 @@ def scheduler_with_workers(count: int, env: dict | None = None):
         for device in range(count):
             started.append(subprocess.Popen(
                 [sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads",
-                 "1", "--no-dashboard", "--name", f"gpu{device}"],
+                 "1", "--no-dashboard", "--name", f"gpu{device}",
+                 *(("--preload", "swdask.preload") if preload else ())],
                 env={**os.environ, **(env or {}), "CUDA_VISIBLE_DEVICES": str(device)},
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         from distributed import Client

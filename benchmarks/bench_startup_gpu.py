@@ -15,10 +15,14 @@ CuPy's kernel cache ``CUPY_CACHE_DIR``, numba's ``NUMBA_CACHE_DIR`` and the driv
 them.
 
 With ``--workers`` (after those), the job also runs as a cluster job on newly started Dask
-workers: a scheduler and one plain ``dask worker`` per GPU (``--gpus``), started after the
-runs above with the caches they left (warm, as on a node whose disk cache is filled), then
-``swdask search --scheduler`` ``1 + --repeats`` times: the first job on the new workers
-(``runner: "scheduler"``, ``first_on_workers: true``) against the later ones.
+workers: a scheduler and one ``dask worker`` per GPU (``--gpus``), then ``swdask search
+--scheduler`` ``1 + --repeats`` times: the first job on the new workers (``runner:
+"scheduler"``, ``first_on_workers: true``) against the later ones (``over_later``). For each
+of ``--workers``' settings (``plain`` workers, and workers started with ``--preload
+swdask.preload``: ``preload``), two rounds of new workers: ``numba_cache: "empty"`` (a new
+folder for numba's cache, whose FASTA reader the cluster job runs and the one-process job
+does not; the other caches as the runs above left them) and then ``"warm"`` (as the first
+round left it: a node whose disk caches are filled).
 
 Each record: ``workload`` (``startup-search-W1``), ``backend``, ``device``, ``gpus``,
 ``commit``, ``date``, ``kernels``, ``runner`` (``process`` or ``scheduler``), ``cold``,
@@ -51,8 +55,9 @@ def main() -> int:
     parser.add_argument("--queries", default=str(QUERIES_PATH))
     parser.add_argument("--kernels", default="prebuilt,nvrtc")
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--workers", action="store_true",
-                        help="also the job on newly started Dask workers (see above)")
+    parser.add_argument("--workers", default="",
+                        help="also the job on newly started Dask workers, for these settings "
+                             "(plain,preload; see above)")
     parser.add_argument("--gpus", type=int, default=1, help="GPU workers for --workers")
     parser.add_argument("--out", default="benchmarks/results/startup")
     add_commit_argument(parser)
@@ -91,30 +96,37 @@ def main() -> int:
             for record in mine:
                 record["over_warm"] = record["wall_seconds"] / warm
             runs += mine
-            if args.workers:
-                runs += _on_new_workers(args, header, kernels, env, query_file, work,
-                                        first_hits)
+            for setting in filter(None, args.workers.split(",")):
+                numba = caches / f"numba-workers-{setting}"
+                for numba_cache in ("empty", "warm"):
+                    runs += _on_new_workers(args, header, kernels,
+                                            {**env, "NUMBA_CACHE_DIR": str(numba)},
+                                            query_file, work, first_hits,
+                                            setting == "preload", numba_cache)
     path = write_result(args.out, "startup-gpu", {**header, "runs": runs},
                         tag=f"-{header['commit'][:7]}")
     print(f"wrote {path}")
     return 0
 
 
-def _on_new_workers(args, header, kernels, env, query_file, work, first_hits) -> list:
+def _on_new_workers(args, header, kernels, env, query_file, work, first_hits, preload: bool,
+                    numba_cache: str) -> list:
     """The job on newly started Dask workers (``--workers``): the first job against the
-    later ones, the caches as the process runs left them."""
+    later ones."""
     mine = []
-    with scheduler_with_workers(args.gpus, env) as address:
+    with scheduler_with_workers(args.gpus, env, preload) as address:
         for repeat in range(1 + args.repeats):
             output = work / f"hits-{kernels}-workers-{repeat}.tsv"
             seconds, phases = _job(query_file, args.db, output, "gpu", env,
                                    extra=("--scheduler", address))
             mine.append({**header, "gpus": args.gpus, "kernels": kernels,
-                         "runner": "scheduler", "cold": False,
+                         "runner": "scheduler", "preload": preload,
+                         "numba_cache": numba_cache, "cold": False,
                          "first_on_workers": repeat == 0, "wall_seconds": seconds,
                          "phases": phases,
                          "same_hits": filecmp.cmp(first_hits, output, shallow=False)})
-            print(f"{kernels} on new workers, job {repeat + 1}: {seconds:.2f} s; {phases}",
+            print(f"{kernels} on new workers ({'preload' if preload else 'plain'}, numba "
+                  f"cache {numba_cache}), job {repeat + 1}: {seconds:.2f} s; {phases}",
                   flush=True)
     later = min(r["wall_seconds"] for r in mine[1:]) if len(mine) > 1 else None
     for record in mine:

@@ -170,6 +170,38 @@ def _start_warm_up(query_lengths, scoring) -> None:
     _WARM_UP.append(thread)
 
 
+def ready_worker() -> None:
+    """Ready this new worker process for swdask's tasks on a thread of its own, as the
+    worker starts (``dask worker ... --preload swdask.preload``, :mod:`swdask.preload`):
+    the FASTA reader's numba scan loaded (from numba's disk cache, or compiled), and where
+    a GPU is visible, its context created and every kernel shipped compiled for it loaded.
+    Without it a new worker's first job did all of that inside its first tasks
+    (docs/notes/gpu-search-job.md, new workers). Tasks wait for the thread
+    (:func:`_wait_for_warm_up`); a failure here is left to the tasks, which meet and report
+    it."""
+    import threading
+
+    def ready():
+        try:
+            from ._fasta import parse_block_numba_warm_up
+
+            parse_block_numba_warm_up()
+        except Exception:  # noqa: BLE001 - the reading task meets and reports the same
+            pass
+        try:
+            from .gpu._runtime import get_runtime
+
+            runtime = get_runtime()
+            runtime.xp.zeros(1)  # the device's context
+            runtime.load_shipped()
+        except Exception:  # noqa: BLE001 - no GPU here, or the search task reports it
+            pass
+
+    thread = threading.Thread(target=ready, name="swdask-ready-worker", daemon=True)
+    thread.start()
+    _WARM_UP.append(thread)
+
+
 def _wait_for_warm_up() -> None:
     """Wait for this worker's warm-up thread, if any (two threads loading one kernel at
     once would both compile it)."""

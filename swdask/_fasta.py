@@ -154,6 +154,12 @@ def _parse_numba(arr: np.ndarray, path: str, first_line: int) -> pa.Table:
     return _records(sequences, raw_headers, header_lines, path, first_line)
 
 
+def parse_block_numba_warm_up() -> None:
+    """Load the numba scan (from numba's disk cache, or compile it) by parsing a small text
+    with it, as a new worker process readies itself (:func:`swdask._dask.ready_worker`)."""
+    _parse_numba(np.frombuffer(b">warm up\nMKV\n", dtype=np.uint8), "<warm-up>", 0)
+
+
 @lru_cache(maxsize=1)
 def _compiled_scan():
     """:func:`_scan` and :func:`_split_headers` compiled by numba (imported here, on first

@@ -230,3 +230,26 @@ def test_local_cluster_with_worker_processes(cluster_client, frame, protein_quer
         cluster_client.compute(pairs).result()[COLUMNS],
         frame.sw.align_pairs(query="read", target="sequence", matrix="BLOSUM80", gap_open=10,
                              gap_extend=1)[COLUMNS], check_index_type=False)
+
+
+def _ready_state():
+    """On a worker: wait for its readying thread, then whether the reader's numba scan is
+    loaded in this process."""
+    from swdask import _dask, _fasta
+
+    _dask._wait_for_warm_up()
+    return _fasta._compiled_scan.cache_info().currsize
+
+
+@pytest.mark.parametrize("preload", [True, False])
+def test_a_worker_with_the_preload_is_readied_as_it_starts(preload):
+    """``dask worker --preload swdask.preload``: a new worker process loads what its first
+    swdask task needs (here, without a GPU, the FASTA reader's numba scan) on a thread of
+    its own as it starts; a worker without it has loaded nothing."""
+    distributed = pytest.importorskip("distributed")
+    extra = {"preload": ["swdask.preload"]} if preload else {}
+    with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0", silence_logs=logging.ERROR,
+                                  **extra) as cluster:
+        with distributed.Client(cluster) as client:
+            assert list(client.run(_ready_state).values()) == [1 if preload else 0]

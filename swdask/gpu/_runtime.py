@@ -149,6 +149,22 @@ class CudaRuntime:
     def function(self, source_name: str, name: str):
         return _cupy_function(self.xp.cuda.Device().id, source_name, name)
 
+    def load_shipped(self) -> int:
+        """Load every kernel variant shipped compiled for the current device
+        (:mod:`~swdask.gpu._prebuilt`), none compiled: what a new worker process readies
+        before its first task (:func:`swdask._dask.ready_worker`). Returns how many."""
+        device = self.xp.cuda.Device().id
+        capability = self.compute_capability
+        loaded = 0
+        if not _settings().get_bool("gpu.prebuilt"):
+            return loaded
+        for source_name, names in _kernels.all_variants(capability).items():
+            for name in names:
+                if _prebuilt.find(source_name, name, capability) is not None:
+                    _cupy_function(device, source_name, name)
+                    loaded += 1
+        return loaded
+
     def device_count(self) -> int:
         """The CUDA devices this process sees (``CUDA_VISIBLE_DEVICES`` applies)."""
         return int(self.xp.cuda.runtime.getDeviceCount())
@@ -602,6 +618,11 @@ class EmulationRuntime:
 
     def function(self, source_name: str, name: str):
         return _emulation_library(source_name, name)
+
+    @staticmethod
+    def load_shipped() -> int:
+        """Nothing ships compiled for the emulation (its builds are cached by text)."""
+        return 0
 
     def device_count(self) -> int:
         """The devices the emulation pretends to have (setting ``emulation.devices``: tests
