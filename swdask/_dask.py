@@ -170,15 +170,21 @@ def _start_warm_up(query_lengths, scoring) -> None:
     _WARM_UP.append(thread)
 
 
+#: The small search a new worker runs as it readies itself (:func:`ready_worker`).
+_READY_TARGETS = ["MKTAYIAKQRQISFVKSHFSRQ", "", None, "MKVLAAGIVGLLLAGCSS" * 3, "W"]
+_READY_QUERIES = ["MKTAYIAKQ", "GIVGLLLAGC"]
+
+
 def ready_worker() -> None:
     """Ready this new worker process for swdask's tasks on a thread of its own, as the
     worker starts (``dask worker ... --preload swdask.preload``, :mod:`swdask.preload`):
-    the FASTA reader's numba scan loaded (from numba's disk cache, or compiled), and where
-    a GPU is visible, its context created and every kernel shipped compiled for it loaded.
-    Without it a new worker's first job did all of that inside its first tasks
-    (docs/notes/gpu-search-job.md, new workers). Tasks wait for the thread
-    (:func:`_wait_for_warm_up`); a failure here is left to the tasks, which meet and report
-    it."""
+    the FASTA reader's numba scan loaded (from numba's disk cache, or compiled); where a
+    GPU is visible, its context created and every kernel shipped compiled for it loaded;
+    then a small search run through the path of a search task (on the GPU where there is
+    one, else on the CPU, whose numba kernels it loads). Without it a new worker's first
+    job did all of that inside its first tasks (docs/notes/gpu-search-job.md, new
+    workers). Tasks wait for the thread (:func:`_wait_for_warm_up`); a failure here is
+    left to the tasks, which meet and report it."""
     import threading
 
     def ready():
@@ -188,13 +194,21 @@ def ready_worker() -> None:
             parse_block_numba_warm_up()
         except Exception:  # noqa: BLE001 - the reading task meets and reports the same
             pass
+        backend = "cpu"
         try:
             from .gpu._runtime import get_runtime
 
             runtime = get_runtime()
             runtime.xp.zeros(1)  # the device's context
             runtime.load_shipped()
+            backend = "gpu"
         except Exception:  # noqa: BLE001 - no GPU here, or the search task reports it
+            pass
+        try:  # a small search through the path a search task takes, once
+            import pandas as pd
+
+            pd.Series(_READY_TARGETS).sw.search(_READY_QUERIES, top=2, backend=backend)
+        except Exception:  # noqa: BLE001 - the search task meets and reports the same
             pass
 
     thread = threading.Thread(target=ready, name="swdask-ready-worker", daemon=True)
