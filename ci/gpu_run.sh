@@ -14,8 +14,9 @@
 #           import to .pyc (the image has none for some and forbids writing them), build
 #           sp500k.fa (W1's database)
 #   startup benchmarks/bench_startup_gpu.py: W1's whole job on a fresh machine's empty caches
-#           and warm, with the kernels shipped compiled and with NVRTC (STARTUP_KERNELS) ->
-#           startup-gpu-*.json, startup.log
+#           and warm, with the kernels shipped compiled and with NVRTC (STARTUP_KERNELS), and
+#           on newly started Dask workers, plain and with swdask.preload (STARTUP_WORKERS;
+#           empty: none) -> startup-gpu-*.json, startup.log
 #   tests   every test marked gpu under tests/ (GPU_TESTS narrows it), on the kernels shipped
 #           compiled -> gpu-tests.{log,xml}; with DASK_SWDASK__GPU__PREBUILT=false, first
 #           every kernel variant compiled by NVRTC, 16 at once (bench_w2_gpu.py precompile
@@ -151,9 +152,10 @@ cupy.cuda.runtime.getDeviceProperties(0)['name'])" || return 1
 
 step_startup() {
   [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
-  timeout "${STARTUP_TIMEOUT:-240}" python3 benchmarks/bench_startup_gpu.py \
+  timeout "${STARTUP_TIMEOUT:-480}" python3 benchmarks/bench_startup_gpu.py \
     --db "$BENCH_DIR/sp500k.fa" --queries "$CARRY/cudasw_queries.fasta" \
-    --kernels "${STARTUP_KERNELS:-prebuilt,nvrtc}" --out "$OUT" --commit "$COMMIT" \
+    --kernels "${STARTUP_KERNELS:-prebuilt,nvrtc}" --workers "${STARTUP_WORKERS-plain,preload}" \
+    --out "$OUT" --commit "$COMMIT" \
     2>&1 | tee "$OUT/startup.log"
 }
 

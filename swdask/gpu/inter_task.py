@@ -348,7 +348,7 @@ class _PairLayout:
     pair_codes: object     # uint16[columns]: both lanes' codes per column
     columns: int
     pair_len_host: np.ndarray  # pair_len on the host (counts and sizes are read there)
-    upload: object = None      # the runtime's upload (host arrays to the device)
+    upload: object             # the runtime's upload (host arrays to the device)
     _at_least: dict = field(default_factory=dict, repr=False)
     _first_columns: dict = field(default_factory=dict, repr=False)
     _block_lengths: dict = field(default_factory=dict, repr=False)
