@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """A fresh machine's first ``swdask search --backend gpu`` against the warm job (issue 45).
 
+(``--backend cudf``: the same with the database in cuDF partitions.)
+
 W1 (the 20 queries of ``cudasw_queries.fasta`` against sp500k, top 10) as a user runs it, a
 new process from the shell to the hits file, ``--verbose`` for its phases, on one GPU. For
 each kernel source of ``--kernels``:
@@ -55,6 +57,8 @@ def main() -> int:
     parser.add_argument("--queries", default=str(QUERIES_PATH))
     parser.add_argument("--kernels", default="prebuilt,nvrtc")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--backend", default="gpu", choices=("gpu", "cudf"),
+                        help="the job's --backend (cudf: cuDF and dask-cuda installed)")
     parser.add_argument("--workers", default="",
                         help="also the job on newly started Dask workers, for these settings "
                              "(plain,preload; see above)")
@@ -63,7 +67,7 @@ def main() -> int:
     add_commit_argument(parser)
     args = parser.parse_args()
 
-    header = {**stamp(args.commit), "workload": "startup-search-W1", "backend": "gpu",
+    header = {**stamp(args.commit), "workload": "startup-search-W1", "backend": args.backend,
               "gpus": 1, "database": Path(args.db).name}
     runs = []
     with tempfile.TemporaryDirectory(prefix="swdask-startup-") as tmp:
@@ -81,7 +85,7 @@ def main() -> int:
             mine = []
             for repeat in range(1 + args.repeats):
                 output = work / f"hits-{kernels}-{repeat}.tsv"
-                seconds, phases = _job(query_file, args.db, output, "gpu", env)
+                seconds, phases = _job(query_file, args.db, output, args.backend, env)
                 first_hits = first_hits or output
                 files = sum(1 for _ in (caches / "cupy").rglob("*") if _.is_file()) \
                     if (caches / "cupy").exists() else 0
@@ -103,8 +107,8 @@ def main() -> int:
                                             {**env, "NUMBA_CACHE_DIR": str(numba)},
                                             query_file, work, first_hits,
                                             setting == "preload", numba_cache)
-    path = write_result(args.out, "startup-gpu", {**header, "runs": runs},
-                        tag=f"-{header['commit'][:7]}")
+    path = write_result(args.out, "startup-gpu" if args.backend == "gpu" else "startup-cudf",
+                        {**header, "runs": runs}, tag=f"-{header['commit'][:7]}")
     print(f"wrote {path}")
     return 0
 

@@ -14,6 +14,8 @@ This module is imported only when a cuDF column reaches swdask.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ._sequences import encode
 
 def _plc_column(series):
@@ -49,11 +51,10 @@ def _address(buffer) -> int:
 def device_layout(series):
     """``(chars, offsets, valid, fingerprint)`` of a cuDF string Series, from its own buffers.
 
-    All three arrays are CuPy views or small device computations, nothing crosses to the
-    host but the first and last offsets: ``chars`` (``uint8``) runs from the first row's
-    first byte to the last row's last byte; ``offsets`` (``int64[n + 1]``, from 0) has the
-    column's row offset applied, so sliced Series read right; ``valid`` (``bool[n]``) comes
-    from the null mask. ``fingerprint`` (buffer addresses, offset, size, nulls) changes
+    ``chars`` (``uint8``, a CuPy view) runs from the first row's first byte to the last
+    row's last byte; ``offsets`` (CuPy ``int64[n + 1]``, from 0) has the column's row offset
+    applied, so sliced Series read right; ``valid`` (``bool[n]``) comes from the null mask
+    (on the device), or is all true (on the host) where there is no null. ``fingerprint`` (buffer addresses, offset, size, nulls) changes
     whenever the column's data does; it keys the cache of prepared targets. Returns ``None``
     when the column is not a string column.
     """
@@ -72,16 +73,19 @@ def device_layout(series):
                    else cupy.int64)
     first = offsets_column.offset() + column.offset()
     offsets = _device_bytes(offsets_column.data()).view(offset_type)[first:first + n + 1]
-    offsets = offsets.astype(cupy.int64)
-    start, stop = int(offsets[0]), int(offsets[-1])
+    # the offsets widened and rebased on the host (a copy of one number per row each way),
+    # and an all-valid column's validity made there: on the device each would be a kernel
+    # for CuPy to compile on a fresh machine (docs/notes/gpu-search-job.md, warm and cold)
+    host_offsets = cupy.asnumpy(offsets).astype(np.int64)
+    start, stop = int(host_offsets[0]), int(host_offsets[-1])
     data = column.data()
     chars = (_device_bytes(data)[start:stop] if data is not None and stop > start
              else cupy.zeros(0, cupy.uint8))
-    valid = (cupy.ones(n, dtype=bool) if column.null_count() == 0
+    valid = (np.ones(n, dtype=bool) if column.null_count() == 0
              else cupy.asarray(series.notna().values, dtype=bool))
     fingerprint = (_address(data), _address(offsets_column.data()), first, n,
                    column.null_count(), _address(column.null_mask()))
-    return chars, offsets - start, valid, fingerprint
+    return chars, cupy.asarray(host_offsets - start), valid, fingerprint
 
 
 def encode_series(series, scoring, what: str):
