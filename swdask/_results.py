@@ -114,11 +114,11 @@ def host_array(array):
     return array.get() if on_device(array) else array
 
 
-def empty_cells(n: int, xp=np, dtype=np.int64) -> dict:
-    """Kernel outputs for ``n`` rows, by name: ``score`` 0, every cell ``-1``."""
-    cells = {"score": xp.zeros(n, dtype=dtype)}
-    cells.update({name: xp.full(n, -1, dtype=dtype) for name in COLUMNS[1:]})
-    return cells
+def empty_cells(n: int, xp=np, dtype=np.int64, full=None) -> dict:
+    """Kernel outputs for ``n`` rows, by name: ``score`` 0, every cell ``-1``. ``full(shape,
+    value, dtype)`` makes the arrays (default ``xp.full``; the GPU runtime's, by memsets)."""
+    full = full or (lambda shape, value, kind: xp.full(shape, value, dtype=kind))
+    return {name: full(n, 0 if name == "score" else -1, dtype) for name in COLUMNS}
 
 
 def finish(cells: dict, valid, mode: str) -> "Alignments":

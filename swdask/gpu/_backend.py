@@ -326,7 +326,7 @@ class GpuBackend:
         # whether any row can score, from host copies (nothing for CuPy to compile)
         lengths = np.diff(np.asarray(host_array(encoded.offsets)))
         if n == 0 or len(query) == 0 or not (np.asarray(host_array(valid)) & (lengths > 0)).any():
-            return finish(runtime, empty_cells(n, xp, xp.int32), valid, mode)
+            return finish(runtime, empty_cells(n, xp, xp.int32, runtime.full), valid, mode)
         budget = _settings.get_int("gpu.chunk-bytes") or int(runtime.free_bytes() * _SEARCH_SHARE)
         while True:
             try:

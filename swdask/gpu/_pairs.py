@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._results import (COLUMNS, Alignments, best_cell, empty_alignment_columns, empty_cells,
-                        finish, kernel_mode, put_rows, stack_rows)
+from .._results import (Alignments, best_cell, empty_alignment_columns, empty_cells, finish,
+                        kernel_mode, put_rows, stack_rows)
 from .._scoring import substitution_table
 from . import _kernels
 from ._runtime import STAGED_UPLOAD_BYTES, get_runtime, on_stream
@@ -410,8 +410,7 @@ def run_pairs(batch: DevicePairs, rows: np.ndarray, scoring, mode: str,
     """
     runtime = runtime or get_runtime()
     # (by memsets: CuPy's fill would be a kernel to compile on a fresh machine)
-    cells = {name: runtime.full(len(batch), 0 if name == "score" else -1, runtime.xp.int32)
-             for name in COLUMNS}
+    cells = empty_cells(len(batch), runtime.xp, runtime.xp.int32, runtime.full)
     rows = np.asarray(rows, dtype=np.int64)
     if rows.size == 0:
         return cells
