@@ -116,6 +116,24 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def cpu_flags() -> dict:
+    """The CPU's family and model numbers and its SIMD flags (AVX2, AVX-512 ...), from
+    /proc/cpuinfo where there is one: what tells two draws of one model name apart."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return {}
+    fields = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break  # the first processor's block
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    return {"cpu_family": fields.get("cpu family"), "cpu_model": fields.get("model"),
+            "cpu_flags": sorted(f for f in fields.get("flags", "").split()
+                                if f.startswith(("avx", "sse4", "fma")))}
+
+
 def device_name() -> str:
     """The GPU's name where CuPy sees one, else the CPU's model."""
     props = gpu_properties()

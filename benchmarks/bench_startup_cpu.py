@@ -10,10 +10,11 @@ timed; the process run twice from the shell:
   compiles the kernels it calls, as on a fresh machine or container;
 * ``warm``: the same folder, now filled: the first search loads the kernels from it.
 
-Each record: ``workload`` (``startup-W3``), ``backend``, ``device`` (the CPU model), ``cpu_flags``
-(its SIMD flags), ``cores``, ``commit``, ``date``, ``cold``, ``wall_seconds`` (the whole
-process, from the shell), ``phases`` (``imports``, ``read``, ``first_search``,
-``second_search``), ``first_over_second``, and whether both searches gave the same hits.
+Each record: ``workload`` (``startup-W3``), ``backend``, ``device`` (the CPU model),
+``cpu_family``, ``cpu_model`` and ``cpu_flags`` (its SIMD flags), ``cores``, ``commit``,
+``date``, ``cold``, ``wall_seconds`` (the whole process, from the shell), ``phases``
+(``imports``, ``read``, ``first_search``, ``second_search``), ``first_over_second``, and
+whether both searches gave the same hits.
 
     python benchmarks/bench_startup_cpu.py --out benchmarks/results/startup
 """
@@ -28,8 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _common import (add_commit_argument, cpu_model, nearest, read_sequences, stamp,
-                     write_result)
+from _common import (add_commit_argument, cpu_flags, cpu_model, nearest, read_sequences,
+                     stamp, write_result)
 
 DB_PATH = Path("/usr/share/doc/mmseqs2/example-data/DB.fasta.gz")
 QUERIES_PATH = Path(__file__).resolve().parents[2] / "shared" / "data" / "cudasw_queries.fasta"
@@ -56,17 +57,6 @@ print("startup " + json.dumps({"phases": phases, "same_hits": bool(found[0].equa
 '''
 
 
-def cpu_flags() -> list[str]:
-    """The CPU's SIMD flags (AVX2, AVX-512 ...), from /proc/cpuinfo where there is one."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return []
-    flags = next((line.split(":", 1)[1].split() for line in text.splitlines()
-                  if line.startswith("flags")), [])
-    return sorted(f for f in flags if f.startswith(("avx", "sse4", "fma")))
-
-
 def run_child(queries: list[str], cache: Path) -> tuple[float, dict]:
     """One new process (the search twice) with numba's cache in ``cache``: its wall clock
     and what it printed."""
@@ -91,7 +81,7 @@ def main() -> int:
     _ids, pool = read_sequences(QUERIES_PATH)
     queries = [pool[nearest(pool, int(length))] for length in args.lengths.split(",")]
     header = {**stamp(args.commit, device=cpu_model()), "workload": "startup-W3",
-              "backend": "cpu", "cpu_flags": cpu_flags(), "cores": len(os.sched_getaffinity(0)),
+              "backend": "cpu", **cpu_flags(), "cores": len(os.sched_getaffinity(0)),
               "queries": [len(q) for q in queries], "database": DB_PATH.name}
     runs = []
     with tempfile.TemporaryDirectory(prefix="swdask-numba-") as cache:

@@ -45,8 +45,8 @@ import numpy as np
 import parasail
 
 import swdask
-from _common import (ROOT, cpu_model, git_commit, git_dirty, nearest, read_sequences,
-                     run_process, slug, today, write_json)
+from _common import (ROOT, cpu_flags, cpu_model, git_commit, git_dirty, nearest,
+                     read_sequences, run_process, slug, today, write_json)
 from swdask.lowlevel import align_many, encode, get_backend, prepare_query
 
 DB_PATH = Path("/usr/share/doc/mmseqs2/example-data/DB.fasta.gz")
@@ -240,6 +240,7 @@ def main(argv=None) -> int:
         "mode": "kernel",
         "positions": headline,
         "device": cpu_model(),
+        **cpu_flags(),
         "logical_cpus": os.cpu_count(),
         "numba_threads": threads,
         "date": today(),

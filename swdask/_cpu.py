@@ -58,8 +58,8 @@ from ._scoring import saturation_bound, substitution_table
 from ._simd import (BYTE_LANES, HAVE_VPERMW, LANES, add, add_where_positive, adds_bytes,
                     gather, load, load_bytes, load_codes, mask_eq, mask_eq_bytes, mask_gt,
                     mask_gt_bytes, max_bytes, maximum, permute, permute64, permute_bytes,
-                    select, shift_up, splat, splat_bytes, store, store_bytes, sub, sub_floor0,
-                    subs_bytes)
+                    select, shift_up, shift_up_bytes, splat, splat_bytes, store, store_bytes,
+                    sub, sub_floor0, subs_bytes)
 from ._work import TASKS, next_item
 
 # Minus infinity for E/F: far below any reachable score, far from int64 overflow.
@@ -807,56 +807,130 @@ def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_exte
 #: rows go to the striped kernel (one row per task) instead of the lane kernels.
 _STRIPED_MAX_ROWS = BYTE_LANES
 
+# Byte lanes for the striped kernel: most columns of a long row are noise, their cells far
+# below 255, so the row runs in 64 unsigned byte lanes (twice the cells per instruction of
+# the int16 lanes, half the vector steps per column) and switches to the int16 lanes only
+# where the column's best comes near 255 (a real alignment, a repeat), and back once it has
+# fallen well below. A switch converts the column's H and E, which are exact in either
+# width, to the other layout; the best so far and its end cell carry over, so the row's
+# result is the one the int16 kernel alone gives.
 
-def striped_profile(scores: np.ndarray) -> tuple[np.ndarray, int]:
-    """``(table, seg)``: the query's scores (``scores[t, i]``, the QueryProfile's) in the
-    striped layout, ``table[(t * seg + k) * 32 + l]`` = score of target letter ``t`` against
-    query row ``l * seg + k`` (``_PAD_SCORE`` past the query's end); 64-byte aligned, so
-    that no vector load splits a cache line."""
+
+class StripedQuery(NamedTuple):
+    """A query in the striped layouts (one per width), built once per query and scheme.
+
+    Attributes:
+        table: ``int16[A * seg * 32]``, ``table[(t * seg + k) * 32 + l]`` = score of target
+            letter ``t`` against query row ``l * seg + k`` (``_PAD_SCORE`` past the query's
+            end); 64-byte aligned, so that no vector load splits a cache line.
+        seg: int16 vectors per column.
+        saturation: the best score from which the row is recomputed wider (the lanes'
+            bound less the ``seg * gap_extend`` the gap maximum carries).
+        byte_table: ``uint8[A * byte_seg * 64]``, the same in byte lanes, scores plus
+            ``bias`` (0 past the query's end); a one-element array when bytes do not fit.
+        byte_seg: byte vectors per column.
+        bias: ``-min(matrix)`` (at least 0).
+        byte_limit: the largest column best from which the next column is still exact in
+            bytes (-1: bytes never used).
+        back_limit: in int16 lanes, a column best at or below this goes back to bytes.
+    """
+
+    table: np.ndarray
+    seg: int
+    saturation: int
+    byte_table: np.ndarray
+    byte_seg: int
+    bias: int
+    byte_limit: int
+    back_limit: int
+
+
+def _striped_table(scores: np.ndarray, lanes: int, pad: int, offset: int, zero):
     alphabet, m = scores.shape
-    seg = -(-m // LANES)
-    rows = np.arange(LANES)[None, :] * seg + np.arange(seg)[:, None]  # [seg, LANES]
+    seg = -(-m // lanes)
+    rows = np.arange(lanes)[None, :] * seg + np.arange(seg)[:, None]  # [seg, lanes]
     inside = rows < m
-    table = _aligned_lanes(alphabet * seg * LANES)
-    table[:] = _PAD_SCORE
-    table.reshape(alphabet, seg, LANES)[:, inside] = scores[:, rows[inside]]
+    table = _aligned(alphabet * seg * lanes, zero)
+    table[:] = pad
+    table.reshape(alphabet, seg, lanes)[:, inside] = scores[:, rows[inside]] + offset
     return table, seg
 
 
+def striped_query(scores: np.ndarray, gap_open: int, gap_extend: int) -> StripedQuery:
+    """The :class:`StripedQuery` of the query scores ``scores[t, i]`` (the QueryProfile's)."""
+    top = max(int(scores.max()), 0)
+    table, seg = _striped_table(scores, LANES, _PAD_SCORE, 0, np.int16(0))
+    saturation = saturation_bound(_LANE_MAX, top) - seg * gap_extend
+    bias = max(0, -int(scores.min()))
+    # the next column's cells stay exact while ``H + top + bias`` (a substitution before
+    # the bias comes off) stays within 255
+    byte_limit = 255 - top - bias
+    if byte_limit < _BYTE_MIN_BOUND or gap_open > 255:
+        return StripedQuery(table, seg, saturation, np.zeros(1, dtype=np.uint8), 0, bias, -1,
+                            -1)
+    byte_table, byte_seg = _striped_table(scores, BYTE_LANES, 0, bias, np.uint8(0))
+    return StripedQuery(table, seg, saturation, byte_table, byte_seg, bias, byte_limit,
+                        byte_limit // 2)
+
+
 @nb.njit(cache=True, nogil=True)
-def _aligned_lanes(count):
-    """An int16 array of ``count`` elements starting on a 64-byte boundary (a vector load
-    that splits two cache lines costs two, a measurable share of the striped kernel's time:
-    docs/notes/cpu-kernels.md)."""
-    raw = np.empty(count + 32, dtype=np.int16)
-    shift = ((64 - raw.ctypes.data % 64) % 64) // 2
+def _aligned(count, zero):
+    """An array of ``count`` elements of ``zero``'s type, all ``zero``, starting on a 64-byte
+    boundary (a vector load that splits two cache lines costs two, a measurable share of the
+    striped kernel's time: docs/notes/cpu-kernels.md)."""
+    raw = np.full(count + 64, zero)
+    shift = ((64 - raw.ctypes.data % 64) % 64) // raw.itemsize
     return raw[shift:shift + count]
 
 
-def striped_saturation(scores: np.ndarray, seg: int, gap_extend: int) -> int:
-    """The best score from which a striped row is recomputed wider: the lanes' bound, less
-    the offset ``G`` carries (``seg * gap_extend``, see above)."""
-    return saturation_bound(_LANE_MAX, scores.max()) - seg * gap_extend
+def _equal_lanes(H, k, best):
+    """Bit ``l`` set where lane ``l`` of vector ``k`` of ``H`` (int16 or byte lanes) holds
+    ``best``."""
+
+
+@overload(_equal_lanes, inline="always")
+def _equal_lanes_impl(H, k, best):
+    if H.dtype == types.uint8:
+        return lambda H, k, best: mask_eq_bytes(load_bytes(H, k * BYTE_LANES),
+                                                splat_bytes(best))
+    if H.dtype == types.int16:
+        return lambda H, k, best: mask_eq(load(H, k * LANES), splat(best))
+    return None
 
 
 @nb.njit(cache=True, nogil=True)
-def _striped_row(table, seg, m, residues, t0, n, gap_open, gap_extend, H, E, column, C, D):
-    """One row against the striped query: ``(best, end_i, end_j)`` by the tie rule. ``H``,
-    ``E``, ``C`` and ``D`` hold ``seg * LANES`` lanes (64-byte aligned), ``column`` one
-    vector."""
+def _first_row_at(H, seg, best):
+    """The first query row holding ``best`` in a striped column (int16 or byte lanes): the
+    lowest lane holding it (lane ``l`` holds rows ``l * seg`` to ``l * seg + seg - 1``), then
+    that lane's first segment; padding rows never reach a new best (they only take gaps
+    from the rows above)."""
+    lanes = _lanes_of(H[0])
+    found = 0
+    for k in range(seg):
+        found |= _equal_lanes(H, k, best)
+    lane = 0
+    while lane < lanes - 1 and not (found >> lane) & 1:
+        lane += 1
+    for k in range(seg):
+        if H[k * lanes + lane] == best:
+            return lane * seg + k
+    return -1
+
+
+@nb.njit(cache=True, nogil=True)
+def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_limit, H, E,
+                   column, C, D, best, end_i, end_j):
+    """Columns ``j, j + 1, ...`` of a row in int16 lanes, until the row ends or (``back_limit
+    >= 0``) a column's best is at most ``back_limit``: ``(next column, best, end_i,
+    end_j)``, the best and its end cell by the tie rule, carried on from the arguments.
+    ``H``, ``E``, ``C`` and ``D`` hold ``seg * LANES`` lanes (64-byte aligned), ``column``
+    one vector."""
     zero = splat(0)
     open_cost = splat(gap_open)
     extend_cost = splat(gap_extend)
-    for k in range(seg):
-        store(H, k * LANES, zero)
-        store(E, k * LANES, zero)
-        store(C, k * LANES, splat((k + 1) * gap_extend - gap_open))
-        store(D, k * LANES, splat(k * gap_extend))
     past_last = splat(seg * gap_extend)
-    best = 0
-    end_i = -1
-    end_j = -1
-    for j in range(n):
+    back = splat(back_limit)
+    while j < n:
         base = np.int64(residues[t0 + j]) * seg * LANES
         g = zero  # G[0]: no gap enters the first segment within the column
         diag = shift_up(load(H, (seg - 1) * LANES))
@@ -872,23 +946,21 @@ def _striped_row(table, seg, m, residues, t0, n, gap_open, gap_extend, H, E, col
             store(E, k * LANES, maximum(sub_floor0(e, extend_cost), sub_floor0(h, open_cost)))
             diag = h_left
         # the gaps leaving each segment's last row enter the next segment: a carried gap
-        # ``f`` raises a cell where it beats it (then ``E`` there too, and the gap below
-        # may reopen from it: ``f - gap_open``), and goes on down as ``f - gap_extend`` (a
-        # cell's own ``H - gap_open`` is in the main loop's F already); it stops where no
-        # lane's carried gap beats ``H - gap_open``, below which it changes nothing more.
-        # The first two steps run whatever the test says (where ``f`` beats no cell they
-        # change nothing), which spares most columns a mispredicted loop exit.
+        # ``f`` raises a cell where it beats it (then ``E`` there too), and goes on down as
+        # ``f - gap_extend`` (reopening from a raised cell, ``f - gap_open``, never beats
+        # it: gap_open >= gap_extend; a cell's own ``H - gap_open`` is in the main loop's F
+        # already); it stops where no lane's carried gap beats ``H - gap_open``, below
+        # which it changes nothing more. The first two steps run whatever the test says
+        # (where ``f`` beats no cell they change nothing), which spares most columns a
+        # mispredicted loop exit.
         f = shift_up(maximum(sub(g, past_last), zero))
         k = 0
         while k < 2 or mask_gt(f, sub_floor0(load(H, k * LANES), open_cost)) != 0:
-            h_old = load(H, k * LANES)
-            raised = mask_gt(f, h_old)
-            h = maximum(h_old, f)
+            h = maximum(load(H, k * LANES), f)
             store(H, k * LANES, h)
             column_best = maximum(column_best, h)
             store(E, k * LANES, maximum(load(E, k * LANES), sub_floor0(h, open_cost)))
-            f = maximum(sub_floor0(f, extend_cost), select(raised, sub_floor0(f, open_cost),
-                                                           zero))
+            f = sub_floor0(f, extend_cost)
             k += 1
             if k == seg:
                 k = 0
@@ -898,30 +970,136 @@ def _striped_row(table, seg, m, residues, t0, n, gap_open, gap_extend, H, E, col
         if mask_gt(column_best, splat(best)) != 0:  # strict: the smallest column, first row
             store(column, 0, column_best)
             best = int(column.max())
-            # the first query row at ``best``: the lowest lane holding it (lane ``l`` holds
-            # rows ``l * seg`` to ``l * seg + seg - 1``), then that lane's first segment;
-            # padding rows never reach it (they only take gaps from the rows above)
-            at_best = splat(best)
-            lanes = 0
-            for k in range(seg):
-                lanes |= mask_eq(load(H, k * LANES), at_best)
-            lane = 0
-            while lane < LANES - 1 and not (lanes >> lane) & 1:
-                lane += 1
-            for k in range(seg):
-                if H[k * LANES + lane] == best:
-                    end_i = lane * seg + k
-                    end_j = j
+            end_i = _first_row_at(H, seg, best)
+            end_j = j
+        j += 1
+        if back_limit >= 0 and mask_gt(column_best, back) == 0:
+            break
+    return j, best, end_i, end_j
+
+
+@nb.njit(cache=True, nogil=True)
+def _striped_bytes(table, seg, residues, t0, j, n, gap_open, gap_extend, bias, limit, H, E,
+                   column, best, end_i, end_j):
+    """:func:`_striped_words` in byte lanes, until the row ends or a column's best passes
+    ``limit`` (after which the next column could saturate): every cell computed is exact.
+    The vertical gap is Farrar's (``F = max(F - gap_extend, H - gap_open)``, sharing
+    ``H - gap_open`` with ``E``): with two registers per vector on AVX2 its chain is not
+    the bound, and it takes fewer instructions than the running maximum."""
+    zero = splat_bytes(0)
+    open_cost = splat_bytes(gap_open)
+    extend_cost = splat_bytes(gap_extend)
+    bias_cost = splat_bytes(bias)
+    while j < n:
+        base = np.int64(residues[t0 + j]) * seg * BYTE_LANES
+        f = zero  # no gap enters the first segment within the column
+        diag = shift_up_bytes(load_bytes(H, (seg - 1) * BYTE_LANES))
+        column_best = zero
+        for k in range(seg):
+            h_left = load_bytes(H, k * BYTE_LANES)
+            e = load_bytes(E, k * BYTE_LANES)
+            h = max_bytes(max_bytes(subs_bytes(adds_bytes(
+                diag, load_bytes(table, base + k * BYTE_LANES)), bias_cost), e), f)
+            store_bytes(H, k * BYTE_LANES, h)
+            column_best = max_bytes(column_best, h)
+            h_open = subs_bytes(h, open_cost)
+            store_bytes(E, k * BYTE_LANES, max_bytes(subs_bytes(e, extend_cost), h_open))
+            f = max_bytes(subs_bytes(f, extend_cost), h_open)
+            diag = h_left
+        # the lazy F, as in _striped_words, its first three steps unconditional (with half
+        # the segments per column, one more than there spares more exits)
+        f = shift_up_bytes(f)
+        k = 0
+        while k < 3 or mask_gt_bytes(f, subs_bytes(load_bytes(H, k * BYTE_LANES),
+                                                   open_cost)) != 0:
+            h = max_bytes(load_bytes(H, k * BYTE_LANES), f)
+            store_bytes(H, k * BYTE_LANES, h)
+            column_best = max_bytes(column_best, h)
+            store_bytes(E, k * BYTE_LANES, max_bytes(load_bytes(E, k * BYTE_LANES),
+                                                     subs_bytes(h, open_cost)))
+            f = subs_bytes(f, extend_cost)
+            k += 1
+            if k == seg:
+                k = 0
+                f = shift_up_bytes(f)
+                if mask_gt_bytes(f, subs_bytes(load_bytes(H, 0), open_cost)) == 0:
                     break
+        j += 1
+        # one test for both rare events: a new best, or a column too high for bytes
+        if mask_gt_bytes(column_best, splat_bytes(min(best, limit))) != 0:
+            store_bytes(column, 0, column_best)
+            top = int(column.max())
+            if top > best:  # strict: the smallest column, first row
+                best = top
+                end_i = _first_row_at(H, seg, best)
+                end_j = j - 1
+            if top > limit:
+                break
+    return j, best, end_i, end_j
+
+
+@nb.njit(cache=True, nogil=True)
+def _restripe(H_from, E_from, seg_from, lanes_from, H_to, E_to, seg_to, lanes_to, m):
+    """Copy a column's ``H`` and ``E`` from one striped layout to another (query row ``i``
+    is lane ``i // seg``, segment ``i % seg`` in each); padding rows start at 0."""
+    H_to[:] = 0
+    E_to[:] = 0
+    for i in range(m):
+        source = (i % seg_from) * lanes_from + i // seg_from
+        target = (i % seg_to) * lanes_to + i // seg_to
+        H_to[target] = H_from[source]
+        E_to[target] = E_from[source]
+
+
+@nb.njit(cache=True, nogil=True)
+def _striped_row(table, seg, byte_table, byte_seg, bias, byte_limit, back_limit, m, residues,
+                 t0, n, gap_open, gap_extend):
+    """One row against the striped query (:class:`StripedQuery`'s fields): ``(best, end_i,
+    end_j)`` by the tie rule, in byte lanes where the column allows (``byte_limit >= 0``),
+    else in int16 lanes."""
+    H = _aligned(seg * LANES, np.int16(0))
+    E = _aligned(seg * LANES, np.int16(0))
+    C = _aligned(seg * LANES, np.int16(0))
+    D = _aligned(seg * LANES, np.int16(0))
+    column = np.empty(LANES, dtype=np.int16)
+    for k in range(seg):
+        store(C, k * LANES, splat((k + 1) * gap_extend - gap_open))
+        store(D, k * LANES, splat(k * gap_extend))
+    best = 0
+    end_i = -1
+    end_j = -1
+    j = 0
+    if byte_limit >= 0:
+        byte_H = _aligned(byte_seg * BYTE_LANES, np.uint8(0))
+        byte_E = _aligned(byte_seg * BYTE_LANES, np.uint8(0))
+        byte_column = np.empty(BYTE_LANES, dtype=np.uint8)
+        while j < n:
+            j, best, end_i, end_j = _striped_bytes(
+                byte_table, byte_seg, residues, t0, j, n, gap_open, gap_extend, bias,
+                byte_limit, byte_H, byte_E, byte_column, best, end_i, end_j)
+            if j == n:
+                break
+            _restripe(byte_H, byte_E, byte_seg, BYTE_LANES, H, E, seg, LANES, m)
+            j, best, end_i, end_j = _striped_words(
+                table, seg, residues, t0, j, n, gap_open, gap_extend, back_limit, H, E,
+                column, C, D, best, end_i, end_j)
+            if j == n:
+                break
+            _restripe(H, E, seg, LANES, byte_H, byte_E, byte_seg, BYTE_LANES, m)
+    else:
+        j, best, end_i, end_j = _striped_words(table, seg, residues, t0, j, n, gap_open,
+                                               gap_extend, -1, H, E, column, C, D, best,
+                                               end_i, end_j)
     return best, end_i, end_j
 
 
 @nb.njit(cache=True, parallel=True)
-def _one_to_many_striped(table, seg, m, residues, offsets, rows, gap_open, gap_extend,
-                         want_end, saturation, score, query_end, target_end, saturated):
+def _one_to_many_striped(table, seg, m, residues, offsets, rows, byte_table, byte_seg, bias,
+                         byte_limit, back_limit, gap_open, gap_extend, want_end, saturation,
+                         score, query_end, target_end, saturated):
     """Scores and (if ``want_end``) end cells of ``rows``, one row per task on
     :func:`_striped_row`; rows whose best may have wrapped (``saturation``:
-    :func:`striped_saturation`) are flagged in ``saturated`` instead."""
+    :class:`StripedQuery`) are flagged in ``saturated`` instead."""
     counter = np.zeros(1, dtype=np.int64)
     for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
         while True:
@@ -929,14 +1107,9 @@ def _one_to_many_striped(table, seg, m, residues, offsets, rows, gap_open, gap_e
             if index >= rows.shape[0]:
                 break
             row = rows[index]
-            H = _aligned_lanes(seg * LANES)
-            E = _aligned_lanes(seg * LANES)
-            C = _aligned_lanes(seg * LANES)
-            D = _aligned_lanes(seg * LANES)
-            column = np.empty(LANES, dtype=np.int16)
-            best, end_i, end_j = _striped_row(table, seg, m, residues, offsets[row],
-                                              offsets[row + 1] - offsets[row], gap_open,
-                                              gap_extend, H, E, column, C, D)
+            best, end_i, end_j = _striped_row(
+                table, seg, byte_table, byte_seg, bias, byte_limit, back_limit, m, residues,
+                offsets[row], offsets[row + 1] - offsets[row], gap_open, gap_extend)
             if best >= saturation:
                 saturated[row] = True
             else:
@@ -1027,11 +1200,12 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
     saturated = np.zeros(score.shape[0], dtype=np.bool_)
     lane_rows = rows  # the rows the int16 lanes score
     if rows.size < _STRIPED_MAX_ROWS and m >= LANES:  # few rows: striped over the query
-        striped, seg = striped_profile(scores)
-        _one_to_many_striped(striped, seg, m, residues, offsets, rows, gap_open,
-                             gap_extend, mode != MODE_NONE,
-                             striped_saturation(scores, seg, gap_extend), score,
-                             query_end, target_end, saturated)
+        striped = striped_query(scores, gap_open, gap_extend)
+        _one_to_many_striped(striped.table, striped.seg, m, residues, offsets, rows,
+                             striped.byte_table, striped.byte_seg, striped.bias,
+                             striped.byte_limit, striped.back_limit, gap_open, gap_extend,
+                             mode != MODE_NONE, striped.saturation, score, query_end,
+                             target_end, saturated)
         lane_rows = rows[:0]
     elif (profile.byte_table is not None and gap_open <= 255 and gap_extend <= 255):
         # a byte-lane pass first (twice the lanes); the rows it cannot tell (best near

@@ -512,6 +512,22 @@ def permute_bytes(typingctx, table, index):
     return sig, codegen
 
 
+@intrinsic
+def shift_up_bytes(typingctx, value):
+    """:func:`shift_up` for byte lanes: ``result[0] = 0``, ``result[l] = value[l - 1]``."""
+    if value is not Bytes:
+        return None
+    sig = Bytes(value)
+
+    def codegen(context, builder, sig, args):
+        zeros = ir.Constant(_BVEC, [0] * BYTE_LANES)
+        order = ir.Constant(ir.VectorType(ir.IntType(32), BYTE_LANES),
+                            [0] + [BYTE_LANES + lane for lane in range(BYTE_LANES - 1)])
+        return builder.shuffle_vector(zeros, args[0], order)
+
+    return sig, codegen
+
+
 def _byte_mask(predicate):
     @intrinsic
     def operation(typingctx, a, b):

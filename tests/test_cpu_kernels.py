@@ -577,6 +577,47 @@ def test_few_long_rows_take_the_striped_kernel(scheme, positions, monkeypatch):
     assert_same_as_reference(fast, reference, positions)
 
 
+@pytest.mark.parametrize("scheme", [Scheme(None, 5, 2, match=2, mismatch=-3), BLOSUM62,
+                                    Scheme("BLOSUM62", 4, 4), Scheme(None, 0, 0, match=1,
+                                                                      mismatch=-2)])
+def test_striped_row_switching_widths_gives_the_int16_result(scheme):
+    """The striped row runs in byte lanes and switches to int16 lanes where a column comes
+    near 255, and back: whatever the limits (from never in bytes to a switch at every
+    hit), the best, its end cell (ties between equal copies included: the first column)
+    and so the result equal the int16 kernel's and the scalar reference's, on a row
+    holding several copies of the query (equal ones among them) between noise."""
+    rng = np.random.default_rng(5)
+    letters = "ACGT" if scheme.matrix is None else PROTEIN
+    scoring = scoring_of(scheme)
+    query = "".join(rng.choice(list(letters), 300))
+    noise = lambda length: "".join(rng.choice(list(letters), length))  # noqa: E731
+    copy = mutate(query, rng, 0.1, letters)
+    pieces = [noise(2000), mutate(query[:60], rng, 0.1, letters), noise(1500), copy,
+              noise(900), query[100:200], noise(700), copy, noise(1200),
+              mutate(query, rng, 0.3, letters), noise(500)]
+    target = "".join(pieces)
+    codes = encode_text(query, scoring)
+    striped = _cpu.striped_query(np.ascontiguousarray(scoring.matrix[:, codes]).astype(np.int64),
+                                 scoring.gap_open, scoring.gap_extend)
+    assert striped.byte_limit >= 64  # bytes are used for this scheme
+    residues = encode([target], scoring).residues
+
+    def row(byte_limit, back_limit):
+        return _cpu._striped_row(striped.table, striped.seg, striped.byte_table,
+                                 striped.byte_seg, striped.bias, byte_limit, back_limit,
+                                 len(query), residues, 0, len(target), scoring.gap_open,
+                                 scoring.gap_extend)
+
+    words = row(-1, -1)
+    reference = one_to_many(query, [target], scheme, "end", kernel=_cpu._scalar_one_to_many)
+    assert [words[0], words[1], words[2]] == reference[[0, 2, 4], 0].tolist()
+    assert words[0] > striped.byte_limit  # the row does leave bytes
+    for byte_limit, back_limit in [(striped.byte_limit, striped.back_limit),
+                                   (striped.byte_limit, striped.byte_limit), (30, 0),
+                                   (30, 29), (12, 6)]:
+        assert row(byte_limit, back_limit) == words, (byte_limit, back_limit)
+
+
 def test_striped_rows_near_the_int16_limit_are_recomputed(monkeypatch):
     """The striped kernel's running maximum of vertical gaps carries ``seg * gap_extend``
     on top of the scores, so a row whose best stays below 16 bits but whose carried gaps
