@@ -63,6 +63,21 @@ def dashboard_link(client) -> str | None:
     return client.dashboard_link if "dashboard" in services else None
 
 
+def _with_preload(options: dict) -> dict:
+    """The worker processes a local cluster starts are readied for swdask as they start
+    (:mod:`swdask.preload`), beside the preloads passed or configured
+    (``distributed.worker.preload``), which passing ``preload`` would otherwise replace."""
+    import dask
+
+    preload = options.get("preload")
+    if preload is None:
+        preload = dask.config.get("distributed.worker.preload", None) or []
+    preload = [preload] if isinstance(preload, str) else list(preload)
+    if "swdask.preload" not in preload:
+        preload.append("swdask.preload")
+    return {**options, "preload": preload}
+
+
 def _local_cpu_cluster(n_workers, threads_per_worker, dashboard_address, options):
     from distributed import LocalCluster
 
@@ -89,7 +104,7 @@ def _local_cpu_cluster(n_workers, threads_per_worker, dashboard_address, options
     env.update(options.pop("env", {}) or {})
     return LocalCluster(n_workers=n_workers, threads_per_worker=threads_per_worker,
                         processes=True, dashboard_address=dashboard_address, env=env,
-                        **options)
+                        **_with_preload(options))
 
 
 def _local_gpu_cluster(n_workers, threads_per_worker, dashboard_address, options):
@@ -103,7 +118,7 @@ def _local_gpu_cluster(n_workers, threads_per_worker, dashboard_address, options
         options["threads_per_worker"] = int(threads_per_worker)
     if n_workers is not None:
         options["n_workers"] = int(n_workers)
-    return LocalCUDACluster(dashboard_address=dashboard_address, **options)
+    return LocalCUDACluster(dashboard_address=dashboard_address, **_with_preload(options))
 
 
 @contextmanager
@@ -127,7 +142,9 @@ def cluster(scheduler: str | None = None, n_workers: int | None = None,
         report: called with one line of text (the dashboard link); default prints to stderr.
         options: passed to ``LocalCluster``/``LocalCUDACluster``; for a CPU cluster,
             ``processes=False`` runs one worker thread inside this process instead of worker
-            processes (the numba kernels still use every core).
+            processes (the numba kernels still use every core). The worker processes
+            started here load swdask's kernels as they start (:mod:`swdask.preload`, added
+            to any ``preload`` passed or configured).
     """
     from distributed import Client
 

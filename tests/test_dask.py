@@ -253,3 +253,23 @@ def test_a_worker_with_the_preload_is_readied_as_it_starts(preload):
                                   **extra) as cluster:
         with distributed.Client(cluster) as client:
             assert list(client.run(_ready_state).values()) == [1 if preload else 0]
+
+
+def _preload_names(dask_worker):
+    return [preload.name for preload in dask_worker.preloads]
+
+
+def test_the_local_cluster_readies_its_workers_and_keeps_configured_preloads():
+    """``swdask.cluster()`` starts its worker processes with :mod:`swdask.preload` (so they
+    load the kernels as they start, as above), beside a preload the user configured in
+    ``distributed.worker.preload``, which is kept, not replaced."""
+    pytest.importorskip("distributed")
+    import dask
+
+    import swdask
+
+    with dask.config.set({"distributed.worker.preload": ["json"]}):
+        with swdask.cluster(n_workers=1, gpu=False, dashboard_address=":0",
+                            report=None) as client:
+            assert list(client.run(_preload_names).values()) == [["json", "swdask.preload"]]
+            assert list(client.run(_ready_state).values()) == [1]
