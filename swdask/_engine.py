@@ -97,6 +97,11 @@ class Backend(Protocol):
         must be done again without ``checks`` (read in one wait, after the last)."""
         ...
 
+    def take(self, encoded: EncodedSequences, rows) -> EncodedSequences:
+        """Rows ``rows`` of ``encoded`` (this backend's) as a column of their own, where the
+        column lives (a search's top rows, for their start positions)."""
+        ...
+
     def top_rows(self, found: list, top: int) -> list:
         """:func:`~swdask._results.top_candidates_many` of consecutive queries' results
         (``found``, this backend's :class:`~swdask._results.Alignments`): each one's best
@@ -179,6 +184,10 @@ class CpuBackend:
     @staticmethod
     def top_rows(found: list, top: int) -> list:
         return top_candidates_many(found, top)
+
+    @staticmethod
+    def take(encoded: EncodedSequences, rows) -> EncodedSequences:
+        return encoded.take(rows)
 
     @staticmethod
     def own_pool():

@@ -135,9 +135,10 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                 return found
             if mode in ("full", "alignment"):
                 with stage("positions" if mode == "full" else "alignments"):
-                    hits = _engine.align_pairs(query_column(queries).take(query_of_hit),
-                                               encoded.take(rows), queries[0].scoring, mode,
-                                               backend=chosen.name, strings=strings).to_host()
+                    hits = _engine.align_pairs(
+                        query_column(queries).take(query_of_hit), chosen.take(encoded, rows),
+                        queries[0].scoring, mode, backend=chosen.name,
+                        strings=strings).to_host()
                 columns = hits.columns
             else:
                 columns = {name: np.concatenate([np.asarray(host_array(s.columns[name]))

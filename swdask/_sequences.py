@@ -11,7 +11,7 @@ from functools import cached_property
 import numpy as np
 import pyarrow as pa
 
-from ._results import array_module, host_array
+from ._results import array_module
 from ._scoring import UNKNOWN_CODE, Scoring, ScoringError
 
 
@@ -53,18 +53,11 @@ class EncodedSequences:
         return rows[xp.argsort(-lengths[rows], kind="stable")]
 
     def take(self, rows) -> "EncodedSequences":
-        """The sequences of ``rows`` (row numbers, in that order) as their own column, where
-        these arrays live (NumPy or CuPy: one gather, no loop)."""
-        xp = array_module(self.offsets)
-        if xp is not np:
-            # a search's top rows: the spans found on the host, from one copy of the
-            # offsets, and copied on the device span by span (_copy_spans)
-            rows = np.asarray(host_array(rows), dtype=np.int64)
-            offsets = host_array(self.offsets)
-            starts = offsets[rows]
-            residues, joined = _copy_spans(self.residues, starts, offsets[rows + 1] - starts)
-            return EncodedSequences(residues, joined,
-                                    np.asarray(host_array(self.valid), dtype=bool)[rows])
+        """The sequences of ``rows`` (row numbers, in that order) as their own column: host
+        arrays, one gather, no loop (a column on the GPU: the backend's ``take``)."""
+        if array_module(self.offsets) is not np:
+            raise TypeError("a column on the GPU is taken by the GPU backend's take "
+                            "(swdask.gpu._encode.take_rows)")
         if hasattr(rows, "__cuda_array_interface__"):
             rows = rows.get()  # row numbers from the GPU, sequences on the host
         rows = np.asarray(rows, dtype=np.int64)
@@ -73,31 +66,11 @@ class EncodedSequences:
         return EncodedSequences(residues, offsets, np.asarray(self.valid)[rows])
 
 
-def _copy_spans(data, starts: np.ndarray, lengths: np.ndarray):
-    """``(joined, offsets)`` of :func:`gather_spans` for device ``data`` and host ``starts``
-    and ``lengths``: one device-to-device copy per span, no kernel (a gather would be
-    several array operations for CuPy to compile on a fresh machine; a search's top rows
-    are a few spans per query). ``offsets`` on the device."""
-    import cupy
-
-    offsets = np.zeros(lengths.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    joined = cupy.empty(max(int(offsets[-1]), 1), dtype=data.dtype)[:int(offsets[-1])]
-    stream = cupy.cuda.get_current_stream().ptr
-    width = data.dtype.itemsize
-    for start, at, length in zip(starts.tolist(), offsets[:-1].tolist(), lengths.tolist()):
-        if length:
-            cupy.cuda.runtime.memcpyAsync(joined.data.ptr + at * width,
-                                          data.data.ptr + start * width, length * width,
-                                          cupy.cuda.runtime.memcpyDeviceToDevice, stream)
-    return joined, cupy.asarray(offsets)
-
-
 def gather_spans(data, starts, lengths):
     """``(joined, offsets)``: the spans ``data[starts[k]:starts[k] + lengths[k]]`` joined in
-    that order, and their ``int64`` offsets (``n + 1``, from 0); host arrays (device data:
-    :func:`_copy_spans`). One gather, no loop over spans: each position's shift from its
-    span's start, repeated over the span."""
+    that order, and their ``int64`` offsets (``n + 1``, from 0); host arrays (on the GPU:
+    ``swdask.gpu._encode.take_rows``). One gather, no loop over spans: each position's
+    shift from its span's start, repeated over the span."""
     offsets = np.zeros(int(lengths.shape[0]) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
     position = np.arange(int(offsets[-1]), dtype=np.int64)

@@ -408,9 +408,11 @@ def test_several_gpus_search_equals_one_gpu_and_cpu(tmp_path):
 
 
 def test_taking_rows_of_a_device_column_equals_the_host():
-    """``EncodedSequences.take`` of a column on the device (a search's top rows: spans
-    copied one by one on the device) gives the host's codes, offsets and validity: rows in
-    any order, repeated, empty and null."""
+    """The GPU backend's take of a column on the device (a search's top rows: the spans
+    gathered by one kernel) gives the host's codes, offsets and validity: rows in any
+    order, repeated, empty and null."""
+    from swdask.gpu._encode import take_rows
+
     scoring = make_scoring()
     values = ["MKV", "", None, "ACDEFGHIKLMNPQRSTVWY" * 7, "W", "PPGG"]
     host = encode(values, scoring)
@@ -419,7 +421,7 @@ def test_taking_rows_of_a_device_column_equals_the_host():
     rows = np.array([3, 0, 0, 1, 2, 5, 4, 3], dtype=np.int64)
     for picked in (rows, cupy.asarray(rows), rows[:0]):
         want = host.take(cupy.asnumpy(picked) if hasattr(picked, "get") else picked)
-        got = device.take(picked)
+        got = take_rows(device, picked)
         assert np.array_equal(cupy.asnumpy(got.residues), want.residues)
         assert np.array_equal(cupy.asnumpy(got.offsets), want.offsets)
         assert np.array_equal(np.asarray(got.valid), np.asarray(want.valid))

@@ -240,6 +240,25 @@ def test_gpu_top_rows_of_several_queries_equal_one_at_a_time(setting, monkeypatc
 
 
 @pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
+def test_gpu_take_of_rows_equals_the_host(setting):
+    """The GPU backend's take (a search's top rows, for their positions: fasta.cu's
+    gather_spans, here in the host emulation) equals the host's take: rows in any order,
+    repeated, empty and null, none at all."""
+    from swdask._sequences import encode
+    from swdask.gpu._encode import take_rows
+
+    setting("gpu.runtime", "emulation")
+    values = ["MKV", "", None, "ACDEFGHIKLMNPQRSTVWY" * 7, "W", "PPGG"]
+    encoded = encode(values, swdask.make_scoring())
+    for rows in ([3, 0, 0, 1, 2, 5, 4, 3], [1, 2], []):
+        rows = np.array(rows, dtype=np.int64)
+        want, got = encoded.take(rows), take_rows(encoded, rows)
+        assert np.array_equal(np.asarray(got.residues), want.residues)
+        assert np.array_equal(np.asarray(got.offsets), want.offsets)
+        assert np.array_equal(got.valid, want.valid)
+
+
+@pytest.mark.skipif(_runtime.host_compiler() is None, reason="the host emulation needs g++")
 def test_gpu_search_redoes_queries_whose_16_bit_lanes_saturated(setting, monkeypatch):
     """The GPU search queues every query's scan without reading its 16-bit checks back and
     reads them once at the end: a query whose rows saturated the 16-bit lanes (scores past

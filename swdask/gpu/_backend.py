@@ -401,6 +401,15 @@ class GpuBackend:
         """See :func:`~swdask.gpu.inter_task.top_rows`."""
         return inter_task.top_rows(self.runtime, found, top)
 
+    def take(self, encoded, rows):
+        """See :func:`~swdask.gpu._encode.take_rows` (a column on the host: its own
+        ``take``)."""
+        if isinstance(encoded.offsets, np.ndarray) and self.runtime.name == "cuda":
+            return encoded.take(rows)
+        from ._encode import take_rows
+
+        return take_rows(encoded, rows, self.runtime)
+
     @staticmethod
     def failed_checks(checks) -> list[bool]:
         """For each list that :meth:`one_against_many` was given as ``checks``: whether its

@@ -56,6 +56,32 @@ def _lookup_table(runtime, scoring: Scoring):
     return runtime.upload(np.ascontiguousarray(scoring.lookup, dtype=np.uint8))
 
 
+def take_rows(encoded: EncodedSequences, rows, runtime=None) -> EncodedSequences:
+    """:meth:`~swdask._sequences.EncodedSequences.take` of a column on the device (the GPU
+    backend's ``take``: a search's top rows, for their start positions): the rows' spans
+    found on the host from one copy of the offsets, the residues gathered by ``fasta.cu``'s
+    ``gather_spans`` (one launch; a copy per span took longer where a search had many small
+    parts, and CuPy's indexing would be kernels to compile on a fresh machine). Residues
+    and offsets on the device, validity on the host."""
+    runtime = runtime or get_runtime()
+    xp = runtime.xp
+    rows = np.asarray(host_array(rows), dtype=np.int64)
+    offsets = np.asarray(host_array(encoded.offsets), dtype=np.int64)
+    starts = offsets[rows]
+    joined = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(offsets[rows + 1] - starts, out=joined[1:])
+    total = int(joined[-1])
+    residues = xp.empty(max(total, 1), dtype=xp.uint8)
+    device_offsets = runtime.upload(joined)
+    if total:
+        block = runtime.block_threads
+        runtime.launch(_function(runtime, "gather_spans"), max(1, min(rows.shape[0], 65535)),
+                       block, (xp.ascontiguousarray(encoded.residues), runtime.upload(starts),
+                               device_offsets, np.int64(rows.shape[0]), residues))
+    return EncodedSequences(residues[:total], device_offsets,
+                            np.asarray(host_array(encoded.valid), dtype=bool)[rows])
+
+
 def _nulls_cover_bytes(runtime, offsets, valid) -> bool:
     """Whether a null row covers bytes (``offsets`` int64 ``n + 1``, ``valid`` bool ``n``):
     with NumPy where both are host arrays (an Arrow column's layout), else by ``fasta.cu``'s

@@ -107,9 +107,10 @@ FINISH_COLUMN_NAME = "swdask::sw_finish_column"
 SEARCH_ARRAY_NAMES = (FLOORS_NAME, TOP_KEYS_NAME, TOP_ROWS_NAME, FINISH_COLUMN_NAME)
 #: The traceback kernel and the kernel that packs its CIGAR texts (swdask.gpu._traceback).
 TRACEBACK_NAMES = ("swdask::sw_traceback", "swdask::sw_traceback_gather")
-#: The FASTA parse of the one-GPU job and the residue lookup of a column (swdask.gpu._encode).
+#: The FASTA parse of the one-GPU job, the residue lookup of a column and the rows taken from
+#: one (swdask.gpu._encode).
 FASTA_NAMES = ("swdask::fasta_chunks", "swdask::fasta_records", "swdask::lookup_codes",
-               "swdask::null_bytes")
+               "swdask::null_bytes", "swdask::gather_spans")
 
 #: The row-wise pairs kernels (swdask.gpu._pairs), by family: (source, kernel template). Each
 #: is instantiated as ``<a, R, KIND, REV>``: ``a`` lanes per pair (inter) or warps per block

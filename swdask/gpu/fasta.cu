@@ -183,4 +183,18 @@ __global__ void null_bytes(const i64* __restrict__ offsets, const u8* __restrict
   if (covered) *found = 1;
 }
 
+// Rows of a column in the Arrow layout taken into a column of their own (a search's top
+// rows, for their start positions): span k, data[starts[k]:starts[k] + (offsets[k + 1] -
+// offsets[k])], to out[offsets[k]:offsets[k + 1]]; one block per span at a time, its
+// threads over the bytes.
+__global__ void gather_spans(const u8* __restrict__ data, const i64* __restrict__ starts,
+                             const i64* __restrict__ offsets, i64 spans,
+                             u8* __restrict__ out) {
+  for (i64 k = blockIdx.x; k < spans; k += gridDim.x) {
+    const u8* from = data + starts[k];
+    const i64 first = offsets[k], length = offsets[k + 1] - first;
+    for (i64 i = threadIdx.x; i < length; i += blockDim.x) out[first + i] = from[i];
+  }
+}
+
 }  // namespace swdask
