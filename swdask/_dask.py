@@ -176,44 +176,39 @@ _READY_QUERIES = ["MKTAYIAKQ", "GIVGLLLAGC"]
 
 
 def ready_worker() -> None:
-    """Ready this new worker process for swdask's tasks on a thread of its own, as the
-    worker starts (``dask worker ... --preload swdask.preload``, :mod:`swdask.preload`):
-    the FASTA reader's numba scan loaded (from numba's disk cache, or compiled); where a
-    GPU is visible, its context created and every kernel shipped compiled for it loaded;
-    then a small search run through the path of a search task (on the GPU where there is
-    one, else on the CPU, whose numba kernels it loads). Without it a new worker's first
-    job did all of that inside its first tasks (docs/notes/gpu-search-job.md, new
-    workers). Tasks wait for the thread (:func:`_wait_for_warm_up`); a failure here is
-    left to the tasks, which meet and report it."""
-    import threading
+    """Ready this new worker process for swdask's tasks before it joins the scheduler
+    (``dask worker ... --preload swdask.preload``, :mod:`swdask.preload`; Dask starts a
+    worker's preloads before it registers): the FASTA reader's numba scan loaded (from
+    numba's disk cache, or compiled); where a GPU is visible, its context created and every
+    kernel shipped compiled for it loaded; then a small search run through the path of a
+    search task (on the GPU where there is one, else on the CPU, whose numba kernels it
+    loads). Without it a new worker's first job did all of that inside its first tasks
+    (docs/notes/gpu-search-job.md, new workers). Done before the worker joins, not beside
+    it, so that no task waits for it: the scheduler gives tasks to the workers already
+    ready, and a worker's first task runs as its later ones. A failure here is left to the
+    tasks, which meet and report it."""
+    try:
+        from ._fasta import parse_block_numba_warm_up
 
-    def ready():
-        try:
-            from ._fasta import parse_block_numba_warm_up
+        parse_block_numba_warm_up()
+    except Exception:  # noqa: BLE001 - the reading task meets and reports the same
+        pass
+    backend = "cpu"
+    try:
+        from .gpu._runtime import get_runtime
 
-            parse_block_numba_warm_up()
-        except Exception:  # noqa: BLE001 - the reading task meets and reports the same
-            pass
-        backend = "cpu"
-        try:
-            from .gpu._runtime import get_runtime
+        runtime = get_runtime()
+        runtime.xp.zeros(1)  # the device's context
+        runtime.load_shipped()
+        backend = "gpu"
+    except Exception:  # noqa: BLE001 - no GPU here, or the search task reports it
+        pass
+    try:  # a small search through the path a search task takes, once
+        import pandas as pd
 
-            runtime = get_runtime()
-            runtime.xp.zeros(1)  # the device's context
-            runtime.load_shipped()
-            backend = "gpu"
-        except Exception:  # noqa: BLE001 - no GPU here, or the search task reports it
-            pass
-        try:  # a small search through the path a search task takes, once
-            import pandas as pd
-
-            pd.Series(_READY_TARGETS).sw.search(_READY_QUERIES, top=2, backend=backend)
-        except Exception:  # noqa: BLE001 - the search task meets and reports the same
-            pass
-
-    thread = threading.Thread(target=ready, name="swdask-ready-worker", daemon=True)
-    thread.start()
-    _WARM_UP.append(thread)
+        pd.Series(_READY_TARGETS).sw.search(_READY_QUERIES, top=2, backend=backend)
+    except Exception:  # noqa: BLE001 - the search task meets and reports the same
+        pass
 
 
 def _wait_for_warm_up() -> None:

@@ -233,19 +233,19 @@ def test_local_cluster_with_worker_processes(cluster_client, frame, protein_quer
 
 
 def _ready_state():
-    """On a worker: wait for its readying thread, then whether the reader's numba scan is
-    loaded in this process."""
-    from swdask import _dask, _fasta
+    """On a worker: whether the reader's numba scan is loaded in this process (nothing
+    waited for: a worker with the preload joins once it is ready)."""
+    from swdask import _fasta
 
-    _dask._wait_for_warm_up()
     return _fasta._compiled_scan.cache_info().currsize
 
 
 @pytest.mark.parametrize("preload", [True, False])
 def test_a_worker_with_the_preload_is_readied_as_it_starts(preload):
     """``dask worker --preload swdask.preload``: a new worker process loads what its first
-    swdask task needs (here, without a GPU, the FASTA reader's numba scan) on a thread of
-    its own as it starts; a worker without it has loaded nothing."""
+    swdask task needs (here, without a GPU, the FASTA reader's numba scan) before it joins
+    the scheduler, so it is there as soon as the worker is; a worker without it has loaded
+    nothing."""
     distributed = pytest.importorskip("distributed")
     extra = {"preload": ["swdask.preload"]} if preload else {}
     with distributed.LocalCluster(n_workers=1, processes=True, threads_per_worker=1,
