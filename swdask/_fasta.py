@@ -139,6 +139,12 @@ def _parse_scanned(arr: np.ndarray, path: str, first_line: int) -> pa.Table:
 
 def _parse_numba(arr: np.ndarray, path: str, first_line: int) -> pa.Table:
     scan, split_headers = _compiled_scan()
+    if arr.flags.writeable:
+        # one array type for numba whatever the bytes came from (bytes read-only, a file
+        # block writable): numba compiles, caches and loads a version per type, and a new
+        # worker readied with one would still meet the other in its first task
+        arr = arr.view()
+        arr.flags.writeable = False
     scanned = scan(arr)
     if not scanned[0]:
         return _parse_checked(arr, path, first_line)

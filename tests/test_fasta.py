@@ -750,3 +750,20 @@ def test_null_bytes_kernel_finds_covered_nulls():
             want = bool((~valid & (lengths > 0)).any())
             assert _nulls_cover_bytes_on_device(runtime, offsets, valid) == want
             assert _nulls_cover_bytes(runtime, offsets, valid) == want
+
+
+def test_the_numba_scan_is_one_compiled_version_for_any_buffer():
+    """Text from ``bytes`` (read-only) and from a file block (writable) go through one
+    compiled version of the numba scan, the one a new worker loads as it readies itself
+    (``parse_block_numba_warm_up``): a second would be compiled or loaded in the worker's
+    first task. Both parse alike."""
+    from swdask import _fasta
+
+    text = b">a one\nMKV\nLL\n>b\nWW\n" * 3
+    _fasta.parse_block_numba_warm_up()
+    read_only = _fasta._parse_numba(np.frombuffer(text, dtype=np.uint8), "<ro>", 1)
+    writable = _fasta._parse_numba(np.frombuffer(bytearray(text), dtype=np.uint8), "<rw>", 1)
+    assert read_only.equals(writable)
+    assert read_only.column("sequence").to_pylist() == ["MKVLL", "WW"] * 3
+    scan, split_headers = _fasta._compiled_scan()
+    assert len(scan.signatures) == 1 and len(split_headers.signatures) == 1
