@@ -295,21 +295,27 @@ def permute64(typingctx, table_low, table_high, index):
     return sig, codegen
 
 
-@intrinsic
-def shift_up(typingctx, value):
-    """``result[0] = 0``, ``result[l] = value[l - 1]``: each lane takes the one below (the
-    striped layout's step from one query segment to the next)."""
-    if value is not Lanes:
-        return None
-    sig = Lanes(value)
+def _shift_up(kind, vector_type, lanes: int):
+    @intrinsic
+    def operation(typingctx, value):
+        if value is not kind:
+            return None
+        sig = kind(value)
 
-    def codegen(context, builder, sig, args):
-        zeros = ir.Constant(_VEC, [0] * LANES)
-        order = ir.Constant(ir.VectorType(ir.IntType(32), LANES),
-                            [0] + [LANES + lane for lane in range(LANES - 1)])
-        return builder.shuffle_vector(zeros, args[0], order)
+        def codegen(context, builder, sig, args):
+            zeros = ir.Constant(vector_type, [0] * lanes)
+            order = ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                                [0] + [lanes + lane for lane in range(lanes - 1)])
+            return builder.shuffle_vector(zeros, args[0], order)
 
-    return sig, codegen
+        return sig, codegen
+
+    return operation
+
+
+shift_up = _shift_up(Lanes, _VEC, LANES)
+shift_up.__doc__ = """``result[0] = 0``, ``result[l] = value[l - 1]``: each lane takes the one
+below (the striped layout's step from one query segment to the next)."""
 
 
 # ----------------------------------------------------------------------------- masks
@@ -512,20 +518,8 @@ def permute_bytes(typingctx, table, index):
     return sig, codegen
 
 
-@intrinsic
-def shift_up_bytes(typingctx, value):
-    """:func:`shift_up` for byte lanes: ``result[0] = 0``, ``result[l] = value[l - 1]``."""
-    if value is not Bytes:
-        return None
-    sig = Bytes(value)
-
-    def codegen(context, builder, sig, args):
-        zeros = ir.Constant(_BVEC, [0] * BYTE_LANES)
-        order = ir.Constant(ir.VectorType(ir.IntType(32), BYTE_LANES),
-                            [0] + [BYTE_LANES + lane for lane in range(BYTE_LANES - 1)])
-        return builder.shuffle_vector(zeros, args[0], order)
-
-    return sig, codegen
+shift_up_bytes = _shift_up(Bytes, _BVEC, BYTE_LANES)
+shift_up_bytes.__doc__ = ":func:`shift_up` for byte lanes."
 
 
 def _byte_mask(predicate):
