@@ -55,11 +55,11 @@ from numba.extending import overload
 
 from ._results import MODES
 from ._scoring import saturation_bound, substitution_table
-from ._simd import (BYTE_LANES, HAVE_VPERMW, LANES, add, add_where_positive, adds_bytes,
-                    gather, load, load_bytes, load_codes, mask_eq, mask_eq_bytes, mask_gt,
-                    mask_gt_bytes, max_bytes, maximum, permute, permute64, permute_bytes,
-                    select, shift_up, shift_up_bytes, splat, splat_bytes, store, store_bytes,
-                    sub, sub_floor0, subs_bytes)
+from ._simd import (BYTE_LANES, DWORD_LANES, HAVE_VPERMW, LANES, add, add_where_positive,
+                    adds_bytes, gather, load, load_bytes, load_codes, mask_eq, mask_eq_bytes,
+                    mask_gt, mask_gt_bytes, max_bytes, maximum, permute, permute64,
+                    permute_bytes, select, shift_up, splat, splat_bytes, splat_of, store,
+                    store_bytes, sub, sub_floor0, subs_bytes)
 from ._work import TASKS, next_item
 
 # Minus infinity for E/F: far below any reachable score, far from int64 overflow.
@@ -67,6 +67,8 @@ _NEG = -(1 << 60)
 
 #: Largest lane value; lanes hold scores in ``[0, _LANE_MAX]``.
 _LANE_MAX = 32767
+#: Largest int32 lane value (the striped row's widest lanes).
+_DWORD_MAX = 2**31 - 1
 #: Substitution score of padding cells: with ``H >= 0`` a padded cell adds nothing.
 _PAD_SCORE = -32767
 #: Residue code of padding in the one-to-many lane table (alphabets have fewer letters).
@@ -734,7 +736,7 @@ def _lanes_of(zero):
 
 @overload(_lanes_of, inline="always")
 def _lanes_of_impl(zero):
-    lanes = {types.uint8: BYTE_LANES, types.int16: LANES}.get(zero)
+    lanes = {types.uint8: BYTE_LANES, types.int16: LANES, types.int32: DWORD_LANES}.get(zero)
     if lanes is None:
         return None
     return lambda zero: lanes
@@ -817,15 +819,16 @@ _STRIPED_MAX_ROWS = BYTE_LANES
 
 
 class StripedQuery(NamedTuple):
-    """A query in the striped layouts (one per width), built once per query and scheme.
+    """A query in the striped layouts (one per lane width), built once per query and scheme.
 
     Attributes:
         table: ``int16[A * seg * 32]``, ``table[(t * seg + k) * 32 + l]`` = score of target
             letter ``t`` against query row ``l * seg + k`` (``_PAD_SCORE`` past the query's
             end); 64-byte aligned, so that no vector load splits a cache line.
         seg: int16 vectors per column.
-        saturation: the best score from which the row is recomputed wider (the lanes'
-            bound less the ``seg * gap_extend`` the gap maximum carries).
+        word_limit: a column best from which the next column could wrap in int16 lanes (the
+            lanes' bound less the ``seg * gap_extend`` the gap maximum carries): the row goes
+            on in int32 lanes. At most 255: int16 lanes are not used.
         byte_table: ``uint8[A * byte_seg * 64]``, the same in byte lanes, scores plus
             ``bias`` (0 past the query's end); a one-element array when bytes do not fit.
         byte_seg: byte vectors per column.
@@ -833,16 +836,25 @@ class StripedQuery(NamedTuple):
         byte_limit: the largest column best from which the next column is still exact in
             bytes (-1: bytes never used).
         back_limit: in int16 lanes, a column best at or below this goes back to bytes.
+        dword_table: ``int32[A * dword_seg * 16]``, the same in int32 lanes.
+        dword_seg: int32 vectors per column.
+        saturation: the best score from which even int32 lanes could wrap: the row is
+            recomputed by the scalar kernel.
+        word_back: in int32 lanes, a column best at or below this goes back to int16 lanes.
     """
 
     table: np.ndarray
     seg: int
-    saturation: int
+    word_limit: int
     byte_table: np.ndarray
     byte_seg: int
     bias: int
     byte_limit: int
     back_limit: int
+    dword_table: np.ndarray
+    dword_seg: int
+    saturation: int
+    word_back: int
 
 
 def _striped_table(scores: np.ndarray, lanes: int, pad: int, offset: int, zero):
@@ -860,17 +872,20 @@ def striped_query(scores: np.ndarray, gap_open: int, gap_extend: int) -> Striped
     """The :class:`StripedQuery` of the query scores ``scores[t, i]`` (the QueryProfile's)."""
     top = max(int(scores.max()), 0)
     table, seg = _striped_table(scores, LANES, _PAD_SCORE, 0, np.int16(0))
-    saturation = saturation_bound(_LANE_MAX, top) - seg * gap_extend
+    word_limit = saturation_bound(_LANE_MAX, top) - seg * gap_extend
+    dword_table, dword_seg = _striped_table(scores, DWORD_LANES, _PAD_SCORE, 0, np.int32(0))
+    saturation = saturation_bound(_DWORD_MAX, top) - dword_seg * gap_extend
+    word_back = word_limit // 2 if word_limit > 255 else -1
     bias = max(0, -int(scores.min()))
     # the next column's cells stay exact while ``H + top + bias`` (a substitution before
     # the bias comes off) stays within 255
     byte_limit = 255 - top - bias
     if byte_limit < _BYTE_MIN_BOUND or gap_open > 255:
-        return StripedQuery(table, seg, saturation, np.zeros(1, dtype=np.uint8), 0, bias, -1,
-                            -1)
+        return StripedQuery(table, seg, word_limit, np.zeros(1, dtype=np.uint8), 0, bias, -1,
+                            -1, dword_table, dword_seg, saturation, word_back)
     byte_table, byte_seg = _striped_table(scores, BYTE_LANES, 0, bias, np.uint8(0))
-    return StripedQuery(table, seg, saturation, byte_table, byte_seg, bias, byte_limit,
-                        byte_limit // 2)
+    return StripedQuery(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit,
+                        byte_limit // 2, dword_table, dword_seg, saturation, word_back)
 
 
 @nb.njit(cache=True, nogil=True)
@@ -884,8 +899,8 @@ def _aligned(count, zero):
 
 
 def _equal_lanes(H, k, best):
-    """Bit ``l`` set where lane ``l`` of vector ``k`` of ``H`` (int16 or byte lanes) holds
-    ``best``."""
+    """Bit ``l`` set where lane ``l`` of vector ``k`` of ``H`` (byte, int16 or int32 lanes)
+    holds ``best``."""
 
 
 @overload(_equal_lanes, inline="always")
@@ -893,14 +908,15 @@ def _equal_lanes_impl(H, k, best):
     if H.dtype == types.uint8:
         return lambda H, k, best: mask_eq_bytes(load_bytes(H, k * BYTE_LANES),
                                                 splat_bytes(best))
-    if H.dtype == types.int16:
-        return lambda H, k, best: mask_eq(load(H, k * LANES), splat(best))
+    if H.dtype in (types.int16, types.int32):
+        lanes = LANES if H.dtype == types.int16 else DWORD_LANES
+        return lambda H, k, best: mask_eq(load(H, k * lanes), splat_of(H, best))
     return None
 
 
 @nb.njit(cache=True, nogil=True)
 def _first_row_at(H, seg, best):
-    """The first query row holding ``best`` in a striped column (int16 or byte lanes): the
+    """The first query row holding ``best`` in a striped column (any lanes): the
     lowest lane holding it (lane ``l`` holds rows ``l * seg`` to ``l * seg + seg - 1``), then
     that lane's first segment; padding rows never reach a new best (they only take gaps
     from the rows above)."""
@@ -918,32 +934,35 @@ def _first_row_at(H, seg, best):
 
 
 @nb.njit(cache=True, nogil=True)
-def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_limit, H, E,
-                   column, C, D, best, end_i, end_j):
-    """Columns ``j, j + 1, ...`` of a row in int16 lanes, until the row ends or (``back_limit
-    >= 0``) a column's best is at most ``back_limit``: ``(next column, best, end_i,
-    end_j)``, the best and its end cell by the tie rule, carried on from the arguments.
-    ``H``, ``E``, ``C`` and ``D`` hold ``seg * LANES`` lanes (64-byte aligned), ``column``
-    one vector."""
-    zero = splat(0)
-    open_cost = splat(gap_open)
-    extend_cost = splat(gap_extend)
-    past_last = splat(seg * gap_extend)
-    back = splat(back_limit)
+def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_limit, up_limit,
+                   H, E, column, C, D, best, end_i, end_j):
+    """Columns ``j, j + 1, ...`` of a row in int16 lanes (int32 lanes where ``table`` and the
+    work arrays are int32), until the row ends, or a column's best reaches ``up_limit``
+    (past it the next column could wrap), or (``back_limit >= 0``) a column's best is at
+    most ``back_limit``: ``(next column, best, end_i, end_j, step)``, the best and its end
+    cell by the tie rule carried on from the arguments, ``step`` 1 (the row needs wider
+    lanes from the next column), -1 (narrower ones do) or 0 (the row's end). ``H``, ``E``,
+    ``C`` and ``D`` hold ``seg`` vectors (64-byte aligned), ``column`` one vector."""
+    lanes = _lanes_of(H[0])
+    zero = splat_of(H, 0)
+    open_cost = splat_of(H, gap_open)
+    extend_cost = splat_of(H, gap_extend)
+    past_last = splat_of(H, seg * gap_extend)
+    back = splat_of(H, back_limit)
     while j < n:
-        base = np.int64(residues[t0 + j]) * seg * LANES
+        base = np.int64(residues[t0 + j]) * seg * lanes
         g = zero  # G[0]: no gap enters the first segment within the column
-        diag = shift_up(load(H, (seg - 1) * LANES))
+        diag = shift_up(load(H, (seg - 1) * lanes))
         column_best = zero
         for k in range(seg):
-            h_left = load(H, k * LANES)
-            e = load(E, k * LANES)
-            h_before = maximum(add(diag, load(table, base + k * LANES)), e)  # H' >= 0
-            h = maximum(h_before, sub(g, load(D, k * LANES)))  # F[k] = G[k] - D[k]
-            g = maximum(g, add(h_before, load(C, k * LANES)))
-            store(H, k * LANES, h)
+            h_left = load(H, k * lanes)
+            e = load(E, k * lanes)
+            h_before = maximum(add(diag, load(table, base + k * lanes)), e)  # H' >= 0
+            h = maximum(h_before, sub(g, load(D, k * lanes)))  # F[k] = G[k] - D[k]
+            g = maximum(g, add(h_before, load(C, k * lanes)))
+            store(H, k * lanes, h)
             column_best = maximum(column_best, h)
-            store(E, k * LANES, maximum(sub_floor0(e, extend_cost), sub_floor0(h, open_cost)))
+            store(E, k * lanes, maximum(sub_floor0(e, extend_cost), sub_floor0(h, open_cost)))
             diag = h_left
         # the gaps leaving each segment's last row enter the next segment: a carried gap
         # ``f`` raises a cell where it beats it (then ``E`` there too), and goes on down as
@@ -955,11 +974,11 @@ def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_li
         # mispredicted loop exit.
         f = shift_up(maximum(sub(g, past_last), zero))
         k = 0
-        while k < 2 or mask_gt(f, sub_floor0(load(H, k * LANES), open_cost)) != 0:
-            h = maximum(load(H, k * LANES), f)
-            store(H, k * LANES, h)
+        while k < 2 or mask_gt(f, sub_floor0(load(H, k * lanes), open_cost)) != 0:
+            h = maximum(load(H, k * lanes), f)
+            store(H, k * lanes, h)
             column_best = maximum(column_best, h)
-            store(E, k * LANES, maximum(load(E, k * LANES), sub_floor0(h, open_cost)))
+            store(E, k * lanes, maximum(load(E, k * lanes), sub_floor0(h, open_cost)))
             f = sub_floor0(f, extend_cost)
             k += 1
             if k == seg:
@@ -967,15 +986,20 @@ def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_li
                 f = shift_up(f)
                 if mask_gt(f, sub_floor0(load(H, 0), open_cost)) == 0:
                     break
-        if mask_gt(column_best, splat(best)) != 0:  # strict: the smallest column, first row
-            store(column, 0, column_best)
-            best = int(column.max())
-            end_i = _first_row_at(H, seg, best)
-            end_j = j
         j += 1
+        # one test for both rare events: a new best, or a column too high for these lanes
+        if mask_gt(column_best, splat_of(H, min(best, up_limit - 1))) != 0:
+            store(column, 0, column_best)
+            top = int(column.max())
+            if top > best:  # strict: the smallest column, first row
+                best = top
+                end_i = _first_row_at(H, seg, best)
+                end_j = j - 1
+            if top >= up_limit:
+                return j, best, end_i, end_j, 1
         if back_limit >= 0 and mask_gt(column_best, back) == 0:
-            break
-    return j, best, end_i, end_j
+            return j, best, end_i, end_j, -1
+    return j, best, end_i, end_j, 0
 
 
 @nb.njit(cache=True, nogil=True)
@@ -993,7 +1017,7 @@ def _striped_bytes(table, seg, residues, t0, j, n, gap_open, gap_extend, bias, l
     while j < n:
         base = np.int64(residues[t0 + j]) * seg * BYTE_LANES
         f = zero  # no gap enters the first segment within the column
-        diag = shift_up_bytes(load_bytes(H, (seg - 1) * BYTE_LANES))
+        diag = shift_up(load_bytes(H, (seg - 1) * BYTE_LANES))
         column_best = zero
         for k in range(seg):
             h_left = load_bytes(H, k * BYTE_LANES)
@@ -1008,7 +1032,7 @@ def _striped_bytes(table, seg, residues, t0, j, n, gap_open, gap_extend, bias, l
             diag = h_left
         # the lazy F, as in _striped_words, its first three steps unconditional (with half
         # the segments per column, one more than there spares more exits)
-        f = shift_up_bytes(f)
+        f = shift_up(f)
         k = 0
         while k < 3 or mask_gt_bytes(f, subs_bytes(load_bytes(H, k * BYTE_LANES),
                                                    open_cost)) != 0:
@@ -1021,7 +1045,7 @@ def _striped_bytes(table, seg, residues, t0, j, n, gap_open, gap_extend, bias, l
             k += 1
             if k == seg:
                 k = 0
-                f = shift_up_bytes(f)
+                f = shift_up(f)
                 if mask_gt_bytes(f, subs_bytes(load_bytes(H, 0), open_cost)) == 0:
                     break
         j += 1
@@ -1052,54 +1076,87 @@ def _restripe(H_from, E_from, seg_from, lanes_from, H_to, E_to, seg_to, lanes_to
 
 
 @nb.njit(cache=True, nogil=True)
-def _striped_row(table, seg, byte_table, byte_seg, bias, byte_limit, back_limit, m, residues,
-                 t0, n, gap_open, gap_extend):
-    """One row against the striped query (:class:`StripedQuery`'s fields): ``(best, end_i,
-    end_j)`` by the tie rule, in byte lanes where the column allows (``byte_limit >= 0``),
-    else in int16 lanes."""
-    H = _aligned(seg * LANES, np.int16(0))
-    E = _aligned(seg * LANES, np.int16(0))
-    C = _aligned(seg * LANES, np.int16(0))
-    D = _aligned(seg * LANES, np.int16(0))
-    column = np.empty(LANES, dtype=np.int16)
+def _striped_work(seg, lanes, zero, gap_open, gap_extend):
+    """``(H, E, C, D, column)`` for a striped row in lanes of ``zero``'s type: the column
+    state zeroed and the gap maximum's per-segment constants (:func:`_striped_words`)."""
+    H = _aligned(seg * lanes, zero)
+    E = _aligned(seg * lanes, zero)
+    C = _aligned(seg * lanes, zero)
+    D = _aligned(seg * lanes, zero)
     for k in range(seg):
-        store(C, k * LANES, splat((k + 1) * gap_extend - gap_open))
-        store(D, k * LANES, splat(k * gap_extend))
+        store(C, k * lanes, splat_of(C, (k + 1) * gap_extend - gap_open))
+        store(D, k * lanes, splat_of(D, k * gap_extend))
+    return H, E, C, D, np.empty(lanes, dtype=H.dtype)
+
+
+@nb.njit(cache=True, nogil=True)
+def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit, back_limit,
+                 dword_table, dword_seg, saturation, word_back, m, residues, t0, n, gap_open,
+                 gap_extend):
+    """One row against the striped query (:class:`StripedQuery`'s fields): ``(best, end_i,
+    end_j)`` by the tie rule. Each stretch of columns runs in the narrowest lanes it fits:
+    bytes where ``byte_limit >= 0`` allows, int16 lanes where ``word_limit > 255``, int32
+    lanes past them; a best at or over ``saturation`` stops the row (its caller recomputes
+    it)."""
+    H, E, C, D, column = _striped_work(seg, LANES, np.int16(0), gap_open, gap_extend)
+    dword_H, dword_E, dword_C, dword_D, dword_column = _striped_work(
+        dword_seg, DWORD_LANES, np.int32(0), gap_open, gap_extend)
+    byte_H = _aligned(max(byte_seg, 1) * BYTE_LANES, np.uint8(0))
+    byte_E = _aligned(max(byte_seg, 1) * BYTE_LANES, np.uint8(0))
+    byte_column = np.empty(BYTE_LANES, dtype=np.uint8)
+    words = word_limit > 255
+    width = 0 if byte_limit >= 0 else (1 if words else 2)
     best = 0
     end_i = -1
     end_j = -1
     j = 0
-    if byte_limit >= 0:
-        byte_H = _aligned(byte_seg * BYTE_LANES, np.uint8(0))
-        byte_E = _aligned(byte_seg * BYTE_LANES, np.uint8(0))
-        byte_column = np.empty(BYTE_LANES, dtype=np.uint8)
-        while j < n:
+    while j < n:
+        if width == 0:
             j, best, end_i, end_j = _striped_bytes(
                 byte_table, byte_seg, residues, t0, j, n, gap_open, gap_extend, bias,
                 byte_limit, byte_H, byte_E, byte_column, best, end_i, end_j)
             if j == n:
                 break
-            _restripe(byte_H, byte_E, byte_seg, BYTE_LANES, H, E, seg, LANES, m)
-            j, best, end_i, end_j = _striped_words(
-                table, seg, residues, t0, j, n, gap_open, gap_extend, back_limit, H, E,
-                column, C, D, best, end_i, end_j)
-            if j == n:
+            if words:
+                _restripe(byte_H, byte_E, byte_seg, BYTE_LANES, H, E, seg, LANES, m)
+                width = 1
+            else:
+                _restripe(byte_H, byte_E, byte_seg, BYTE_LANES, dword_H, dword_E, dword_seg,
+                          DWORD_LANES, m)
+                width = 2
+        elif width == 1:
+            j, best, end_i, end_j, step = _striped_words(
+                table, seg, residues, t0, j, n, gap_open, gap_extend,
+                back_limit if byte_limit >= 0 else -1, word_limit, H, E, column, C, D, best,
+                end_i, end_j)
+            if step == 0:
                 break
-            _restripe(H, E, seg, LANES, byte_H, byte_E, byte_seg, BYTE_LANES, m)
-    else:
-        j, best, end_i, end_j = _striped_words(table, seg, residues, t0, j, n, gap_open,
-                                               gap_extend, -1, H, E, column, C, D, best,
-                                               end_i, end_j)
+            if step < 0:
+                _restripe(H, E, seg, LANES, byte_H, byte_E, byte_seg, BYTE_LANES, m)
+                width = 0
+            else:
+                _restripe(H, E, seg, LANES, dword_H, dword_E, dword_seg, DWORD_LANES, m)
+                width = 2
+        else:
+            j, best, end_i, end_j, step = _striped_words(
+                dword_table, dword_seg, residues, t0, j, n, gap_open, gap_extend, word_back,
+                saturation, dword_H, dword_E, dword_column, dword_C, dword_D, best, end_i,
+                end_j)
+            if step >= 0:  # the row's end, or past int32 lanes (best >= saturation)
+                break
+            _restripe(dword_H, dword_E, dword_seg, DWORD_LANES, H, E, seg, LANES, m)
+            width = 1
     return best, end_i, end_j
 
 
 @nb.njit(cache=True, parallel=True)
-def _one_to_many_striped(table, seg, m, residues, offsets, rows, byte_table, byte_seg, bias,
-                         byte_limit, back_limit, gap_open, gap_extend, want_end, saturation,
-                         score, query_end, target_end, saturated):
+def _one_to_many_striped(table, seg, m, residues, offsets, rows, word_limit, byte_table,
+                         byte_seg, bias, byte_limit, back_limit, dword_table, dword_seg,
+                         word_back, gap_open, gap_extend, want_end, saturation, score, query_end,
+                         target_end, saturated):
     """Scores and (if ``want_end``) end cells of ``rows``, one row per task on
-    :func:`_striped_row`; rows whose best may have wrapped (``saturation``:
-    :class:`StripedQuery`) are flagged in ``saturated`` instead."""
+    :func:`_striped_row`; rows whose best may have wrapped even int32 lanes
+    (``saturation``: :class:`StripedQuery`) are flagged in ``saturated`` instead."""
     counter = np.zeros(1, dtype=np.int64)
     for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
         while True:
@@ -1108,8 +1165,9 @@ def _one_to_many_striped(table, seg, m, residues, offsets, rows, byte_table, byt
                 break
             row = rows[index]
             best, end_i, end_j = _striped_row(
-                table, seg, byte_table, byte_seg, bias, byte_limit, back_limit, m, residues,
-                offsets[row], offsets[row + 1] - offsets[row], gap_open, gap_extend)
+                table, seg, word_limit, byte_table, byte_seg, bias, byte_limit, back_limit,
+                dword_table, dword_seg, saturation, word_back, m, residues, offsets[row],
+                offsets[row + 1] - offsets[row], gap_open, gap_extend)
             if best >= saturation:
                 saturated[row] = True
             else:
@@ -1202,10 +1260,11 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
     if rows.size < _STRIPED_MAX_ROWS and m >= LANES:  # few rows: striped over the query
         striped = striped_query(scores, gap_open, gap_extend)
         _one_to_many_striped(striped.table, striped.seg, m, residues, offsets, rows,
-                             striped.byte_table, striped.byte_seg, striped.bias,
-                             striped.byte_limit, striped.back_limit, gap_open, gap_extend,
-                             mode != MODE_NONE, striped.saturation, score, query_end,
-                             target_end, saturated)
+                             striped.word_limit, striped.byte_table, striped.byte_seg,
+                             striped.bias, striped.byte_limit, striped.back_limit,
+                             striped.dword_table, striped.dword_seg, striped.word_back,
+                             gap_open, gap_extend, mode != MODE_NONE, striped.saturation,
+                             score, query_end, target_end, saturated)
         lane_rows = rows[:0]
     elif (profile.byte_table is not None and gap_open <= 255 and gap_extend <= 255):
         # a byte-lane pass first (twice the lanes); the rows it cannot tell (best near
@@ -1221,6 +1280,9 @@ def one_to_many(profile, m, residues, offsets, order, gap_open, gap_extend, posi
                        saturation_bound(_LANE_MAX, scores.max()), score, query_end,
                        target_end, saturated, np.int16(0))
     if mode == MODE_FULL:
+        # the start cells' pass runs in int16 lanes: rows the striped kernel scored past them
+        # (in int32 lanes) take the scalar kernel, as rows past int32 lanes do
+        saturated[rows[score[rows] >= saturation_bound(_LANE_MAX, scores.max())]] = True
         hits = rows[~saturated[rows] & (score[rows] > 0)]
         hits = hits[np.argsort(query_end[hits], kind="stable")]
         _one_to_many_starts(profile.codes, table, residues, offsets, hits, gap_open,

@@ -118,21 +118,63 @@ class _LanesModel(models.PrimitiveModel):
         super().__init__(dmm, fe_type, _VEC)
 
 
+#: int32 lanes per vector (one 512-bit register): the striped row's widest lanes, for scores
+#: past 16 bits.
+DWORD_LANES = 16
+_DVEC = ir.VectorType(ir.IntType(32), DWORD_LANES)
+
+
+class DwordsType(types.Type):
+    """numba type of a ``<16 x i32>`` vector value."""
+
+    def __init__(self):
+        super().__init__(name="Dwords_i32x16")
+
+
+Dwords = DwordsType()
+
+
+@register_model(DwordsType)
+class _DwordsModel(models.PrimitiveModel):
+    def __init__(self, dmm, fe_type):
+        super().__init__(dmm, fe_type, _DVEC)
+
+
+#: The signed lane kinds the arithmetic, masks and memory operations below take (int16 or
+#: int32 lanes alike), by numba type and by array element type.
+_VECTOR_OF = {Lanes: _VEC, Dwords: _DVEC}
+_KIND_OF = {types.int16: Lanes, types.int32: Dwords}
+
+
+def _kind_of_array(array):
+    """The lane kind of an int16 or int32 array, else None."""
+    if isinstance(array, types.Array):
+        return _KIND_OF.get(array.dtype)
+    return None
+
+
+def _intrinsic_name(name: str, vector) -> str:
+    """``llvm.<name>.v<count>i<width>`` for an LLVM vector type."""
+    return f"llvm.{name}.v{vector.count}i{vector.element.width}"
+
+
 def _element_pointer(context, builder, array_type, array, offset, element_type):
     data = context.make_array(array_type)(context, builder, array).data
     pointer = builder.gep(data, [offset])
     return builder.bitcast(pointer, ir.PointerType(element_type))
 
 
-def _splat_value(builder, scalar):
-    if scalar.type.width > 16:
-        scalar = builder.trunc(scalar, _I16)
-    elif scalar.type.width < 16:
-        scalar = builder.sext(scalar, _I16)
-    vector = builder.insert_element(ir.Constant(_VEC, ir.Undefined), scalar,
+def _splat_value(builder, scalar, vector_type=_VEC):
+    element = vector_type.element
+    if scalar.type.width > element.width:
+        scalar = builder.trunc(scalar, element)
+    elif scalar.type.width < element.width:
+        scalar = builder.sext(scalar, element)
+    vector = builder.insert_element(ir.Constant(vector_type, ir.Undefined), scalar,
                                     ir.Constant(ir.IntType(32), 0))
-    zeros = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
-    return builder.shuffle_vector(vector, ir.Constant(_VEC, ir.Undefined), zeros)
+    zeros = ir.Constant(ir.VectorType(ir.IntType(32), vector_type.count),
+                        [0] * vector_type.count)
+    return builder.shuffle_vector(vector, ir.Constant(vector_type, ir.Undefined), zeros)
 
 
 def _call_intrinsic(builder, name, return_type, args):
@@ -149,14 +191,17 @@ def _call_intrinsic(builder, name, return_type, args):
 
 @intrinsic
 def load(typingctx, array, offset):
-    """``array[offset:offset+32]`` (int16) as lanes."""
-    if not (isinstance(array, types.Array) and array.dtype == types.int16):
+    """``array[offset:offset+32]`` (int16) as lanes; ``array[offset:offset+16]`` of an int32
+    array as int32 lanes."""
+    kind = _kind_of_array(array)
+    if kind is None:
         return None
-    sig = Lanes(array, offset)
+    sig = kind(array, offset)
 
     def codegen(context, builder, sig, args):
-        pointer = _element_pointer(context, builder, sig.args[0], args[0], args[1], _VEC)
-        return builder.load(pointer, align=2)
+        vector_type = _VECTOR_OF[sig.return_type]
+        pointer = _element_pointer(context, builder, sig.args[0], args[0], args[1], vector_type)
+        return builder.load(pointer, align=vector_type.element.width // 8)
 
     return sig, codegen
 
@@ -178,14 +223,16 @@ def load_codes(typingctx, array, offset):
 
 @intrinsic
 def store(typingctx, array, offset, value):
-    """``array[offset:offset+32] = value`` (int16)."""
-    if not (isinstance(array, types.Array) and array.dtype == types.int16):
+    """``array[offset:offset+32] = value`` (int16; int32 lanes into an int32 array)."""
+    kind = _kind_of_array(array)
+    if kind is None or value is not kind:
         return None
     sig = types.void(array, offset, value)
 
     def codegen(context, builder, sig, args):
-        pointer = _element_pointer(context, builder, sig.args[0], args[0], args[1], _VEC)
-        builder.store(args[2], pointer, align=2)
+        vector_type = _VECTOR_OF[sig.args[2]]
+        pointer = _element_pointer(context, builder, sig.args[0], args[0], args[1], vector_type)
+        builder.store(args[2], pointer, align=vector_type.element.width // 8)
         return context.get_dummy_value()
 
     return sig, codegen
@@ -204,36 +251,54 @@ def splat(typingctx, scalar):
     return sig, codegen
 
 
+@intrinsic
+def splat_of(typingctx, array, scalar):
+    """All lanes equal to ``scalar``, lanes of ``array``'s type (int16 or int32): what a
+    kernel written once for both widths splats with."""
+    kind = _kind_of_array(array)
+    if kind is None or not isinstance(scalar, types.Integer):
+        return None
+    sig = kind(array, scalar)
+
+    def codegen(context, builder, sig, args):
+        return _splat_value(builder, args[1], _VECTOR_OF[sig.return_type])
+
+    return sig, codegen
+
+
 # ----------------------------------------------------------------------------- arithmetic
 
 
 def _binary(build):
+    """A lane-wise operation on two vectors of one kind (int16 or int32 lanes); ``build``
+    gets the builder, both values and their LLVM vector type."""
     @intrinsic
     def operation(typingctx, a, b):
-        if a is not Lanes or b is not Lanes:
+        if a not in _VECTOR_OF or b is not a:
             return None
-        sig = Lanes(a, b)
+        sig = a(a, b)
 
         def codegen(context, builder, sig, args):
-            return build(builder, args[0], args[1])
+            return build(builder, args[0], args[1], _VECTOR_OF[sig.return_type])
 
         return sig, codegen
 
     return operation
 
 
-add = _binary(lambda b, x, y: b.add(x, y))
+add = _binary(lambda b, x, y, v: b.add(x, y))
 add.__doc__ = "Lane-wise ``x + y`` (wrapping)."
-sub = _binary(lambda b, x, y: b.sub(x, y))
+sub = _binary(lambda b, x, y, v: b.sub(x, y))
 sub.__doc__ = "Lane-wise ``x - y`` (wrapping)."
-maximum = _binary(lambda b, x, y: _call_intrinsic(b, "llvm.smax.v32i16", _VEC, [x, y]))
+maximum = _binary(lambda b, x, y, v: _call_intrinsic(b, _intrinsic_name("smax", v), v, [x, y]))
 maximum.__doc__ = "Lane-wise signed maximum."
 add_where_positive = _binary(
-    lambda b, x, y: b.select(b.icmp_signed(">", x, ir.Constant(_VEC, [0] * LANES)), b.add(x, y),
-                             ir.Constant(_VEC, [0] * LANES)))
+    lambda b, x, y, v: b.select(b.icmp_signed(">", x, ir.Constant(v, [0] * v.count)),
+                                b.add(x, y), ir.Constant(v, [0] * v.count)))
 add_where_positive.__doc__ = "Lane-wise ``x + y`` where ``x > 0``, else 0."
-sub_floor0 = _binary(lambda b, x, y: _call_intrinsic(b, "llvm.usub.sat.v32i16", _VEC, [x, y]))
-sub_floor0.__doc__ = ("Lane-wise ``max(x - y, 0)`` for ``x, y`` in ``[0, 32767]`` "
+sub_floor0 = _binary(
+    lambda b, x, y, v: _call_intrinsic(b, _intrinsic_name("usub.sat", v), v, [x, y]))
+sub_floor0.__doc__ = ("Lane-wise ``max(x - y, 0)`` for non-negative ``x, y`` "
                       "(unsigned saturating subtraction: one instruction).")
 
 
@@ -295,27 +360,25 @@ def permute64(typingctx, table_low, table_high, index):
     return sig, codegen
 
 
-def _shift_up(kind, vector_type, lanes: int):
-    @intrinsic
-    def operation(typingctx, value):
-        if value is not kind:
-            return None
-        sig = kind(value)
+@intrinsic
+def shift_up(typingctx, value):
+    """``result[0] = 0``, ``result[l] = value[l - 1]``: each lane takes the one below (the
+    striped layout's step from one query segment to the next); int16, int32 or byte
+    lanes."""
+    vector_of = {**_VECTOR_OF, Bytes: _BVEC}
+    if value not in vector_of:
+        return None
+    sig = value(value)
 
-        def codegen(context, builder, sig, args):
-            zeros = ir.Constant(vector_type, [0] * lanes)
-            order = ir.Constant(ir.VectorType(ir.IntType(32), lanes),
-                                [0] + [lanes + lane for lane in range(lanes - 1)])
-            return builder.shuffle_vector(zeros, args[0], order)
+    def codegen(context, builder, sig, args):
+        vector_type = vector_of[sig.return_type]
+        lanes = vector_type.count
+        zeros = ir.Constant(vector_type, [0] * lanes)
+        order = ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                            [0] + [lanes + lane for lane in range(lanes - 1)])
+        return builder.shuffle_vector(zeros, args[0], order)
 
-        return sig, codegen
-
-    return operation
-
-
-shift_up = _shift_up(Lanes, _VEC, LANES)
-shift_up.__doc__ = """``result[0] = 0``, ``result[l] = value[l - 1]``: each lane takes the one
-below (the striped layout's step from one query segment to the next)."""
+    return sig, codegen
 
 
 # ----------------------------------------------------------------------------- masks
@@ -324,12 +387,14 @@ below (the striped layout's step from one query segment to the next)."""
 def _mask(predicate):
     @intrinsic
     def operation(typingctx, a, b):
-        if a is not Lanes or b is not Lanes:
+        if a not in _VECTOR_OF or b is not a:
             return None
         sig = types.int64(a, b)
 
         def codegen(context, builder, sig, args):
-            bits = builder.bitcast(builder.icmp_signed(predicate, args[0], args[1]), _MASK_INT)
+            count = _VECTOR_OF[sig.args[0]].count
+            bits = builder.bitcast(builder.icmp_signed(predicate, args[0], args[1]),
+                                   ir.IntType(count))
             return builder.zext(bits, ir.IntType(64))
 
         return sig, codegen
@@ -516,10 +581,6 @@ def permute_bytes(typingctx, table, index):
         return result
 
     return sig, codegen
-
-
-shift_up_bytes = _shift_up(Bytes, _BVEC, BYTE_LANES)
-shift_up_bytes.__doc__ = ":func:`shift_up` for byte lanes."
 
 
 def _byte_mask(predicate):

@@ -602,11 +602,13 @@ def test_striped_row_switching_widths_gives_the_int16_result(scheme):
     assert striped.byte_limit >= 64  # bytes are used for this scheme
     residues = encode([target], scoring).residues
 
-    def row(byte_limit, back_limit):
-        return _cpu._striped_row(striped.table, striped.seg, striped.byte_table,
+    def row(byte_limit, back_limit, word_limit=striped.word_limit,
+            word_back=striped.word_back):
+        return _cpu._striped_row(striped.table, striped.seg, word_limit, striped.byte_table,
                                  striped.byte_seg, striped.bias, byte_limit, back_limit,
-                                 len(query), residues, 0, len(target), scoring.gap_open,
-                                 scoring.gap_extend)
+                                 striped.dword_table, striped.dword_seg, striped.saturation,
+                                 word_back, len(query), residues, 0, len(target),
+                                 scoring.gap_open, scoring.gap_extend)
 
     words = row(-1, -1)
     reference = one_to_many(query, [target], scheme, "end", kernel=_cpu._scalar_one_to_many)
@@ -616,14 +618,21 @@ def test_striped_row_switching_widths_gives_the_int16_result(scheme):
                                    (striped.byte_limit, striped.byte_limit), (30, 0),
                                    (30, 29), (12, 6)]:
         assert row(byte_limit, back_limit) == words, (byte_limit, back_limit)
+    # int32 lanes: from bytes (no int16 lanes: word_limit 0), after int16 lanes from a low
+    # limit on, back and forth, and alone
+    for byte_limit, back_limit, word_limit, word_back in [
+            (striped.byte_limit, striped.back_limit, 0, -1), (30, 0, 300, 280),
+            (30, 29, 300, 0), (-1, -1, 0, -1), (-1, -1, 256, 255)]:
+        assert row(byte_limit, back_limit, word_limit, word_back) == words, (
+            byte_limit, back_limit, word_limit, word_back)
 
 
-def test_striped_rows_near_the_int16_limit_are_recomputed(monkeypatch):
+def test_striped_rows_near_the_int16_limit_go_on_in_int32_lanes(monkeypatch):
     """The striped kernel's running maximum of vertical gaps carries ``seg * gap_extend``
     on top of the scores, so a row whose best stays below 16 bits but whose carried gaps
     may not (a deletion near the end of a 16,300-letter self-alignment scoring about
-    32,500) is flagged by the striped pass and recomputed wider; every output equals the
-    scalar reference."""
+    32,500) goes on in int32 lanes before any lane could wrap, not to the scalar kernel;
+    every output equals the scalar reference."""
     rng = np.random.default_rng(91)
     scheme = Scheme(None, 5, 2, match=2, mismatch=-3)
     query = "".join(rng.choice(list("ACGT"), 16_300))
@@ -641,7 +650,7 @@ def test_striped_rows_near_the_int16_limit_are_recomputed(monkeypatch):
 
     monkeypatch.setattr(_cpu, "_one_to_many_striped", spy)
     assert_same_as_reference(one_to_many(query, [target], scheme, "full"), reference, "full")
-    assert flagged == [True]
+    assert flagged == [False]
 
 
 @nb.njit(parallel=True, cache=False)
