@@ -1091,13 +1091,17 @@ def _striped_work(seg, lanes, zero, gap_open, gap_extend):
 
 @nb.njit(cache=True, nogil=True)
 def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit, back_limit,
-                 dword_table, dword_seg, saturation, word_back, m, residues, t0, n, gap_open,
-                 gap_extend):
-    """One row against the striped query (:class:`StripedQuery`'s fields): ``(best, end_i,
-    end_j)`` by the tie rule. Each stretch of columns runs in the narrowest lanes it fits:
-    bytes where ``byte_limit >= 0`` allows, int16 lanes where ``word_limit > 255``, int32
-    lanes past them; a best at or over ``saturation`` stops the row (its caller recomputes
-    it)."""
+                 dword_table, dword_seg, saturation, word_back, m, residues, t0, j, n,
+                 gap_open, gap_extend, boundary_H, boundary_E, best, end_i, end_j):
+    """Columns ``j`` to ``n - 1`` of one row (``residues[t0:]``) against the striped query
+    (:class:`StripedQuery`'s fields), from the column before them, ``boundary_H`` and
+    ``boundary_E`` (int64, query order; zeros before the first column), which are left
+    holding the last column: ``(best, end_i, end_j)`` by the tie rule, carried on from the
+    arguments (0, -1, -1 at the start). So a row cut into sections and run one after
+    another, each from the boundary the one before left, gives the uncut row's result.
+    Each stretch of columns runs in the narrowest lanes it fits: bytes where
+    ``byte_limit >= 0`` allows, int16 lanes where ``word_limit > 255``, int32 lanes past
+    them; a best at or over ``saturation`` stops the row (its caller recomputes it)."""
     H, E, C, D, column = _striped_work(seg, LANES, np.int16(0), gap_open, gap_extend)
     dword_H, dword_E, dword_C, dword_D, dword_column = _striped_work(
         dword_seg, DWORD_LANES, np.int32(0), gap_open, gap_extend)
@@ -1105,11 +1109,18 @@ def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit,
     byte_E = _aligned(max(byte_seg, 1) * BYTE_LANES, np.uint8(0))
     byte_column = np.empty(BYTE_LANES, dtype=np.uint8)
     words = word_limit > 255
-    width = 0 if byte_limit >= 0 else (1 if words else 2)
-    best = 0
-    end_i = -1
-    end_j = -1
-    j = 0
+    # the narrowest lanes in which the boundary's next column is exact (query order is the
+    # striped layout of one lane: segment ``i`` holds row ``i``)
+    top = boundary_H.max() if m > 0 else 0
+    if byte_limit >= 0 and top <= byte_limit:
+        width = 0
+        _restripe(boundary_H, boundary_E, m, 1, byte_H, byte_E, byte_seg, BYTE_LANES, m)
+    elif words and top < word_limit:
+        width = 1
+        _restripe(boundary_H, boundary_E, m, 1, H, E, seg, LANES, m)
+    else:
+        width = 2
+        _restripe(boundary_H, boundary_E, m, 1, dword_H, dword_E, dword_seg, DWORD_LANES, m)
     while j < n:
         if width == 0:
             j, best, end_i, end_j = _striped_bytes(
@@ -1146,6 +1157,12 @@ def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit,
                 break
             _restripe(dword_H, dword_E, dword_seg, DWORD_LANES, H, E, seg, LANES, m)
             width = 1
+    if width == 0:
+        _restripe(byte_H, byte_E, byte_seg, BYTE_LANES, boundary_H, boundary_E, m, 1, m)
+    elif width == 1:
+        _restripe(H, E, seg, LANES, boundary_H, boundary_E, m, 1, m)
+    else:
+        _restripe(dword_H, dword_E, dword_seg, DWORD_LANES, boundary_H, boundary_E, m, 1, m)
     return best, end_i, end_j
 
 
@@ -1166,8 +1183,9 @@ def _one_to_many_striped(table, seg, m, residues, offsets, rows, word_limit, byt
             row = rows[index]
             best, end_i, end_j = _striped_row(
                 table, seg, word_limit, byte_table, byte_seg, bias, byte_limit, back_limit,
-                dword_table, dword_seg, saturation, word_back, m, residues, offsets[row],
-                offsets[row + 1] - offsets[row], gap_open, gap_extend)
+                dword_table, dword_seg, saturation, word_back, m, residues, offsets[row], 0,
+                offsets[row + 1] - offsets[row], gap_open, gap_extend,
+                np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), 0, -1, -1)
             if best >= saturation:
                 saturated[row] = True
             else:

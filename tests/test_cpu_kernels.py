@@ -580,12 +580,14 @@ def test_few_long_rows_take_the_striped_kernel(scheme, positions, monkeypatch):
 @pytest.mark.parametrize("scheme", [Scheme(None, 5, 2, match=2, mismatch=-3), BLOSUM62,
                                     Scheme("BLOSUM62", 4, 4), Scheme(None, 0, 0, match=1,
                                                                       mismatch=-2)])
-def test_striped_row_switching_widths_gives_the_int16_result(scheme):
+def test_striped_row_in_any_widths_and_sections_gives_the_int16_result(scheme):
     """The striped row runs in byte lanes and switches to int16 lanes where a column comes
-    near 255, and back: whatever the limits (from never in bytes to a switch at every
-    hit), the best, its end cell (ties between equal copies included: the first column)
-    and so the result equal the int16 kernel's and the scalar reference's, on a row
-    holding several copies of the query (equal ones among them) between noise."""
+    near 255, to int32 lanes past int16, and back: whatever the limits (from never in
+    bytes to a switch at every hit), and cut into sections run one after another from the
+    boundary column the one before left, the best, its end cell (ties between equal copies
+    included: the first column) and so the result equal the int16 kernel's and the scalar
+    reference's, on a row holding several copies of the query (equal ones among them)
+    between noise."""
     rng = np.random.default_rng(5)
     letters = "ACGT" if scheme.matrix is None else PROTEIN
     scoring = scoring_of(scheme)
@@ -603,12 +605,23 @@ def test_striped_row_switching_widths_gives_the_int16_result(scheme):
     residues = encode([target], scoring).residues
 
     def row(byte_limit, back_limit, word_limit=striped.word_limit,
-            word_back=striped.word_back):
-        return _cpu._striped_row(striped.table, striped.seg, word_limit, striped.byte_table,
-                                 striped.byte_seg, striped.bias, byte_limit, back_limit,
-                                 striped.dword_table, striped.dword_seg, striped.saturation,
-                                 word_back, len(query), residues, 0, len(target),
-                                 scoring.gap_open, scoring.gap_extend)
+            word_back=striped.word_back, cuts=()):
+        """The row's result, run in sections ending at ``cuts`` (each from the boundary
+        column the one before left); with cuts, also the boundary columns (H and E) there."""
+        boundary_H = np.zeros(len(query), dtype=np.int64)
+        boundary_E = np.zeros(len(query), dtype=np.int64)
+        found = (0, -1, -1)
+        start = 0
+        boundaries = []
+        for stop in [*cuts, len(target)]:
+            found = _cpu._striped_row(
+                striped.table, striped.seg, word_limit, striped.byte_table, striped.byte_seg,
+                striped.bias, byte_limit, back_limit, striped.dword_table, striped.dword_seg,
+                striped.saturation, word_back, len(query), residues, 0, start, stop,
+                scoring.gap_open, scoring.gap_extend, boundary_H, boundary_E, *found)
+            boundaries.append(np.concatenate([boundary_H, boundary_E]))
+            start = stop
+        return (found, np.array(boundaries)) if cuts else found
 
     words = row(-1, -1)
     reference = one_to_many(query, [target], scheme, "end", kernel=_cpu._scalar_one_to_many)
@@ -625,6 +638,17 @@ def test_striped_row_switching_widths_gives_the_int16_result(scheme):
             (30, 29, 300, 0), (-1, -1, 0, -1), (-1, -1, 256, 255)]:
         assert row(byte_limit, back_limit, word_limit, word_back) == words, (
             byte_limit, back_limit, word_limit, word_back)
+    # the row cut into sections (a cut inside the copies, in noise, one column long, in
+    # every width): each section from the boundary column the one before left
+    cuts = sorted(set(rng.integers(1, len(target), 40).tolist()) | {1, 2, 2100, 4000})
+    found, columns = row(-1, -1, cuts=cuts)  # int16 lanes throughout
+    assert found == words
+    for limits in [(striped.byte_limit, striped.back_limit, striped.word_limit,
+                    striped.word_back), (striped.byte_limit, striped.byte_limit, 0, -1),
+                   (30, 0, 300, 280), (-1, -1, 0, -1)]:
+        found, boundaries = row(*limits, cuts=cuts)
+        assert found == words, limits
+        assert np.array_equal(boundaries, columns), limits  # every column's H and E
 
 
 def test_striped_rows_near_the_int16_limit_go_on_in_int32_lanes(monkeypatch):
