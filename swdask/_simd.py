@@ -1,4 +1,7 @@
-"""Explicit SIMD lanes for numba kernels: ``Lanes`` is an LLVM vector of 32 ``int16`` lanes.
+"""Explicit SIMD lanes for numba kernels: ``Lanes`` is an LLVM vector of 32 ``int16`` lanes,
+``Dwords`` one of 16 ``int32`` lanes (the memory, arithmetic and mask operations take either,
+by the arrays' element type: a kernel written once runs in both widths), ``Bytes`` one of 64
+unsigned bytes (its own operations, below).
 
 numba has no vector type, and leaving the lane loops to LLVM's auto-vectoriser proved
 fragile: the same kernel vectorised for 32 and 64 lanes but not at all for 16, and where it
@@ -13,7 +16,7 @@ AVX-512 (BW, VBMI), else ``vpshufb`` on 16-byte pieces of the table where it has
 only where numba compiles for the host.
 
 Conventions: arrays passed to ``load``/``store`` are 1-D and C-contiguous; ``offset`` counts
-elements (not bytes) and is not bounds-checked. Arithmetic wraps like C ``int16``; the
+elements (not bytes) and is not bounds-checked. Arithmetic wraps like C integers; the
 kernels that use it guarantee (or detect) that no lane overflows. Lane masks are plain
 integers: bit ``l`` is lane ``l``.
 """
