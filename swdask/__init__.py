@@ -7,6 +7,7 @@ Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFr
     frame = frame.sw.align(query, column="sequence")        # adds the result columns
     hits = frame.sw.search(queries, top=10)                  # each query's 10 best rows
     pairs = frame.sw.align_pairs(query="read", target="contig")
+    best = swdask.align_long(chromosome_a, chromosome_b, matrix=None, match=1, mismatch=-3)
     ddf = swdask.read_fasta("db.fasta.gz")                   # Dask: id, description, sequence
     with swdask.cluster() as client:                         # local cluster, or scheduler=ADDRESS
         ddf = swdask.persist_balanced(ddf, client)           # equal residues on every worker
@@ -38,6 +39,7 @@ import sys as _sys
 
 from . import _settings
 from ._api import align, align_pairs
+from ._long import align_long
 from ._scoring import Scoring, ScoringError, make_scoring
 from ._sequences import SequenceError
 from . import _accessor  # noqa: F401  (registers the pandas accessor)
@@ -76,6 +78,7 @@ _when_imported("dask.config", _settings.load_defaults)
 
 __all__ = [
     "align",
+    "align_long",
     "align_pairs",
     "balance_by_residues",
     "cluster",

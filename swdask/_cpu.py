@@ -1481,3 +1481,54 @@ def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open,
                       again, gap_open, gap_extend, mode == MODE_FULL, score, query_start,
                       query_end, target_start, target_end)
         _forget_ends(mode, again, query_end, target_end)
+
+
+# ============================================================================ one long pair
+
+
+def long_pair(query_codes, target_codes, matrix, gap_open, gap_extend, section_columns,
+              progress=None):
+    """One pair, however long (:func:`swdask._long.align_long`'s score pass on the CPU):
+    ``(score, start_i, start_j, end_i, end_j)``, inclusive cells by the tie rule, ``-1``
+    where the score is 0.
+
+    The target is cut into sections of ``section_columns`` letters run one after another on
+    the striped row (:func:`_striped_row`), each from the boundary column (H and E of every
+    query row) the one before left, so the result is the uncut matrix's; after each section
+    ``progress(cells)`` is called with the cells done so far. Memory: the boundary and one
+    striped column, linear in the query. The start cell is the scalar reverse pass's
+    (:func:`_reverse`) over the prefixes that end at the end cell."""
+    query_codes = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    target_codes = np.ascontiguousarray(target_codes, dtype=np.uint8)
+    m, n = query_codes.size, target_codes.size
+    if m == 0 or n == 0:
+        return 0, -1, -1, -1, -1
+    profile = query_profile(query_codes, matrix)
+    H = np.zeros(m, dtype=np.int64)
+    E = np.zeros(m, dtype=np.int64)
+    if profile.lane_table is None or not _gaps_fit_lanes(gap_open, gap_extend):
+        best, end_i, end_j = _forward(profile.scores, m, target_codes, 0, n, gap_open,
+                                      gap_extend, H, E)
+        if progress is not None:
+            progress(m * n)
+    else:
+        striped = striped_query(profile.scores, gap_open, gap_extend)
+        best, end_i, end_j = 0, -1, -1
+        for first in range(0, n, section_columns):
+            stop = min(n, first + section_columns)
+            best, end_i, end_j = _striped_row(
+                striped.table, striped.seg, striped.word_limit, striped.byte_table,
+                striped.byte_seg, striped.bias, striped.byte_limit, striped.back_limit,
+                striped.dword_table, striped.dword_seg, striped.saturation, striped.word_back,
+                m, target_codes, 0, first, stop, gap_open, gap_extend, H, E, best, end_i,
+                end_j)
+            if best >= striped.saturation:
+                raise ValueError(f"the score passes {striped.saturation}, past the CPU "
+                                 "kernels' 32-bit lanes")
+            if progress is not None:
+                progress(m * stop)
+    if best <= 0:
+        return 0, -1, -1, -1, -1
+    start_i, start_j = _reverse(profile.scores, end_i, target_codes, 0, end_j, best, gap_open,
+                                gap_extend, H, E)
+    return int(best), int(start_i), int(start_j), int(end_i), int(end_j)

@@ -34,7 +34,10 @@ pair as it finishes one: :mod:`swdask._work`), one table per thread at a time.
 Above the setting ``swdask.traceback.max-cells`` (bytes, default 256 MiB) a pair is traced in
 blocks of rows that fit it, from checkpoint rows kept by a first pass (24 bytes per residue of
 the target segment per block): one more pass over its matrix, memory bounded by the setting,
-so a 100,000 x 100,000 pair completes in about 350 MB.
+so a 100,000 x 100,000 pair completes in about 350 MB. Where even those checkpoints would
+pass the setting, the pair is traced in linear memory (:func:`_trace_linear`, Myers and
+Miller): an optimal path of the same score, its ties those of the whole table only within
+the parts small enough for one.
 
 Numba, as the CPU kernels: Biopython's ``PairwiseAligner`` (the project's reference, used by
 the tests) traces back exactly but one pair at a time from Python, far too slow for a search's
@@ -57,24 +60,29 @@ _NEG = -(1 << 40)
 
 
 @nb.njit(cache=True, nogil=True)
-def _start_row(n, gap_open, gap_extend, s_row, i_row, d_row):
+def _start_row(n, gap_open, gap_extend, s_row, i_row, d_row, vertical_first):
     """Row 0 of the three states: the empty prefix pair (as if a substitution ended there)
-    and a target prefix against nothing (one D run)."""
+    and a target prefix against nothing (one D run); with ``vertical_first``, nothing: the
+    path must begin with an ``I`` (column 0's, :func:`_fill_rows`)."""
     s_row[:] = _NEG
     i_row[:] = _NEG
     d_row[:] = _NEG
+    if vertical_first:
+        return
     s_row[0] = 0
     for j in range(1, n + 1):
         d_row[j] = -(gap_open + (j - 1) * gap_extend)
 
 
 @nb.njit(cache=True, nogil=True)
-def _fill_rows(a, b, matrix, gap_open, gap_extend, s_row, i_row, d_row, first, last, trace,
-               trace_first, store):
+def _fill_rows(a, b, matrix, gap_open, gap_extend, lead, s_row, i_row, d_row, first, last,
+               trace, trace_first, store):
     """Rows ``first`` .. ``last`` (1-based, inclusive) of the three states, from row
     ``first - 1`` held in ``s_row``/``i_row``/``d_row`` (left holding row ``last``). With
     ``store``, each cell's predecessors go to ``trace`` (row ``i`` at ``i - trace_first``;
-    two bits per state: from S (0), I (1) or D (2))."""
+    two bits per state: from S (0), I (1) or D (2)). Column 0 is one ``I`` run whose first
+    residue costs ``lead``: ``gap_open``, or ``gap_extend`` where the path enters already in
+    a query gap (:func:`_trace_linear`'s parts)."""
     n = b.size
     width = n + 1
     s_cur = np.empty(width, dtype=np.int64)
@@ -84,7 +92,7 @@ def _fill_rows(a, b, matrix, gap_open, gap_extend, s_row, i_row, d_row, first, l
         ai = a[i - 1]
         s_cur[0] = _NEG
         d_cur[0] = _NEG
-        i_cur[0] = -(gap_open + (i - 1) * gap_extend)
+        i_cur[0] = -(lead + (i - 1) * gap_extend)
         if store:
             trace[(i - trace_first) * width] = (0 if i == 1 else 1) << 2
         for j in range(1, width):
@@ -172,6 +180,12 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
     m, n = a.size, b.size
     width = n + 1
     block = max(1, min(m, max_cells // width - 1))
+    raw = np.empty(m + n, dtype=np.uint8)
+    if -(-m // block) * width * 24 > max_cells:  # the checkpoints alone would not fit
+        count = _trace_linear(a, b, matrix, gap_open, gap_extend, max_cells, raw)
+        runs, matches, mismatches, gap_opens = _runs_of(raw, count, ops, lengths)
+        return (runs, _score_of(a, b, matrix, gap_open, gap_extend, raw, count), matches,
+                mismatches, gap_opens, count)
     s_row = np.empty(width, dtype=np.int64)
     i_row = np.empty(width, dtype=np.int64)
     d_row = np.empty(width, dtype=np.int64)
@@ -179,17 +193,16 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
     saved_s = np.empty((starts.size, width), dtype=np.int64)
     saved_i = np.empty((starts.size, width), dtype=np.int64)
     saved_d = np.empty((starts.size, width), dtype=np.int64)
-    _start_row(n, gap_open, gap_extend, s_row, i_row, d_row)
+    _start_row(n, gap_open, gap_extend, s_row, i_row, d_row, False)
     dummy = np.zeros(1, dtype=np.uint8)
     for k in range(starts.size):  # the first pass: the checkpoints (none past the last)
         saved_s[k] = s_row
         saved_i[k] = i_row
         saved_d[k] = d_row
         if k + 1 < starts.size:
-            _fill_rows(a, b, matrix, gap_open, gap_extend, s_row, i_row, d_row,
+            _fill_rows(a, b, matrix, gap_open, gap_extend, gap_open, s_row, i_row, d_row,
                        starts[k] + 1, starts[k] + block, dummy, 0, False)
     score = _NEG
-    raw = np.empty(m + n, dtype=np.uint8)
     count = 0
     i, j, state = m, n, 0
     trace = np.empty((block + 1) * width, dtype=np.uint8)
@@ -202,12 +215,40 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
         if first == 0:  # row 0's traceback: a target prefix against nothing
             for jj in range(1, width):
                 trace[jj] = (0 if jj == 1 else 2) << 4
-        _fill_rows(a, b, matrix, gap_open, gap_extend, s_row, i_row, d_row, first + 1, last,
-                   trace, first, True)
+        _fill_rows(a, b, matrix, gap_open, gap_extend, gap_open, s_row, i_row, d_row,
+                   first + 1, last, trace, first, True)
         if last == m:  # the last block ends on row m: the score
             score = s_row[n]
         i, j, state, count = _walk(a, b, trace, first, i, j, state,
                                    first if first > 0 else -1, raw, count)
+    runs, matches, mismatches, gap_opens = _runs_of(raw, count, ops, lengths)
+    return runs, score, matches, mismatches, gap_opens, count
+
+
+@nb.njit(cache=True, nogil=True)
+def _score_of(a, b, matrix, gap_open, gap_extend, raw, count):
+    """The score of the path ``raw[:count]`` (ops last first) over ``a`` x ``b``."""
+    i, j = a.size, b.size
+    score = 0
+    for k in range(count):
+        op = raw[k]
+        if op <= 1:
+            i -= 1
+            j -= 1
+            score += matrix[a[i], b[j]]
+        else:
+            score -= gap_extend if k + 1 < count and raw[k + 1] == op else gap_open
+            if op == 2:
+                i -= 1
+            else:
+                j -= 1
+    return score
+
+
+@nb.njit(cache=True, nogil=True)
+def _runs_of(raw, count, ops, lengths):
+    """The ops ``raw[:count]`` (last op first) as runs, first run first, into ``ops`` and
+    ``lengths``: (runs, matches, mismatches, gap_opens)."""
     runs = 0
     matches = mismatches = gap_opens = 0
     last_op = -1
@@ -226,7 +267,97 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
             lengths[runs] = 1
             runs += 1
             last_op = op
-    return runs, score, matches, mismatches, gap_opens, count
+    return runs, matches, mismatches, gap_opens
+
+
+@nb.njit(cache=True, nogil=True)
+def _trace_part(a, b, matrix, gap_open, gap_extend, start_in_gap, end_in_gap, raw, count):
+    """A part of :func:`_trace_linear` small enough for a whole table: the best global path
+    of ``a`` x ``b`` (entering in a query gap where ``start_in_gap``, leaving in one where
+    ``end_in_gap``), its ops appended last first to ``raw`` from ``count``: the new count."""
+    m, n = a.size, b.size
+    width = n + 1
+    s_row = np.empty(width, dtype=np.int64)
+    i_row = np.empty(width, dtype=np.int64)
+    d_row = np.empty(width, dtype=np.int64)
+    _start_row(n, gap_open, gap_extend, s_row, i_row, d_row, False)
+    trace = np.empty((m + 1) * width, dtype=np.uint8)
+    for jj in range(1, width):  # row 0: a target prefix against nothing
+        trace[jj] = (0 if jj == 1 else 2) << 4
+    _fill_rows(a, b, matrix, gap_open, gap_extend, gap_extend if start_in_gap else gap_open,
+               s_row, i_row, d_row, 1, m, trace, 0, True)
+    state = 1
+    if not end_in_gap:  # the best state at the corner: S, then I, then D
+        state = 0
+        if i_row[n] > s_row[n]:
+            state = 1
+        if d_row[n] > max(s_row[n], i_row[n]):
+            state = 2
+    _, _, _, count = _walk(a, b, trace, 0, m, n, state, -1, raw, count)
+    return count
+
+
+@nb.njit(cache=True, nogil=True)
+def _trace_linear(a, b, matrix, gap_open, gap_extend, max_cells, raw):
+    """:func:`_trace_one`'s path in memory linear in ``a.size + b.size`` (Myers and Miller's
+    divide and conquer for affine gaps): ops last first into ``raw``, their count returned.
+
+    A part of the matrix (rows ``i0..i1``, columns ``j0..j1``, whether it enters and leaves
+    in a query gap) whose table fits ``max_cells`` bytes is traced whole (:func:`_trace_part`,
+    the whole-table traceback and its tie rule). A larger one is cut at its middle row
+    ``mid``: the best scores of paths from its start to each cell of row ``mid`` (``CC``, and
+    ``DD`` ending in a query gap) come from a forward pass over the upper half, those from
+    each cell of row ``mid`` to its end (``RR`` leaving the row by a substitution or a query
+    gap, ``SS`` by a query gap) from a pass over the lower half reversed. The path leaves row
+    ``mid`` at the column ``j`` maximising ``CC[j] + RR[j]`` or ``DD[j] + SS[j] + gap_open -
+    gap_extend`` (one query gap across the row, opened once); ties go to the smallest
+    ``j``, a substitution or fresh gap before a gap across. Both halves are parts again.
+    Every cell is computed about twice; at most ``max_cells`` bytes of table at once."""
+    count = 0
+    # the parts still to trace, the last part of the path on top (its ops come first in raw)
+    stack = np.empty((2 * 64 + 2, 6), dtype=np.int64)
+    stack[0] = (0, a.size, 0, b.size, 0, 0)
+    depth = 1
+    while depth:
+        depth -= 1
+        i0, i1, j0, j1, start_in_gap, end_in_gap = stack[depth]
+        rows, cols = i1 - i0, j1 - j0
+        if rows <= 1 or (rows + 1) * (cols + 1) <= max_cells:
+            count = _trace_part(a[i0:i1], b[j0:j1], matrix, gap_open, gap_extend,
+                                start_in_gap != 0, end_in_gap != 0, raw, count)
+            continue
+        mid = i0 + rows // 2
+        width = cols + 1
+        s_row = np.empty(width, dtype=np.int64)
+        i_row = np.empty(width, dtype=np.int64)
+        d_row = np.empty(width, dtype=np.int64)
+        dummy = np.zeros(1, dtype=np.uint8)
+        _start_row(cols, gap_open, gap_extend, s_row, i_row, d_row, False)
+        _fill_rows(a[i0:mid], b[j0:j1], matrix, gap_open, gap_extend,
+                   gap_extend if start_in_gap else gap_open, s_row, i_row, d_row, 1, mid - i0,
+                   dummy, 0, False)
+        forward_any = np.maximum(np.maximum(s_row, i_row), d_row)
+        forward_gap = i_row.copy()
+        # the lower half reversed: a path that must leave in a query gap begins, reversed,
+        # with one
+        _start_row(cols, gap_open, gap_extend, s_row, i_row, d_row, end_in_gap != 0)
+        _fill_rows(a[mid:i1][::-1], b[j0:j1][::-1], matrix, gap_open, gap_extend, gap_open,
+                   s_row, i_row, d_row, 1, i1 - mid, dummy, 0, False)
+        best = _NEG * 4
+        cut = 0
+        across = 0
+        for j in range(width):
+            r = cols - j  # the reversed column of forward column j
+            value = forward_any[j] + max(s_row[r], i_row[r])
+            if value > best:
+                best, cut, across = value, j, 0
+            value = forward_gap[j] + i_row[r] + gap_open - gap_extend
+            if value > best:
+                best, cut, across = value, j, 1
+        stack[depth] = (i0, mid, j0, j0 + cut, start_in_gap, across)
+        stack[depth + 1] = (mid, i1, j0 + cut, j1, across, end_in_gap)
+        depth += 2
+    return count
 
 
 @nb.njit(cache=True, parallel=True)

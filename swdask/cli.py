@@ -1,4 +1,5 @@
-"""The ``swdask`` command line: ``swdask search QUERIES.fasta DB.fasta --top 10 -o hits.tsv``.
+"""The ``swdask`` command line: ``swdask search QUERIES.fasta DB.fasta --top 10 -o hits.tsv``,
+``swdask align-long A.fa B.fa -o best.paf``.
 
 argparse (the standard library) rather than click: the CLI is one subcommand with plain
 options, and argparse adds no dependency (click is not one of ours). The job itself lives in
@@ -82,23 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "it supports) or search (lambda and K fitted to each query's "
                              "own scores against the whole database, for any scoring)")
 
-    scoring = search.add_argument_group(
-        "scoring", "A gap of length k scores -(gap_open + (k-1) * gap_extend).")
-    scoring.add_argument("--matrix", help="substitution matrix name (BLOSUM45/50/62/80/90, "
-                                          "PAM30/70/250, ...) or NCBI-format file "
-                                          "(default BLOSUM62)")
-    scoring.add_argument("--dna", action="store_true",
-                         help="DNA scored by --match/--mismatch over ACGTN instead of a matrix")
-    scoring.add_argument("--match", type=int, help="DNA match score (default 3, needs --dna)")
-    scoring.add_argument("--mismatch", type=int,
-                         help="DNA mismatch score (default -3, needs --dna)")
-    scoring.add_argument("--gap-open", type=int,
-                         help="cost of a gap's first position (default 11; 6 with --dna)")
-    scoring.add_argument("--gap-extend", type=int,
-                         help="cost of each further gap position (default 1)")
-    scoring.add_argument("--on-unknown", choices=("substitute", "raise"), default="substitute",
-                         help="a residue the matrix lacks reads as X (N for DNA), or is an "
-                              "error (default substitute)")
+    add_scoring_arguments(search)
 
     run = search.add_argument_group("cluster")
     run.add_argument("--scheduler", metavar="ADDRESS",
@@ -127,11 +112,53 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true",
                      help="print the seconds of each phase (start-up, queries, search, "
                           "writing) on standard error")
+    long = commands.add_parser(
+        "align-long", help="the best alignment of two long sequences (chromosomes), as PAF",
+        description="Align the first record of QUERY against the first record of TARGET "
+                    "(exact Smith-Waterman, affine gaps) over the whole matrix in memory "
+                    "linear in their lengths, and write the best alignment with its path as "
+                    "PAF (minimap2's 12 columns, tp:A:P, AS:i: the score, cg:Z: the CIGAR "
+                    "with =/X/I/D; coordinates 0-based, end-exclusive).")
+    long.add_argument("query", help="FASTA file (its first record is aligned)")
+    long.add_argument("target", help="FASTA file (its first record is aligned)")
+    long.add_argument("-o", "--output", default="-",
+                      help="PAF file; '-' (default) writes to standard output")
+    long.add_argument("--top", type=int, default=1,
+                      help="alignments to report (only 1, the best, so far)")
+    long.add_argument("--plot", metavar="IMAGE",
+                      help="also draw the alignments over the two sequences (PNG, SVG or "
+                           "PDF by suffix; needs matplotlib)")
+    long.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
+                      help="cpu (numba, default) or gpu (the whole GPU on the one matrix)")
+    long.add_argument("--no-progress", action="store_true",
+                      help="no progress line (cells of the score pass) on standard error")
+    add_scoring_arguments(long)
     commands.add_parser(
         "info", help="what is installed, the GPUs seen, and which backends will run",
         description="Print swdask's version, its dependencies' versions, the GPUs CuPy sees, "
                     "and which engines (cpu, gpu, cudf, a GPU cluster) this machine can run.")
     return parser
+
+
+def add_scoring_arguments(parser) -> None:
+    """The scoring options every command takes (read by :func:`scoring_options`)."""
+    scoring = parser.add_argument_group(
+        "scoring", "A gap of length k scores -(gap_open + (k-1) * gap_extend).")
+    scoring.add_argument("--matrix", help="substitution matrix name (BLOSUM45/50/62/80/90, "
+                                          "PAM30/70/250, ...) or NCBI-format file "
+                                          "(default BLOSUM62)")
+    scoring.add_argument("--dna", action="store_true",
+                         help="DNA scored by --match/--mismatch over ACGTN instead of a matrix")
+    scoring.add_argument("--match", type=int, help="DNA match score (default 3, needs --dna)")
+    scoring.add_argument("--mismatch", type=int,
+                         help="DNA mismatch score (default -3, needs --dna)")
+    scoring.add_argument("--gap-open", type=int,
+                         help="cost of a gap's first position (default 11; 6 with --dna)")
+    scoring.add_argument("--gap-extend", type=int,
+                         help="cost of each further gap position (default 1)")
+    scoring.add_argument("--on-unknown", choices=("substitute", "raise"), default="substitute",
+                         help="a residue the matrix lacks reads as X (N for DNA), or is an "
+                              "error (default substitute)")
 
 
 def scoring_options(args, parser) -> dict:
@@ -171,6 +198,8 @@ def main(argv=None) -> int:
         return 0
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
+        if args.command == "align-long":
+            return _align_long_command(args, parser)
         return _search_command(args, parser, argv)
     except KeyboardInterrupt:
         print("swdask: interrupted; no output written", file=sys.stderr)
@@ -255,4 +284,28 @@ def _search_command(args, parser, argv) -> int:
     if args.output != "-":
         print(f"swdask: wrote {len(hits)} hits ({hits['query_id'].nunique()} queries with "
               f"hits) to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _align_long_command(args, parser) -> int:
+    from ._long_job import run as run_job
+    from ._search import check_output
+    from .gpu import GpuUnavailableError
+
+    options = scoring_options(args, parser)
+    if args.top < 1:
+        parser.error(f"--top must be at least 1, got {args.top}")
+    try:
+        check_output(args.output)
+        if args.plot is not None:
+            check_output(args.plot)
+        hits = run_job(args.query, args.target, args.output, top=args.top,
+                       backend=args.backend, plot_path=args.plot,
+                       progress=not args.no_progress, **options)
+    except (ValueError, OSError, NotImplementedError, GpuUnavailableError) as exc:
+        message = " ".join(str(exc).split())
+        print(f"swdask: error: {message}", file=sys.stderr)
+        return 1
+    if args.output != "-":
+        print(f"swdask: wrote {len(hits)} alignment(s) to {args.output}", file=sys.stderr)
     return 0

@@ -370,21 +370,41 @@ def _long_pass(runtime, shape, reverse, q_res, qs, m, t_res, ts, n, target, ks):
 def _run_long(runtime, batch: DevicePairs, cells: dict, row: int, ks: KernelScoring,
               mode: str, shape: tuple[int, int] | None = None) -> None:
     """One pair with every block of the GPU (forward, then reverse for the start)."""
-    m = int(batch.q_len_host[row])
-    n = int(batch.t_len_host[row])
-    qs = int(batch.q_start[row])
-    ts = int(batch.t_start[row])
+    found = _long_cells(runtime, batch.q_res, int(batch.q_start[row]),
+                        int(batch.q_len_host[row]), batch.t_res, int(batch.t_start[row]),
+                        int(batch.t_len_host[row]), ks, mode == "full", shape)
+    for name, value in zip(("score", "query_end", "target_end", "query_start",
+                            "target_start"), found):
+        if value is not None:
+            cells[name][row] = value
+
+
+def _long_cells(runtime, q_res, qs, m, t_res, ts, n, ks, starts: bool, shape=None):
+    """One pair over the whole GPU: ``(score, end_i, end_j, start_i, start_j)``, inclusive
+    cells by the tie rule; the start cells ``None`` unless ``starts`` and the score is
+    above 0 (the reverse pass from the end cell)."""
     shape = shape or long_shape(m)
-    score, end_i, end_j = _long_pass(runtime, shape, False, batch.q_res, qs, m, batch.t_res,
-                                     ts, n, 0, ks)
-    cells["score"][row] = score
-    cells["query_end"][row] = end_i
-    cells["target_end"][row] = end_j
-    if mode == "full" and score > 0:
-        _, rev_i, rev_j = _long_pass(runtime, shape, True, batch.q_res, qs, end_i + 1,
-                                     batch.t_res, ts, end_j + 1, score, ks)
-        cells["query_start"][row] = end_i - rev_i
-        cells["target_start"][row] = end_j - rev_j
+    score, end_i, end_j = _long_pass(runtime, shape, False, q_res, qs, m, t_res, ts, n, 0, ks)
+    if not starts or score <= 0:
+        return score, end_i, end_j, None, None
+    _, rev_i, rev_j = _long_pass(runtime, shape, True, q_res, qs, end_i + 1, t_res, ts,
+                                 end_j + 1, score, ks)
+    return score, end_i, end_j, end_i - rev_i, end_j - rev_j
+
+
+def long_pair(query_codes: np.ndarray, target_codes: np.ndarray, scoring):
+    """One long pair (``uint8`` codes on the host) over every block of the GPU (long_pair.cu):
+    ``(score, start_i, start_j, end_i, end_j)``, inclusive cells by the tie rule, ``-1``
+    where the score is 0. :func:`swdask._long.align_long`'s score pass on the GPU."""
+    runtime = get_runtime()
+    xp = runtime.xp
+    m, n = int(query_codes.size), int(target_codes.size)
+    ks = kernel_scoring(scoring, scoring.score_bound(m, n), xp)
+    score, end_i, end_j, start_i, start_j = _long_cells(
+        runtime, xp.asarray(query_codes), 0, m, xp.asarray(target_codes), 0, n, ks, True)
+    if score <= 0:
+        return 0, -1, -1, -1, -1
+    return int(score), int(start_i), int(start_j), int(end_i), int(end_j)
 
 
 def route(q_len: np.ndarray, t_len: np.ndarray, rows: np.ndarray):

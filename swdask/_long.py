@@ -1,0 +1,124 @@
+"""One alignment of two long sequences, chromosome against chromosome: :func:`align_long`.
+
+Where ``align`` and ``align_pairs`` serve many ordinary rows, this room serves one pair too
+long for a table: the score pass over the whole matrix finds the best end cell and its
+start (memory linear in the two lengths: the boundary column of the target section in
+hand on the CPU, the whole-GPU wavefront's strip rows on the GPU), and the traceback
+rebuilds the path between them in linear memory (Myers and Miller's divide and conquer,
+:func:`swdask._traceback.trace`). Scores are 64-bit on the host, 32-bit in the kernels
+(millions are fine; a score past the kernels' range is an error that says so).
+
+Data flow: strings -> codes (:mod:`swdask._sequences`) -> the score pass (:mod:`swdask._cpu`
+or :mod:`swdask.gpu._pairs`) -> the traceback -> one result row, with the schema of
+``positions="alignment"`` (:data:`swdask._results.ALIGNMENT_COLUMNS`) plus ``rank``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._options import check_backend
+from ._results import ALIGNMENT_COLUMNS, COLUMNS
+from ._scoring import ScoringError, make_scoring
+from ._sequences import EncodedSequences, encode_text
+
+#: Target letters per section of the CPU score pass (progress is reported per section).
+SECTION_COLUMNS = 1 << 20
+
+#: The result's columns, in order.
+LONG_COLUMNS = ("rank",) + COLUMNS + ALIGNMENT_COLUMNS
+
+
+def _codes(sequence, scoring, what: str) -> np.ndarray:
+    if not isinstance(sequence, (str, bytes)):
+        raise ScoringError(f"{what} must be a sequence string, got {type(sequence).__name__}")
+    return encode_text(sequence, scoring, what=what)
+
+
+def _score_pass(query_codes, target_codes, scoring, backend: str, progress):
+    """``(score, start_i, start_j, end_i, end_j)`` of the best alignment (inclusive cells)."""
+    if backend == "gpu":
+        from .gpu import _pairs
+
+        found = _pairs.long_pair(query_codes, target_codes, scoring)
+        if progress is not None:
+            progress(query_codes.size * target_codes.size)
+        return found
+    from . import _cpu
+
+    return _cpu.long_pair(query_codes, target_codes,
+                          np.ascontiguousarray(scoring.matrix, dtype=np.int64),
+                          int(scoring.gap_open), int(scoring.gap_extend), SECTION_COLUMNS,
+                          progress)
+
+
+def _one(codes) -> EncodedSequences:
+    return EncodedSequences(codes, np.array([0, codes.size], dtype=np.int64),
+                            np.ones(1, dtype=bool))
+
+
+def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_open=11,
+               gap_extend=1, match=None, mismatch=None, on_unknown="substitute",
+               backend: str = "cpu", progress=None) -> pd.DataFrame:
+    """The best local alignment of two long sequences (up to chromosomes), with its path.
+
+    Args:
+        query, target: the two sequences (``str``), of any length: memory stays linear in
+            their lengths (no table of the matrix is ever held).
+        top: how many alignments; only ``1`` (the best) is computed so far.
+        matrix, gap_open, gap_extend, match, mismatch, on_unknown: the scoring, as for
+            :func:`swdask.align` (a gap of length k scores ``-(gap_open + (k - 1) *
+            gap_extend)``; DNA with ``matrix=None`` and ``match``/``mismatch``).
+        backend: ``"cpu"`` (numba: the striped row over sections of the target) or
+            ``"gpu"`` (the whole GPU on the one matrix: a wavefront of query strips).
+        progress: called as ``progress(cells_done, cells_total)`` as the score pass goes.
+
+    Returns:
+        A pandas DataFrame with one row per alignment, best first: ``rank`` (1-based),
+        ``score``, ``query_start``, ``query_end``, ``target_start``, ``target_end`` (0-based,
+        end-exclusive), ``cigar`` (``=``/``X``/``I``/``D``, ``I`` a query letter against a
+        gap), ``alignment_length``, ``matches``, ``mismatches``, ``gap_opens`` and
+        ``identity``, as ``positions="alignment"`` gives them. No rows when nothing scores
+        above 0. The end is the best cell with the smallest target end, then query end; the
+        start is the one nearest it (the conventions of :func:`swdask.align`, whose scores
+        and positions these equal). The path is an optimal one, traced in linear memory;
+        among equally scoring paths it may differ from ``align``'s on pairs larger than the
+        setting ``swdask.traceback.max-cells``.
+    """
+    if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
+        raise ValueError(f"top must be a positive integer, got {top!r}")
+    if top != 1:
+        raise NotImplementedError("align_long computes the best alignment only (top=1) so far")
+    backend = check_backend(backend)
+    backend = "cpu" if backend == "auto" else backend
+    scoring = make_scoring(matrix, gap_open=gap_open, gap_extend=gap_extend, match=match,
+                           mismatch=mismatch, on_unknown=on_unknown)
+    query_codes = _codes(query, scoring, "query")
+    target_codes = _codes(target, scoring, "target")
+    total = int(query_codes.size) * int(target_codes.size)
+    report = None if progress is None else (lambda done: progress(int(done), total))
+    score, start_i, start_j, end_i, end_j = _score_pass(query_codes, target_codes, scoring,
+                                                        backend, report)
+    if score <= 0:
+        return pd.DataFrame({name: pd.Series([], dtype=_dtype(name)) for name in LONG_COLUMNS})
+    from ._traceback import trace
+
+    columns = {"score": np.array([score]), "query_start": np.array([start_i]),
+               "query_end": np.array([end_i + 1]), "target_start": np.array([start_j]),
+               "target_end": np.array([end_j + 1])}
+    traced = trace(_one(query_codes), [0], _one(target_codes), [0], columns, scoring)
+    frame = {"rank": np.array([1])}
+    frame.update(columns)
+    frame.update({name: np.asarray(traced[name]) if name != "cigar"
+                  else traced[name].to_pylist() for name in ALIGNMENT_COLUMNS})
+    return pd.DataFrame({name: pd.Series(frame[name], dtype=_dtype(name))
+                         for name in LONG_COLUMNS})
+
+
+def _dtype(name: str):
+    """The dtypes of ``align``'s frames (nullable), so results concatenate with them."""
+    if name == "cigar":
+        return "string"
+    if name == "identity":
+        return "Float64"
+    return "Int64"

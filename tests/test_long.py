@@ -1,0 +1,159 @@
+"""swdask.align_long and ``swdask align-long``: one long pair's best alignment.
+
+References: ``swdask.align`` (the engine, itself checked against parasail and Biopython) for
+the score and the four positions; every CIGAR walked and re-scored
+(:func:`tests.test_traceback.check_rows`, Biopython's global score of the segments);
+sections of the target cut small must give the uncut result; the linear-memory traceback
+forced by a tiny ``swdask.traceback.max-cells`` must give an optimal path of the same score.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import swdask
+from swdask import _long
+from swdask.cli import main
+
+from .conftest import Scheme, mutate
+from .test_traceback import check_rows
+
+DNA = Scheme(matrix=None, match=1, mismatch=-3, gap_open=5, gap_extend=2)  # CUDAlign's
+DNA_WIDE = Scheme(matrix=None, match=5, mismatch=-4, gap_open=6, gap_extend=2)
+BLOSUM = Scheme()
+POSITIONS = ["score", "query_start", "query_end", "target_start", "target_end"]
+
+
+def _pair(seed: int, length: int, letters: str = "ACGT", rate: float = 0.03):
+    """A target holding a mutated copy of part of the query, between random flanks."""
+    rng = np.random.default_rng(seed)
+    query = "".join(rng.choice(list(letters), length))
+    core = mutate(query[length // 5: length - length // 7], rng, rate, letters)
+    flank = "".join(rng.choice(list(letters), length // 3))
+    return query, flank + core + flank[::-1]
+
+
+def _expect(query, target, scheme):
+    return swdask.align(query, [target], positions="alignment", **scheme.options)
+
+
+@pytest.mark.parametrize("scheme, letters, length, seed", [
+    (DNA, "ACGT", 1500, 1), (DNA, "ACGT", 2500, 2), (BLOSUM, "ACDEFGHIKLMNPQRSTVWY", 900, 3)])
+def test_the_best_alignment_equals_align(scheme, letters, length, seed):
+    query, target = _pair(seed, length, letters)
+    got = swdask.align_long(query, target, **scheme.options)
+    want = _expect(query, target, scheme)
+    assert list(got.columns) == ["rank", *want.columns]
+    assert got["rank"].tolist() == [1]
+    pd.testing.assert_frame_equal(got.drop(columns="rank"), want, check_dtype=True)
+    assert check_rows(got, [query], [target], scheme) == 1
+
+
+def test_sections_of_the_target_give_the_uncut_matrix(monkeypatch):
+    """The CPU score pass cut into sections of 7 target letters (each section from the
+    boundary column the one before left) and the progress it reports."""
+    query, target = _pair(4, 1200)
+    uncut = swdask.align_long(query, target, **DNA.options)
+    monkeypatch.setattr(_long, "SECTION_COLUMNS", 7)
+    seen = []
+    cut = swdask.align_long(query, target, progress=lambda done, total: seen.append(
+        (done, total)), **DNA.options)
+    pd.testing.assert_frame_equal(cut, uncut)
+    total = len(query) * len(target)
+    assert len(seen) == -(-len(target) // 7)
+    assert seen[-1] == (total, total)
+    assert all(a[0] < b[0] for a, b in zip(seen, seen[1:]))
+
+
+def test_scores_past_16_bits_are_exact():
+    query, target = _pair(5, 11000, rate=0.01)
+    got = swdask.align_long(query, target, **DNA_WIDE.options)
+    want = _expect(query, target, DNA_WIDE)
+    assert int(got["score"].iloc[0]) > 32767
+    assert got[POSITIONS].iloc[0].tolist() == want[POSITIONS].iloc[0].tolist()
+    assert check_rows(got, [query], [target], DNA_WIDE, biopython=False) == 1
+
+
+@pytest.mark.parametrize("max_cells", [1, 64, 5000])
+def test_linear_memory_traceback_gives_an_optimal_path(setting, max_cells):
+    """Myers and Miller's halves (the table never more than ``max_cells`` bytes): the same
+    score and segments, a CIGAR that re-scores to it; DNA's many equal paths included."""
+    query, target = _pair(6, 700, rate=0.08)
+    whole = swdask.align_long(query, target, **DNA.options)
+    setting("traceback.max-cells", max_cells)
+    halves = swdask.align_long(query, target, **DNA.options)
+    assert halves[POSITIONS].iloc[0].tolist() == whole[POSITIONS].iloc[0].tolist()
+    assert check_rows(halves, [query], [target], DNA) == 1
+
+
+def test_gaps_across_the_middle_row_are_opened_once(setting):
+    """A long query gap crossing every cut row is one gap (opened once), not one per half."""
+    query = "ACGTTGCAAGCTTACG" * 8 + "T" * 40 + "GGCATCGATCGTAGCA" * 8
+    target = "ACGTTGCAAGCTTACG" * 8 + "GGCATCGATCGTAGCA" * 8
+    whole = swdask.align_long(query, target, **DNA.options)
+    setting("traceback.max-cells", 1)
+    halves = swdask.align_long(query, target, **DNA.options)
+    assert halves["cigar"].iloc[0] == whole["cigar"].iloc[0] == "128=40I128="
+    assert int(halves["gap_opens"].iloc[0]) == 1
+
+
+def test_no_alignment_gives_no_rows_and_bad_arguments_are_named():
+    got = swdask.align_long("AAAA", "CCCC", **DNA.options)
+    assert got.empty and list(got.columns) == list(_long.LONG_COLUMNS)
+    with pytest.raises(ValueError, match="top must be a positive integer"):
+        swdask.align_long("ACGT", "ACGT", top=0, **DNA.options)
+    with pytest.raises(NotImplementedError, match="top=1"):
+        swdask.align_long("ACGT", "ACGT", top=2, **DNA.options)
+    with pytest.raises(ValueError, match="target"):
+        swdask.align_long("ACGT", "AC GT", **DNA.options)
+    with pytest.raises(ValueError, match="query must be a sequence string"):
+        swdask.align_long(None, "ACGT", **DNA.options)
+    with pytest.raises(ValueError, match="backend"):
+        swdask.align_long("ACGT", "ACGT", backend="tpu", **DNA.options)
+
+
+def _fasta(path, records):
+    path.write_text("".join(f">{name} some description\n{seq}\n" for name, seq in records))
+    return str(path)
+
+
+def test_align_long_command_writes_paf(tmp_path, capsys):
+    query, target = _pair(7, 1500)
+    q = _fasta(tmp_path / "q.fa", [("chrA", query)])
+    t = _fasta(tmp_path / "t.fa", [("chrB", target), ("plasmid", "ACGT" * 10)])
+    out = tmp_path / "best.paf"
+    assert main(["align-long", q, t, "-o", str(out), "--dna", "--match", "1",
+                 "--mismatch", "-3", "--gap-open", "5", "--gap-extend", "2",
+                 "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "1 more left out" in err and "wrote 1 alignment" in err
+    fields = out.read_text().rstrip("\n").split("\t")
+    want = _expect(query, target, DNA).iloc[0]
+    assert fields[:12] == ["chrA", str(len(query)), str(want["query_start"]),
+                           str(want["query_end"]), "+", "chrB", str(len(target)),
+                           str(want["target_start"]), str(want["target_end"]),
+                           str(want["matches"]), str(want["alignment_length"]), "255"]
+    assert fields[12:] == ["tp:A:P", f"AS:i:{want['score']}", f"cg:Z:{want['cigar']}"]
+
+
+def test_align_long_command_plot_and_errors(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    query, target = _pair(8, 600)
+    q = _fasta(tmp_path / "q.fa", [("a", query)])
+    t = _fasta(tmp_path / "t.fa", [("b", target)])
+    image = tmp_path / "dots.png"
+    assert main(["align-long", q, t, "--dna", "-o", str(tmp_path / "x.paf"), "--plot",
+                 str(image)]) == 0
+    assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "score pass" in capsys.readouterr().err  # the progress line
+    empty = tmp_path / "empty.fa"
+    empty.write_text("")
+    assert main(["align-long", str(empty), t, "--dna", "-o", str(tmp_path / "y.paf")]) == 1
+    err = capsys.readouterr().err
+    assert "no query record" in err and "Traceback" not in err
+    assert not (tmp_path / "y.paf").exists()
+    assert main(["align-long", q, t, "--dna", "--top", "3", "-o",
+                 str(tmp_path / "z.paf")]) == 1
+    assert "top=1" in capsys.readouterr().err
+    assert not (tmp_path / "z.paf").exists()
