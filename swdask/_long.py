@@ -59,7 +59,7 @@ def _one(codes) -> EncodedSequences:
 
 def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_open=11,
                gap_extend=1, match=None, mismatch=None, on_unknown="substitute",
-               backend: str = "cpu", progress=None) -> pd.DataFrame:
+               backend: str = "cpu", traceback: bool = True, progress=None) -> pd.DataFrame:
     """The best local alignment of two long sequences (up to chromosomes), with its path.
 
     Args:
@@ -71,6 +71,8 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
             gap_extend)``; DNA with ``matrix=None`` and ``match``/``mismatch``).
         backend: ``"cpu"`` (numba: the striped row over sections of the target) or
             ``"gpu"`` (the whole GPU on the one matrix: a wavefront of query strips).
+        traceback: ``False`` for the score and positions only (the alignment columns null):
+            the score pass alone, where the path is not needed.
         progress: called as ``progress(cells_done, cells_total)`` as the score pass goes.
 
     Returns:
@@ -106,11 +108,14 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
     columns = {"score": np.array([score]), "query_start": np.array([start_i]),
                "query_end": np.array([end_i + 1]), "target_start": np.array([start_j]),
                "target_end": np.array([end_j + 1])}
-    traced = trace(_one(query_codes), [0], _one(target_codes), [0], columns, scoring)
     frame = {"rank": np.array([1])}
     frame.update(columns)
-    frame.update({name: np.asarray(traced[name]) if name != "cigar"
-                  else traced[name].to_pylist() for name in ALIGNMENT_COLUMNS})
+    if not traceback:
+        frame.update({name: [None] for name in ALIGNMENT_COLUMNS})
+    else:
+        traced = trace(_one(query_codes), [0], _one(target_codes), [0], columns, scoring)
+        frame.update({name: np.asarray(traced[name]) if name != "cigar"
+                      else traced[name].to_pylist() for name in ALIGNMENT_COLUMNS})
     return pd.DataFrame({name: pd.Series(frame[name], dtype=_dtype(name))
                          for name in LONG_COLUMNS})
 

@@ -98,6 +98,15 @@ def test_gaps_across_the_middle_row_are_opened_once(setting):
     assert int(halves["gap_opens"].iloc[0]) == 1
 
 
+def test_without_traceback_the_positions_only():
+    query, target = _pair(9, 800)
+    got = swdask.align_long(query, target, traceback=False, **DNA.options)
+    want = _expect(query, target, DNA)
+    assert got[POSITIONS].iloc[0].tolist() == want[POSITIONS].iloc[0].tolist()
+    assert got[["cigar", "matches", "identity"]].isna().all().all()
+    assert list(got.dtypes) == list(swdask.align_long(query, target, **DNA.options).dtypes)
+
+
 def test_no_alignment_gives_no_rows_and_bad_arguments_are_named():
     got = swdask.align_long("AAAA", "CCCC", **DNA.options)
     assert got.empty and list(got.columns) == list(_long.LONG_COLUMNS)

@@ -1,0 +1,117 @@
+"""W5 (issue 46): one alignment of two *Klebsiella pneumoniae* chromosomes, or slices of them,
+with ``swdask.align_long``, on the GPU, beside the CPU where the slice is small enough.
+
+Data: Debian's ``kleborate-examples`` (``/usr/share/doc/kleborate/examples/data``; or
+``--data``): the first record (the chromosome) of NTUH-K2044 as the query, of MGH78578 as
+the target. Scoring: match 1, mismatch -3, a gap of length k scoring -(5 + (k-1) x 2)
+(CUDAlign's). A case ``Q:T`` takes the query's letters ``[offset, offset + Q)`` and the
+target's ``[offset, offset + T)`` (``--offset``, default 1,000,000; ``full`` the whole pair).
+
+For each case, in one process: the GPU call (``backend="gpu"``) timed from the call to the
+frame (``wall_seconds``), its score pass (the GPU's forward and reverse passes: the progress
+callback fires when it ends) and the traceback (the rest, on the host); the CPU call the
+same where the case has at most ``--cpu-max-cells`` cells; the two must agree on the score,
+the positions and the CIGAR. ``--no-traceback`` times the score pass alone. One
+``long-<case>-<device>-<date>.json`` record per case: ``workload``, ``device``, ``gpus``,
+``cells``, ``score_seconds``, ``traceback_seconds``, ``wall_seconds``, ``tcups`` (cells over
+the score pass), the score, positions and a SHA-256 of the CIGAR, peak GPU memory.
+
+    python benchmarks/bench_w5_long_gpu.py --out benchmarks/results/long 10000:1000000
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import lzma
+import time
+from pathlib import Path
+
+import swdask
+from _common import add_commit_argument, cpu_model, stamp, write_result
+
+DATA = Path("/usr/share/doc/kleborate/examples/data")
+SCORING = dict(matrix=None, match=1, mismatch=-3, gap_open=5, gap_extend=2)
+
+
+def chromosome(path: Path) -> str:
+    """The first record of a (xz-compressed) FASTA file."""
+    opener = lzma.open if path.suffix == ".xz" else open
+    letters = []
+    with opener(path, "rt") as handle:
+        assert handle.readline().startswith(">")
+        for line in handle:
+            if line.startswith(">"):
+                break
+            letters.append(line.strip())
+    return "".join(letters).upper()
+
+
+def timed_call(query: str, target: str, backend: str, traceback: bool) -> dict:
+    marks = {}
+
+    def progress(done, total):
+        if done == total:
+            marks["score"] = time.perf_counter()
+
+    start = time.perf_counter()
+    frame = swdask.align_long(query, target, backend=backend, traceback=traceback,
+                              progress=progress, **SCORING)
+    end = time.perf_counter()
+    row = frame.iloc[0]
+    cigar = None if not traceback else str(row["cigar"])
+    score_seconds = marks["score"] - start
+    return {"backend": backend, "wall_seconds": end - start, "score_seconds": score_seconds,
+            "traceback_seconds": (end - marks["score"]) if traceback else None,
+            "tcups": len(query) * len(target) / score_seconds / 1e12,
+            "score": int(row["score"]),
+            "positions": [int(row[c]) for c in ("query_start", "query_end", "target_start",
+                                                 "target_end")],
+            "cigar_sha256": None if cigar is None else hashlib.sha256(cigar.encode()).hexdigest(),
+            "alignment_length": None if cigar is None else int(row["alignment_length"])}
+
+
+def main() -> None:
+    import cupy
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("cases", nargs="+", help="Q:T letter counts, or 'full'")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--offset", type=int, default=1_000_000)
+    parser.add_argument("--cpu-max-cells", type=float, default=2e11)
+    parser.add_argument("--no-traceback", action="store_true")
+    parser.add_argument("--out", type=Path, required=True)
+    add_commit_argument(parser)
+    args = parser.parse_args()
+    query_all = chromosome(args.data / "NTUH-K2044.fna.xz")
+    target_all = chromosome(args.data / "MGH78578.fna.xz")
+    swdask.align_long("ACGTACGTAC", "ACGTACGTAC", backend="gpu", **SCORING)  # load once
+    for case in args.cases:
+        if case == "full":
+            query, target = query_all, target_all
+        else:
+            q_len, t_len = (int(x) for x in case.split(":"))
+            query = query_all[args.offset:args.offset + q_len]
+            target = target_all[args.offset:args.offset + t_len]
+        cells = len(query) * len(target)
+        cupy.get_default_memory_pool().free_all_blocks()
+        runs = [timed_call(query, target, "gpu", not args.no_traceback)]
+        runs[0]["peak_gpu_bytes"] = int(cupy.get_default_memory_pool().total_bytes())
+        if cells <= args.cpu_max_cells:
+            runs.append(timed_call(query, target, "cpu", not args.no_traceback))
+            keys = ("score", "positions", "cigar_sha256")
+            assert all(runs[0][k] == runs[1][k] for k in keys), runs
+        record = {"workload": f"W5-{'chromosomes' if case == 'full' else case}", **stamp(
+            args.commit), "gpus": 1, "cpu": cpu_model(), "query": "NTUH-K2044 chromosome",
+            "target": "MGH78578 chromosome", "offset": 0 if case == "full" else args.offset,
+            "query_length": len(query), "target_length": len(target), "cells": cells,
+            "scoring": SCORING, "runs": runs,
+            **{k: runs[0][k] for k in ("score_seconds", "traceback_seconds", "wall_seconds",
+                                       "tcups", "score", "positions", "cigar_sha256")}}
+        path = write_result(args.out, f"long-{case.replace(':', 'x')}", record)
+        print(path, {k: record[k] for k in ("cells", "score", "positions", "score_seconds",
+                                            "traceback_seconds", "wall_seconds", "tcups")},
+              [(r["backend"], round(r["wall_seconds"], 3)) for r in runs], flush=True)
+
+
+if __name__ == "__main__":
+    main()
