@@ -41,6 +41,8 @@ WORKLOADS = {
     "gpu-tests": "the GPU test suite's runs on the GPU machine (pass counts, not figures)",
     "startup": "a new process's first job against its later ones, with caches emptied (cold) "
     "and filled (warm)",
+    "long": "W5: one long pair with `swdask.align_long` (slices of two Klebsiella chromosomes, "
+    "and the two whole chromosomes), the GPU's score pass and traceback beside the CPU's",
 }
 
 _DATE = re.compile(r"(20\d\d-\d\d-\d\d)")
