@@ -37,6 +37,8 @@ def _codes(sequence, scoring, what: str) -> np.ndarray:
 
 def _score_pass(query_codes, target_codes, scoring, backend: str, progress):
     """``(score, start_i, start_j, end_i, end_j)`` of the best alignment (inclusive cells)."""
+    if query_codes.size == 0 or target_codes.size == 0:  # an empty sequence scores 0
+        return 0, -1, -1, -1, -1
     if backend == "gpu":
         from .gpu import _pairs
 

@@ -108,8 +108,10 @@ def test_without_traceback_the_positions_only():
 
 
 def test_no_alignment_gives_no_rows_and_bad_arguments_are_named():
-    got = swdask.align_long("AAAA", "CCCC", **DNA.options)
-    assert got.empty and list(got.columns) == list(_long.LONG_COLUMNS)
+    for query, target, backend in (("AAAA", "CCCC", "cpu"), ("", "ACGT", "gpu"),
+                                   ("ACGT", "", "gpu")):  # empty: no GPU work at all
+        got = swdask.align_long(query, target, backend=backend, **DNA.options)
+        assert got.empty and list(got.columns) == list(_long.LONG_COLUMNS)
     with pytest.raises(ValueError, match="top must be a positive integer"):
         swdask.align_long("ACGT", "ACGT", top=0, **DNA.options)
     with pytest.raises(NotImplementedError, match="top=1"):
