@@ -4,8 +4,10 @@ with ``swdask.align_long``, on the GPU, beside the CPU where the slice is small 
 Data: Debian's ``kleborate-examples`` (``/usr/share/doc/kleborate/examples/data``; or
 ``--data``): the first record (the chromosome) of NTUH-K2044 as the query, of MGH78578 as
 the target. Scoring: match 1, mismatch -3, a gap of length k scoring -(5 + (k-1) x 2)
-(CUDAlign's). A case ``Q:T`` takes the query's letters ``[offset, offset + Q)`` and the
-target's ``[offset, offset + T)`` (``--offset``, default 1,000,000; ``full`` the whole pair).
+(CUDAlign's). A case ``Q:T`` takes the query's letters ``[query offset, + Q)`` and the
+target's ``[target offset, + T)`` (``--query-offset`` 1,797,579 and ``--target-offset``
+1,000,000 by default: homologous, as the whole pair's best alignment pairs query letter
+797,579 with target letter 0); ``full`` the whole pair.
 
 For each case, in one process: the GPU call (``backend="gpu"``) timed from the call to the
 frame (``wall_seconds``), its score pass (the GPU's forward and reverse passes: the progress
@@ -16,6 +18,11 @@ the positions and the CIGAR. ``--no-traceback`` times the score pass alone. One
 ``cells``, ``score_seconds``, ``traceback_seconds``, ``wall_seconds``, ``tcups`` (cells over
 the score pass), the score, positions and a SHA-256 of the CIGAR, peak GPU memory.
 
+``--tune``: instead, the forward score pass alone (``swdask.lowlevel.run_pairs``, the
+long-pair kernel forced) of each case in every shape of ``--shapes`` and blocks per
+multiprocessor of ``--blocks-per-sm`` (the setting ``swdask.gpu.long-pair-blocks-per-sm``),
+every result checked equal; one ``long-tune-<case>`` record.
+
     python benchmarks/bench_w5_long_gpu.py --out benchmarks/results/long 10000:1000000
 """
 from __future__ import annotations
@@ -25,6 +32,8 @@ import hashlib
 import lzma
 import time
 from pathlib import Path
+
+import numpy as np
 
 import swdask
 from _common import add_commit_argument, cpu_model, stamp, write_result
@@ -70,15 +79,50 @@ def timed_call(query: str, target: str, backend: str, traceback: bool) -> dict:
             "alignment_length": None if cigar is None else int(row["alignment_length"])}
 
 
+def tune(query: str, target: str, shapes, per_sm, out, commit, case: str) -> None:
+    import cupy
+    import dask
+
+    from swdask.lowlevel import Options, encode, pairs_to_device, run_pairs
+
+    scoring = Options.parse(**SCORING).scoring
+    batch = pairs_to_device(encode([query], scoring), encode([target], scoring))
+    rows, found = np.array([0]), []
+    for shape in shapes:
+        for blocks in per_sm:
+            with dask.config.set({"swdask.gpu.long-pair-blocks-per-sm": blocks}):
+                seconds = []
+                for _ in range(2):
+                    cupy.cuda.Device().synchronize()
+                    start = time.perf_counter()
+                    cells = run_pairs(batch, rows, scoring, "end", force="long", shape=shape)
+                    result = [int(cells[k][0]) for k in ("score", "query_end", "target_end")]
+                    seconds.append(time.perf_counter() - start)
+            found.append({"shape": list(shape), "blocks_per_sm": blocks,
+                          "seconds": min(seconds), "result": result,
+                          "tcups": len(query) * len(target) / min(seconds) / 1e12})
+            print(found[-1], flush=True)
+    assert all(f["result"] == found[0]["result"] for f in found), found
+    record = {"workload": f"W5-tune-{case}", **stamp(commit), "gpus": 1,
+              "query_length": len(query), "target_length": len(target),
+              "cells": len(query) * len(target), "scoring": SCORING,
+              "what": "the forward score pass alone, long_pair.cu forced", "runs": found}
+    print(write_result(out, f"long-tune-{case.replace(':', 'x')}", record))
+
+
 def main() -> None:
     import cupy
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("cases", nargs="+", help="Q:T letter counts, or 'full'")
     parser.add_argument("--data", type=Path, default=DATA)
-    parser.add_argument("--offset", type=int, default=1_000_000)
+    parser.add_argument("--query-offset", type=int, default=1_797_579)
+    parser.add_argument("--target-offset", type=int, default=1_000_000)
     parser.add_argument("--cpu-max-cells", type=float, default=2e11)
     parser.add_argument("--no-traceback", action="store_true")
+    parser.add_argument("--tune", action="store_true")
+    parser.add_argument("--shapes", default="2x8,4x8,4x16,8x8,8x16")
+    parser.add_argument("--blocks-per-sm", default="1,2,4")
     parser.add_argument("--out", type=Path, required=True)
     add_commit_argument(parser)
     args = parser.parse_args()
@@ -90,9 +134,14 @@ def main() -> None:
             query, target = query_all, target_all
         else:
             q_len, t_len = (int(x) for x in case.split(":"))
-            query = query_all[args.offset:args.offset + q_len]
-            target = target_all[args.offset:args.offset + t_len]
+            query = query_all[args.query_offset:args.query_offset + q_len]
+            target = target_all[args.target_offset:args.target_offset + t_len]
         cells = len(query) * len(target)
+        if args.tune:
+            tune(query, target, [tuple(int(x) for x in s.split("x")) for s in
+                                 args.shapes.split(",")],
+                 [int(x) for x in args.blocks_per_sm.split(",")], args.out, args.commit, case)
+            continue
         cupy.get_default_memory_pool().free_all_blocks()
         runs = [timed_call(query, target, "gpu", not args.no_traceback)]
         runs[0]["peak_gpu_bytes"] = int(cupy.get_default_memory_pool().total_bytes())
@@ -102,7 +151,8 @@ def main() -> None:
             assert all(runs[0][k] == runs[1][k] for k in keys), runs
         record = {"workload": f"W5-{'chromosomes' if case == 'full' else case}", **stamp(
             args.commit), "gpus": 1, "cpu": cpu_model(), "query": "NTUH-K2044 chromosome",
-            "target": "MGH78578 chromosome", "offset": 0 if case == "full" else args.offset,
+            "target": "MGH78578 chromosome",
+            "offsets": [0, 0] if case == "full" else [args.query_offset, args.target_offset],
             "query_length": len(query), "target_length": len(target), "cells": cells,
             "scoring": SCORING, "runs": runs,
             **{k: runs[0][k] for k in ("score_seconds", "traceback_seconds", "wall_seconds",

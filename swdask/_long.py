@@ -5,7 +5,8 @@ long for a table: the score pass over the whole matrix finds the best end cell a
 start (memory linear in the two lengths: the boundary column of the target section in
 hand on the CPU, the whole-GPU wavefront's strip rows on the GPU), and the traceback
 rebuilds the path between them in linear memory (Myers and Miller's divide and conquer,
-:func:`swdask._traceback.trace`). Scores are 64-bit on the host, 32-bit in the kernels
+:func:`swdask._traceback.trace_long`: the large parts cut from rows computed on the GPU
+with ``backend="gpu"``). Scores are 64-bit on the host, 32-bit in the kernels
 (millions are fine; a score past the kernels' range is an error that says so).
 
 Data flow: strings -> codes (:mod:`swdask._sequences`) -> the score pass (:mod:`swdask._cpu`
@@ -20,7 +21,7 @@ import pandas as pd
 from ._options import check_backend
 from ._results import ALIGNMENT_COLUMNS, COLUMNS
 from ._scoring import ScoringError, make_scoring
-from ._sequences import EncodedSequences, encode_text
+from ._sequences import encode_text
 
 #: Target letters per section of the CPU score pass (progress is reported per section).
 SECTION_COLUMNS = 1 << 20
@@ -54,9 +55,19 @@ def _score_pass(query_codes, target_codes, scoring, backend: str, progress):
                           progress)
 
 
-def _one(codes) -> EncodedSequences:
-    return EncodedSequences(codes, np.array([0, codes.size], dtype=np.int64),
-                            np.ones(1, dtype=bool))
+def _gpu_halves(query_codes, target_codes, scoring):
+    """The GPU's halves for the traceback (:class:`swdask.gpu._pairs.LongRows`), unless a
+    global path could score below ``-2**28`` (the kernels' "no path" is near) or the kernels
+    had to clamp the gap costs (their global scores would differ): then the CPU traces."""
+    from .gpu import _pairs
+
+    lowest = scoring.gap_open + (query_codes.size + target_codes.size) * scoring.gap_extend
+    if lowest >= _pairs.SCORE_LIMIT:  # a global path's score must stay clear of "no path"
+        return None
+    halves = _pairs.LongRows(query_codes, target_codes, scoring)
+    if (halves.ks.gap_open, halves.ks.gap_extend) != (scoring.gap_open, scoring.gap_extend):
+        return None
+    return halves
 
 
 def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_open=11,
@@ -85,9 +96,9 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
         ``identity``, as ``positions="alignment"`` gives them. No rows when nothing scores
         above 0. The end is the best cell with the smallest target end, then query end; the
         start is the one nearest it (the conventions of :func:`swdask.align`, whose scores
-        and positions these equal). The path is an optimal one, traced in linear memory;
-        among equally scoring paths it may differ from ``align``'s on pairs larger than the
-        setting ``swdask.traceback.max-cells``.
+        and positions these equal). The path is an optimal one, traced in linear memory,
+        the same on both backends; among equally scoring paths it may differ from
+        ``align``'s on pairs larger than the setting ``swdask.traceback.max-cells``.
     """
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
         raise ValueError(f"top must be a positive integer, got {top!r}")
@@ -105,7 +116,7 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
                                                         backend, report)
     if score <= 0:
         return pd.DataFrame({name: pd.Series([], dtype=_dtype(name)) for name in LONG_COLUMNS})
-    from ._traceback import trace
+    from ._traceback import trace_long
 
     columns = {"score": np.array([score]), "query_start": np.array([start_i]),
                "query_end": np.array([end_i + 1]), "target_start": np.array([start_j]),
@@ -115,7 +126,9 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
     if not traceback:
         frame.update({name: [None] for name in ALIGNMENT_COLUMNS})
     else:
-        traced = trace(_one(query_codes), [0], _one(target_codes), [0], columns, scoring)
+        traced = trace_long(query_codes, target_codes, columns, scoring,
+                            _gpu_halves(query_codes, target_codes, scoring)
+                            if backend == "gpu" else None)
         frame.update({name: np.asarray(traced[name]) if name != "cigar"
                       else traced[name].to_pylist() for name in ALIGNMENT_COLUMNS})
     return pd.DataFrame({name: pd.Series(frame[name], dtype=_dtype(name))

@@ -182,7 +182,7 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
     block = max(1, min(m, max_cells // width - 1))
     raw = np.empty(m + n, dtype=np.uint8)
     if -(-m // block) * width * 24 > max_cells:  # the checkpoints alone would not fit
-        count = _trace_linear(a, b, matrix, gap_open, gap_extend, max_cells, raw)
+        count = _trace_linear(a, b, matrix, gap_open, gap_extend, max_cells, 0, 0, raw)
         runs, matches, mismatches, gap_opens = _runs_of(raw, count, ops, lengths)
         return (runs, _score_of(a, b, matrix, gap_open, gap_extend, raw, count), matches,
                 mismatches, gap_opens, count)
@@ -298,33 +298,57 @@ def _trace_part(a, b, matrix, gap_open, gap_extend, start_in_gap, end_in_gap, ra
 
 
 @nb.njit(cache=True, nogil=True)
-def _trace_linear(a, b, matrix, gap_open, gap_extend, max_cells, raw):
+def _crossing(forward_any, forward_gap, reverse_any, reverse_gap, gap_open, gap_extend):
+    """Where the path leaves a part's middle row (:func:`_trace_linear`): ``(column,
+    across)`` maximising ``forward_any[j] + reverse_any[j]`` (``across`` 0) or
+    ``forward_gap[j] + reverse_gap[j] + gap_open - gap_extend`` (``across`` 1: one query gap
+    across the row, opened once), the smallest column first, then ``across`` 0. The four
+    arrays hold, per column ``j`` of the row (forward order), the best score of a path from
+    the part's start to the cell (any state, a query gap) and from the cell to its end
+    (leaving by any move, by a query gap). A path that leaves by a D along the row and one
+    that ends in a D there would merge into one gap and score more than the optimum, so no
+    pair of halves chosen here does."""
+    best = _NEG * 4
+    cut = 0
+    across = 0
+    for j in range(forward_any.size):
+        value = forward_any[j] + reverse_any[j]
+        if value > best:
+            best, cut, across = value, j, 0
+        value = forward_gap[j] + reverse_gap[j] + gap_open - gap_extend
+        if value > best:
+            best, cut, across = value, j, 1
+    return cut, across
+
+
+@nb.njit(cache=True, nogil=True)
+def _trace_linear(a, b, matrix, gap_open, gap_extend, max_cells, start_in_gap, end_in_gap,
+                  raw):
     """:func:`_trace_one`'s path in memory linear in ``a.size + b.size`` (Myers and Miller's
     divide and conquer for affine gaps): ops last first into ``raw``, their count returned.
+    ``start_in_gap``/``end_in_gap``: the path enters/leaves in a query gap that goes on
+    outside (0 or 1; both 0 for a whole local alignment's segments).
 
     A part of the matrix (rows ``i0..i1``, columns ``j0..j1``, whether it enters and leaves
     in a query gap) whose table fits ``max_cells`` bytes is traced whole (:func:`_trace_part`,
     the whole-table traceback and its tie rule). A larger one is cut at its middle row
-    ``mid``: the best scores of paths from its start to each cell of row ``mid`` (``CC``, and
-    ``DD`` ending in a query gap) come from a forward pass over the upper half, those from
-    each cell of row ``mid`` to its end (``RR`` leaving the row by a substitution or a query
-    gap, ``SS`` by a query gap) from a pass over the lower half reversed. The path leaves row
-    ``mid`` at the column ``j`` maximising ``CC[j] + RR[j]`` or ``DD[j] + SS[j] + gap_open -
-    gap_extend`` (one query gap across the row, opened once); ties go to the smallest
-    ``j``, a substitution or fresh gap before a gap across. Both halves are parts again.
-    Every cell is computed about twice; at most ``max_cells`` bytes of table at once."""
+    ``mid``: the best scores of paths from its start to each cell of row ``mid`` come from a
+    forward pass over the upper half, those from each cell of row ``mid`` to its end from a
+    pass over the lower half reversed, and the path leaves row ``mid`` where
+    :func:`_crossing` says. Both halves are parts again. Every cell is computed about twice;
+    at most ``max_cells`` bytes of table at once."""
     count = 0
     # the parts still to trace, the last part of the path on top (its ops come first in raw)
     stack = np.empty((2 * 64 + 2, 6), dtype=np.int64)
-    stack[0] = (0, a.size, 0, b.size, 0, 0)
+    stack[0] = (0, a.size, 0, b.size, start_in_gap, end_in_gap)
     depth = 1
     while depth:
         depth -= 1
-        i0, i1, j0, j1, start_in_gap, end_in_gap = stack[depth]
+        i0, i1, j0, j1, start_gap, end_gap = stack[depth]
         rows, cols = i1 - i0, j1 - j0
         if rows <= 1 or (rows + 1) * (cols + 1) <= max_cells:
             count = _trace_part(a[i0:i1], b[j0:j1], matrix, gap_open, gap_extend,
-                                start_in_gap != 0, end_in_gap != 0, raw, count)
+                                start_gap != 0, end_gap != 0, raw, count)
             continue
         mid = i0 + rows // 2
         width = cols + 1
@@ -334,30 +358,39 @@ def _trace_linear(a, b, matrix, gap_open, gap_extend, max_cells, raw):
         dummy = np.zeros(1, dtype=np.uint8)
         _start_row(cols, gap_open, gap_extend, s_row, i_row, d_row, False)
         _fill_rows(a[i0:mid], b[j0:j1], matrix, gap_open, gap_extend,
-                   gap_extend if start_in_gap else gap_open, s_row, i_row, d_row, 1, mid - i0,
+                   gap_extend if start_gap else gap_open, s_row, i_row, d_row, 1, mid - i0,
                    dummy, 0, False)
         forward_any = np.maximum(np.maximum(s_row, i_row), d_row)
         forward_gap = i_row.copy()
         # the lower half reversed: a path that must leave in a query gap begins, reversed,
         # with one
-        _start_row(cols, gap_open, gap_extend, s_row, i_row, d_row, end_in_gap != 0)
+        _start_row(cols, gap_open, gap_extend, s_row, i_row, d_row, end_gap != 0)
         _fill_rows(a[mid:i1][::-1], b[j0:j1][::-1], matrix, gap_open, gap_extend, gap_open,
                    s_row, i_row, d_row, 1, i1 - mid, dummy, 0, False)
-        best = _NEG * 4
-        cut = 0
-        across = 0
-        for j in range(width):
-            r = cols - j  # the reversed column of forward column j
-            value = forward_any[j] + max(s_row[r], i_row[r])
-            if value > best:
-                best, cut, across = value, j, 0
-            value = forward_gap[j] + i_row[r] + gap_open - gap_extend
-            if value > best:
-                best, cut, across = value, j, 1
-        stack[depth] = (i0, mid, j0, j0 + cut, start_in_gap, across)
-        stack[depth + 1] = (mid, i1, j0 + cut, j1, across, end_in_gap)
+        reverse_any = np.maximum(np.maximum(s_row, i_row), d_row)[::-1]
+        cut, across = _crossing(forward_any, forward_gap, reverse_any, i_row[::-1], gap_open,
+                                gap_extend)
+        stack[depth] = (i0, mid, j0, j0 + cut, start_gap, across)
+        stack[depth + 1] = (mid, i1, j0 + cut, j1, across, end_gap)
         depth += 2
     return count
+
+
+@nb.njit(cache=True, parallel=True)
+def _trace_parts(a, b, matrix, gap_open, gap_extend, max_cells, parts, offsets, raw, counts):
+    """The parts ``parts[k]`` (i0, i1, j0, j1, start_in_gap, end_in_gap) of one path, each
+    by :func:`_trace_linear` into ``raw[offsets[k]:]``, its count into ``counts[k]``; the
+    tasks take the parts one at a time (_work)."""
+    counter = np.zeros(1, dtype=np.int64)
+    for _ in nb.prange(TASKS):
+        while True:
+            k = next_item(counter)
+            if k >= parts.shape[0]:
+                break
+            i0, i1, j0, j1, start_gap, end_gap = parts[k]
+            counts[k] = _trace_linear(a[i0:i1], b[j0:j1], matrix, gap_open, gap_extend,
+                                      max_cells, start_gap, end_gap,
+                                      raw[offsets[k]:offsets[k + 1]])
 
 
 @nb.njit(cache=True, parallel=True)
@@ -461,4 +494,122 @@ def trace(queries, query_rows, targets, target_rows, columns: dict, scoring) -> 
     out["mismatches"] = found["mismatches"]
     out["gap_opens"] = found["gap_opens"]
     out["identity"] = found["matches"] / found["columns"]
+    return out
+
+
+#: Parts of a long pair's path (:func:`trace_long`) of at least this many cells are cut on
+#: the GPU where one is given; smaller ones are traced on the CPU, side by side.
+GPU_PART_CELLS = 1 << 27
+
+
+def _edge(lead: int, rows: int, gap_extend: int) -> int:
+    """A query gap of ``rows`` letters whose first costs ``lead``."""
+    return -(lead + (rows - 1) * gap_extend)
+
+
+class CpuRows:
+    """:class:`swdask.gpu._pairs.LongRows` on the CPU (:func:`_fill_rows`, one thread): the
+    same rows, so that :func:`trace_long` cuts a path into the same parts, and picks the
+    same path, on either backend."""
+
+    def __init__(self, query_codes, target_codes, scoring):
+        self.query = np.ascontiguousarray(query_codes, dtype=np.uint8)
+        self.target = np.ascontiguousarray(target_codes, dtype=np.uint8)
+        self.matrix = np.ascontiguousarray(scoring.matrix, dtype=np.int64)
+        self.gap_open, self.gap_extend = int(scoring.gap_open), int(scoring.gap_extend)
+
+    def __call__(self, i0, i1, j0, j1, reverse, lead, corner, top):
+        a, b = self.query[i0:i1], self.target[j0:j1]
+        if reverse:
+            a, b = a[::-1].copy(), b[::-1].copy()
+        width = b.size + 1
+        s_row, i_row, d_row = (np.empty(width, dtype=np.int64) for _ in range(3))
+        # the edges the GPU's halves take: a normal start, or (no corner, no top row) a path
+        # that must begin with a query gap
+        _start_row(b.size, self.gap_open, self.gap_extend, s_row, i_row, d_row,
+                   corner is None and not top)
+        _fill_rows(a, b, self.matrix, self.gap_open, self.gap_extend, lead, s_row, i_row,
+                   d_row, 1, a.size, np.zeros(1, dtype=np.uint8), 0, False)
+        return np.maximum(np.maximum(s_row, i_row), d_row)[1:], i_row[1:].copy()
+
+
+def _halves_of(halves, part, origin, gap_open: int, gap_extend: int):
+    """:func:`_crossing`'s four rows for ``part`` (segment coordinates) from ``halves``
+    (:class:`swdask.gpu._pairs.LongRows` or :class:`CpuRows`, sequence coordinates:
+    ``origin`` is the segment's first query and target letter)."""
+    i0, i1, j0, j1, start_gap, end_gap = (int(x) for x in part)
+    q0, t0 = origin
+    mid = i0 + (i1 - i0) // 2
+    lead = gap_extend if start_gap else gap_open
+    h, f = halves(q0 + i0, q0 + mid, t0 + j0, t0 + j1, False, lead, 0, True)
+    edge = _edge(lead, mid - i0, gap_extend)
+    forward_any = np.concatenate(([edge], h))
+    forward_gap = np.concatenate(([edge], f))
+    h, f = halves(q0 + mid, q0 + i1, t0 + j0, t0 + j1, True, gap_open,
+                  None if end_gap else 0, not end_gap)
+    edge = _edge(gap_open, i1 - mid, gap_extend)
+    reverse_any = np.concatenate(([edge], h))[::-1].copy()
+    reverse_gap = np.concatenate(([edge], f))[::-1].copy()
+    return mid, _crossing(forward_any, forward_gap, reverse_any, reverse_gap, gap_open,
+                          gap_extend)
+
+
+def trace_long(query_codes, target_codes, columns: dict, scoring, halves=None) -> dict:
+    """The alignment columns (:data:`~swdask._results.ALIGNMENT_COLUMNS`, one row) of one
+    long pair's hit, ``columns`` holding its score and positions (one-element arrays, the
+    API's convention), traced in memory linear in the segments' lengths.
+
+    Myers and Miller's parts (:func:`_trace_linear`): every part of :data:`GPU_PART_CELLS`
+    cells or more is cut at its middle row from the two halves' last rows, computed by
+    ``halves`` (the GPU's :class:`~swdask.gpu._pairs.LongRows`; :class:`CpuRows` when
+    ``None``), and the smaller parts are then traced on the CPU side by side
+    (:func:`_trace_parts`). The rows are the same on both, so the path is too. The path
+    re-scores to the score (checked)."""
+    from ._results import empty_alignment_columns
+
+    out = empty_alignment_columns(1)
+    qs, qe = int(columns["query_start"][0]), int(columns["query_end"][0])
+    ts, te = int(columns["target_start"][0]), int(columns["target_end"][0])
+    a = np.ascontiguousarray(query_codes[qs:qe], dtype=np.uint8)
+    b = np.ascontiguousarray(target_codes[ts:te], dtype=np.uint8)
+    gap_open, gap_extend = int(scoring.gap_open), int(scoring.gap_extend)
+    matrix = np.ascontiguousarray(scoring.matrix, dtype=np.int64)
+    max_cells = _settings.get_int("traceback.max-cells") or _DEFAULT_MAX_CELLS
+    if halves is None:
+        halves = CpuRows(query_codes, target_codes, scoring)
+    stack = [(0, a.size, 0, b.size, 0, 0)]
+    parts = []  # the CPU's parts, the path's last first
+    while stack:
+        part = stack.pop()
+        i0, i1, j0, j1, start_gap, end_gap = part
+        if i1 - i0 < 2 or (i1 - i0) * (j1 - j0) < GPU_PART_CELLS:
+            parts.append(part)
+            continue
+        mid, (cut, across) = _halves_of(halves, part, (qs, ts), gap_open, gap_extend)
+        stack.append((i0, mid, j0, j0 + cut, start_gap, across))
+        stack.append((mid, i1, j0 + cut, j1, across, end_gap))
+    parts = np.array(parts, dtype=np.int64).reshape(-1, 6)
+    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+    np.cumsum(parts[:, 1] - parts[:, 0] + parts[:, 3] - parts[:, 2], out=offsets[1:])
+    raw_parts = np.empty(int(offsets[-1]), dtype=np.uint8)
+    counts = np.zeros(len(parts), dtype=np.int64)
+    _trace_parts(a, b, matrix, gap_open, gap_extend, int(max_cells), parts, offsets, raw_parts,
+                 counts)
+    raw = np.concatenate([raw_parts[offsets[k]:offsets[k] + counts[k]]
+                          for k in range(len(parts))]) if len(parts) else raw_parts
+    count = raw.size
+    ops = np.zeros(max(count, 1), dtype=np.uint8)
+    lengths = np.zeros(max(count, 1), dtype=np.int64)
+    runs, matches, mismatches, gap_opens = _runs_of(raw, count, ops, lengths)
+    score = _score_of(a, b, matrix, gap_open, gap_extend, raw, count)
+    if score != int(columns["score"][0]):  # pragma: no cover - a bug, not bad input
+        raise RuntimeError(f"internal error: the long traceback scores {score} where the "
+                           f"alignment scored {int(columns['score'][0])}; please report it")
+    out["cigar"] = _cigars(ops, lengths, np.array([0, runs], dtype=np.int64),
+                           np.array([runs], dtype=np.int64))
+    out["alignment_length"] = np.array([count])
+    out["matches"] = np.array([matches])
+    out["mismatches"] = np.array([mismatches])
+    out["gap_opens"] = np.array([gap_opens])
+    out["identity"] = np.array([matches / count])
     return out

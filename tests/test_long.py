@@ -23,6 +23,7 @@ DNA = Scheme(matrix=None, match=1, mismatch=-3, gap_open=5, gap_extend=2)  # CUD
 DNA_WIDE = Scheme(matrix=None, match=5, mismatch=-4, gap_open=6, gap_extend=2)
 BLOSUM = Scheme()
 POSITIONS = ["score", "query_start", "query_end", "target_start", "target_end"]
+NO_PATH = -(1 << 28)
 
 
 def _pair(seed: int, length: int, letters: str = "ACGT", rate: float = 0.03):
@@ -168,3 +169,90 @@ def test_align_long_command_plot_and_errors(tmp_path, capsys):
                  str(tmp_path / "z.paf")]) == 1
     assert "top=1" in capsys.readouterr().err
     assert not (tmp_path / "z.paf").exists()
+
+
+# ------------------------------------------------------------- the GPU's halves
+
+
+@pytest.fixture(params=[pytest.param("emulation"), pytest.param("cuda", marks=pytest.mark.gpu)])
+def gpu_kind(request):
+    """The GPU kernels under the host emulation (g++, the kernel sources run on the CPU:
+    CPU-only CI checks their logic; skipped without g++), and on a real GPU (marked gpu)."""
+    import dask
+
+    from swdask.gpu import _runtime
+
+    if request.param == "emulation":
+        if _runtime.host_compiler() is None:
+            pytest.skip("the host emulation needs g++")
+    else:
+        try:
+            _runtime.require_cuda()
+        except _runtime.GpuUnavailableError as exc:
+            pytest.skip(str(exc))
+    with dask.config.set({"swdask.gpu.runtime": request.param}):
+        yield request.param
+
+
+def _cpu_last_row(a, b, matrix, gap_open, gap_extend, lead, vertical_first):
+    from swdask import _traceback
+
+    width = b.size + 1
+    s_row, i_row, d_row = (np.empty(width, dtype=np.int64) for _ in range(3))
+    _traceback._start_row(b.size, gap_open, gap_extend, s_row, i_row, d_row, vertical_first)
+    _traceback._fill_rows(a, b, matrix, gap_open, gap_extend, lead, s_row, i_row, d_row, 1,
+                          a.size, np.zeros(1, dtype=np.uint8), 0, False)
+    return np.maximum(np.maximum(s_row, i_row), d_row)[1:], i_row[1:]
+
+
+@pytest.mark.parametrize("scheme, letters", [(DNA, "ACGT"), (BLOSUM, "ACDEFGHIKLMNPQRSTVWY")])
+def test_long_rows_equal_the_cpu_rows(gpu_kind, scheme, letters):
+    """long_pair.cu's long_rows (a global alignment's last row over strips of the whole GPU)
+    equals the CPU's three-state rows, forward and reversed, from every kind of edge."""
+    from swdask._options import Options
+    from swdask.gpu import _pairs
+
+    scoring = Options.parse(**scheme.options).scoring
+    rng = np.random.default_rng(10)
+    query = scoring.lookup[rng.choice(np.frombuffer(letters.encode(), np.uint8), 300)]
+    target = scoring.lookup[rng.choice(np.frombuffer(letters.encode(), np.uint8), 200)]
+    target[40:140] = query[100:200]  # a shared stretch: the rows cross real alignments
+    halves = _pairs.LongRows(query, target, scoring)
+    matrix = np.asarray(scoring.matrix, dtype=np.int64)
+    go, ge = scoring.gap_open, scoring.gap_extend
+    for i0, i1, j0, j1 in ((0, 300, 0, 200), (7, 290, 11, 170), (150, 151, 3, 9)):
+        a, b = query[i0:i1], target[j0:j1]
+        for reverse in (False, True):
+            for lead, corner, top in ((go, 0, True), (ge, 0, True), (go, None, False)):
+                h, f = halves(i0, i1, j0, j1, reverse, lead, corner, top)
+                want_h, want_f = _cpu_last_row(a[::-1] if reverse else a,
+                                               b[::-1] if reverse else b, matrix, go, ge, lead,
+                                               corner is None)
+                for got, want in ((h, want_h), (f, want_f)):  # below -2**28: no path
+                    assert (np.maximum(got, NO_PATH).tolist()
+                            == np.maximum(want, NO_PATH).tolist()), (i0, reverse, lead, corner)
+
+
+def test_gpu_align_long_cuts_on_the_gpu(gpu_kind, monkeypatch):
+    """backend="gpu": the score pass on long_pair.cu, the traceback's parts cut from the
+    GPU's halves (parts of 2,000 cells on), the rest traced on the CPU: the CPU's score and
+    positions, a CIGAR that re-scores to them."""
+    from swdask import _traceback
+
+    query, target = _pair(11, 260, rate=0.08)
+    cpu = swdask.align_long(query, target, **DNA.options)
+    calls = []
+    original = _traceback._halves_of
+
+    def counted(*args):
+        calls.append(args[0])
+        return original(*args)
+
+    monkeypatch.setattr(_traceback, "GPU_PART_CELLS", 2000)
+    monkeypatch.setattr(_traceback, "_halves_of", counted)
+    gpu = swdask.align_long(query, target, backend="gpu", **DNA.options)
+    assert len(calls) >= 3 and all(type(h).__name__ == "LongRows" for h in calls)
+    cut_on_cpu = swdask.align_long(query, target, **DNA.options)  # the same parts, CPU rows
+    pd.testing.assert_frame_equal(gpu, cut_on_cpu)
+    assert gpu[POSITIONS].iloc[0].tolist() == cpu[POSITIONS].iloc[0].tolist()
+    assert check_rows(gpu, [query], [target], DNA) == 1

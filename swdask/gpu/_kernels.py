@@ -118,7 +118,8 @@ FASTA_NAMES = ("swdask::fasta_chunks", "swdask::fasta_records", "swdask::lookup_
 #: (start cell) pass.
 PAIRS_KERNELS = {"inter": ("pairs_inter.cu", "pairs_inter"),
                  "intra": ("intra_task.cu", "pairs_intra"),
-                 "long": ("long_pair.cu", "long_pair")}
+                 "long": ("long_pair.cu", "long_pair"),
+                 "long_rows": ("long_pair.cu", "long_rows")}
 #: Inter-task pairs shapes (lanes per pair, rows per lane) the router picks
 #: (swdask.gpu._pairs.inter_shape_for: 4 x 8 up to 32 query letters, then 8 lanes and the
 #: fewest rows that hold the query, 8 x 32 in strips beyond 256 letters) ...
@@ -128,6 +129,9 @@ PAIRS_FORCED_INTER_SHAPES = ((4, 4), (8, 4), (16, 8), (32, 4), (32, 16), (32, 32
 #: Intra-task and whole-GPU pairs shapes (warps per block, rows per thread): those the
 #: router picks from (swdask.gpu._pairs.chain_shape, long_shape).
 CHAIN_SHAPES = tuple((w, r) for w in (1, 2, 4, 8) for r in (4, 8, 16))
+#: The global alignment's last row over the whole GPU (long_rows: the linear-memory
+#: traceback's halves), in the shapes swdask.gpu._pairs.long_shape may pick.
+LONG_ROWS_SHAPES = ((1, 4), (2, 8), (4, 8), (4, 16), (8, 8))
 
 
 def pairs_name(family: str, shape: tuple[int, int], kind: int, reverse: bool) -> str:
@@ -154,9 +158,9 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
                 "reverse.cu": [reverse_name()],
                 "traceback.cu": list(TRACEBACK_NAMES), "fasta.cu": list(FASTA_NAMES)}
     shapes = {"inter": sorted(set(PAIRS_ROUTED_INTER_SHAPES) | set(PAIRS_FORCED_INTER_SHAPES)),
-              "intra": CHAIN_SHAPES, "long": CHAIN_SHAPES}
+              "intra": CHAIN_SHAPES, "long": CHAIN_SHAPES, "long_rows": LONG_ROWS_SHAPES}
     for family, (source_name, _) in PAIRS_KERNELS.items():
-        variants[source_name] = [pairs_name(family, shape, kind, reverse)
-                                 for shape in shapes[family] for kind in (0, 1)
-                                 for reverse in (False, True)]
+        variants.setdefault(source_name, []).extend(
+            pairs_name(family, shape, kind, reverse) for shape in shapes[family]
+            for kind in (0, 1) for reverse in (False, True))
     return variants

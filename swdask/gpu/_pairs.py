@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import _settings
 from .._results import (Alignments, best_cell, empty_alignment_columns, empty_cells, finish,
                         kernel_mode, put_rows, stack_rows)
 from .._scoring import substitution_table
@@ -347,12 +348,19 @@ def _run_intra_rows(runtime, batch: DevicePairs, cells: dict, rows: np.ndarray,
     return [scratch, order_dev] + held
 
 
+def _long_blocks(strips: int, runtime) -> int:
+    """Thread blocks of a long pair's wavefront: the setting's per multiprocessor, at most
+    one per strip."""
+    per_sm = _settings.get_int("gpu.long-pair-blocks-per-sm") or 2
+    return max(1, min(strips, per_sm * runtime.multiprocessors))
+
+
 def _long_pass(runtime, shape, reverse, q_res, qs, m, t_res, ts, n, target, ks):
     """One pass of the whole-GPU kernel; the (score, i, j) of the tie rule over its blocks."""
     xp = runtime.xp
     w, r = shape
     strips = -(-m // (w * 32 * r))
-    blocks = max(1, min(strips, 2 * runtime.multiprocessors))
+    blocks = _long_blocks(strips, runtime)
     nslots = blocks + 1  # a slot is rewritten only after its reader is done (long_pair.cu)
     slots = _scratch(xp, nslots * n * 2)
     progress = xp.zeros(nslots, dtype=xp.uint64)
@@ -390,6 +398,54 @@ def _long_cells(runtime, q_res, qs, m, t_res, ts, n, ks, starts: bool, shape=Non
     _, rev_i, rev_j = _long_pass(runtime, shape, True, q_res, qs, end_i + 1, t_res, ts,
                                  end_j + 1, score, ks)
     return score, end_i, end_j, end_i - rev_i, end_j - rev_j
+
+
+class LongRows:
+    """The last rows of global alignments over one long pair's letters, on the whole GPU
+    (``long_pair.cu``'s ``long_rows``): the halves of :func:`swdask._traceback.trace_long`.
+    The two sequences go up once; each call takes a part of them."""
+
+    def __init__(self, query_codes: np.ndarray, target_codes: np.ndarray, scoring):
+        self.runtime = get_runtime()
+        xp = self.runtime.xp
+        self.query = xp.asarray(query_codes)
+        self.target = xp.asarray(target_codes)
+        # a bound at least every cost and substitution: kernel_scoring then clamps nothing,
+        # which a global alignment's scores (unlike a local one's) would feel
+        matrix = np.asarray(scoring.matrix, dtype=np.int64)
+        bound = max(scoring.score_bound(query_codes.size, target_codes.size),
+                    int(scoring.gap_open), int(np.abs(matrix).max()))
+        self.ks = kernel_scoring(scoring, bound, xp)
+
+    def __call__(self, i0: int, i1: int, j0: int, j1: int, reverse: bool, lead: int,
+                 corner: int, top: bool):
+        """H and F (int64 host arrays, ``j1 - j0`` columns) of the last row of the global
+        alignment of query letters ``[i0, i1)`` against target letters ``[j0, j1)`` (both
+        read backwards where ``reverse``), from the edges ``lead``, ``corner`` and ``top``
+        (chain_core.cuh's GlobalEdges; ``corner`` ``None`` for none)."""
+        runtime, xp = self.runtime, self.runtime.xp
+        m, n = i1 - i0, j1 - j0
+        shape = long_shape(m)
+        w, r = shape
+        strips = -(-m // (w * 32 * r))
+        blocks = _long_blocks(strips, runtime)
+        nslots = blocks + 1
+        slots = _scratch(xp, nslots * n * 2)
+        last = _scratch(xp, n * 2)
+        progress = xp.zeros(nslots, dtype=xp.uint64)
+        ticket = xp.zeros(1, dtype=xp.int32)
+        runtime.launch(
+            _function(runtime, "long_rows", shape, self.ks.kind, reverse), blocks, w * 32,
+            (self.query, np.int64(i0), np.int32(m), self.target, np.int64(j0), np.int32(n),
+             np.int32(strips), ticket, slots, np.int32(nslots), progress, last,
+             *_args_scoring(self.ks), np.int32(lead),
+             np.int32(_NEG_EDGE if corner is None else corner), np.int32(1 if top else 0)))
+        rows = runtime.to_host(last).reshape(n, 2).astype(np.int64)
+        return rows[:, 0], rows[:, 1]
+
+
+#: chain_core.cuh's SWP_NEG: no path (a corner the path may not start from)
+_NEG_EDGE = -(1 << 29)
 
 
 def long_pair(query_codes: np.ndarray, target_codes: np.ndarray, scoring):

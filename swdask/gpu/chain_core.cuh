@@ -32,16 +32,29 @@ struct ChainShared {
   int job;
 };
 
+// The edges of a global alignment's matrix (GLOBAL strips, long_pair.cu's long_rows): row i's
+// cell before column 0 holds an I run of i + 1 letters, -(lead + i * gap_extend); the corner
+// before both holds `corner`; the row above row 0 holds a D run, -(gap_open + j * gap_extend)
+// at column j, where `top` (else nothing: SWP_NEG). `last` receives H and F of the query's last
+// row at every column.
+struct GlobalEdges {
+  int lead, corner, top;
+  int2* last;
+};
+
 // Runs one strip. `ncols`: columns that can still hold the result (the reverse pass lowers it
 // when EARLY). `in`/`out`: the row above / the bottom row (null: zeros / not needed).
-template <int W, int R, class Sub, bool REV, bool LONG, bool EARLY>
+// GLOBAL: the strip of a global alignment (no zero floor, the edges of `edges`, the virtual
+// columns before column 0 skipped rather than computed, no best tracked).
+template <int W, int R, class Sub, bool REV, bool LONG, bool EARLY, bool GLOBAL = false>
 __device__ __forceinline__ void chain_strip(ChainShared<W>& sh, const Sub& sub, Best& best,
                                             const u8* q_res, i64 qs, int m, const u8* t_res,
                                             i64 ts, int n, int& ncols, int strip, int target,
                                             const int2* in, int2* out,
                                             const volatile u64* in_progress,
                                             volatile u64* out_progress, int gap_open,
-                                            int gap_extend) {
+                                            int gap_extend,
+                                            GlobalEdges edges = GlobalEdges()) {
   constexpr int WARP_LAG = 32 + SWP_WINDOW;
   constexpr int LAST_LAG = (W - 1) * WARP_LAG + 31;  // lag of the block's last thread
   const int w = threadIdx.x >> 5;
@@ -54,9 +67,11 @@ __device__ __forceinline__ void chain_strip(ChainShared<W>& sh, const Sub& sub, 
   for (int r = 0; r < R; ++r) {
     const int i = i0 + r;
     q[r] = i < m ? sub.query(letter<REV>(q_res, qs, m, i)) : sub.query_pad();
-    hg[r] = -gap_open;
+    hg[r] = GLOBAL ? -(edges.lead + i * gap_extend) - gap_open : -gap_open;
     e[r] = SWP_NEG;
   }
+  // GLOBAL: the row of this thread holding the query's last row, if any
+  const int keep = GLOBAL ? m - 1 - i0 : -1;
   if (EARLY && threadIdx.x == 0) sh.snap[0] = sh.snap[1] = SWP_NO_HIT;
 
   const int pad = sub.target_pad();
@@ -85,13 +100,15 @@ __device__ __forceinline__ void chain_strip(ChainShared<W>& sh, const Sub& sub, 
       bh = v.x;
       bf = v.y;
     } else {
-      bh = 0;
+      bh = GLOBAL && c < n ? (edges.top ? -(gap_open + c * gap_extend) : SWP_NEG) : 0;
       bf = SWP_NEG;
     }
   };
   if (w == 0) load_chunk(0, cur_tc, cur_h, cur_f);
 
   int hg_out = -gap_open, f_out = SWP_NEG, tc_mine = pad, hg_diag = -gap_open;
+  if (GLOBAL)  // the cell before column 0 in the row above this thread's first
+    hg_diag = (i0 == 0 ? edges.corner : -(edges.lead + (i0 - 1) * gap_extend)) - gap_open;
   int steps = ncols + LAST_LAG + 1;
   for (int s = 0; s < steps; ++s) {
     if (s > 0 && (s & (SWP_WINDOW - 1)) == 0) {
@@ -152,15 +169,35 @@ __device__ __forceinline__ void chain_strip(ChainShared<W>& sh, const Sub& sub, 
       fv = up_f;
       tc_mine = up_tc;
     }
-    const int d = hg_diag;
-    hg_diag = hv;
-    const int colmax = column<R>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend);
+    const int j = s - w * WARP_LAG - l;
+    int colmax = SWP_NEG;
+    if (GLOBAL) {
+      // the columns before column 0 are the edges, not computed: this thread's rows keep
+      // their edge values, and the cell before column 0 above stays the diagonal
+      if (j >= 0) {
+        const int d = hg_diag;
+        hg_diag = hv;
+        if (keep >= 0 && keep < R) {
+          int h_kept = 0, f_kept = 0;
+          column_global<R, true>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend, keep,
+                                 h_kept, f_kept);
+          if (j < n) edges.last[j] = make_int2(h_kept, f_kept);
+        } else {
+          int unused_h, unused_f;
+          column_global<R, false>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend, keep,
+                                  unused_h, unused_f);
+        }
+      }
+    } else {
+      const int d = hg_diag;
+      hg_diag = hv;
+      colmax = column<R>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend);
+    }
     hg_out = hv;
     f_out = fv;
-    const int j = s - w * WARP_LAG - l;
     // reverse pass: columns from ncols on may read a row above that the previous strip never
     // wrote (it stopped early); they can no longer hold the start cell anyway
-    if (!EARLY || j < ncols) {
+    if (!GLOBAL && (!EARLY || j < ncols)) {
       track<R>(best, hg, colmax, gap_open, i0, j);
       if (EARLY && colmax + gap_open == target && j >= 0) atomicMin(&sh.hitcol, j);
     }

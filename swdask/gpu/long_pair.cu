@@ -55,3 +55,42 @@ __global__ void __launch_bounds__(W * 32)
     block_best[3 * blockIdx.x + 2] = best.j;
   }
 }
+
+// The last row of a global alignment over the whole GPU (the linear-memory traceback's halves,
+// swdask/gpu/_traceback.py): the strips as long_pair runs them, without the zero floor, from
+// the edges (lead, corner, top: chain_core.cuh's GlobalEdges); H and F of the query's last row
+// go to `last` (n columns). REV runs q[qs + m - 1 .. qs] x t[ts + n - 1 .. ts].
+template <int W, int R, int KIND, bool REV>
+__global__ void __launch_bounds__(W * 32)
+    long_rows(const u8* __restrict__ q_res, long long qs, int m, const u8* __restrict__ t_res,
+              long long ts, int n, int nstrips, int* ticket, int2* slots, int nslots,
+              unsigned long long* progress, int2* last, const int* __restrict__ table, int match,
+              int mismatch, int limit, int gap_open, int gap_extend, int lead, int corner,
+              int top) {
+  __shared__ int shared_table[KIND == 1 ? SWP_TABLE_CELLS : 1];
+  __shared__ ChainShared<W> sh;
+  typedef typename SubFor<KIND>::type Sub;
+  const Sub sub =
+      SubFor<KIND>::make(shared_table, table, match + gap_open, mismatch + gap_open, limit);
+  Best unused;
+  GlobalEdges edges;
+  edges.lead = lead;
+  edges.corner = corner;
+  edges.top = top;
+  edges.last = last;
+  int ncols = n;
+  while (true) {
+    if (threadIdx.x == 0) sh.job = atomicAdd(ticket, 1);
+    __syncthreads();
+    const int strip = sh.job;
+    __syncthreads();
+    if (strip >= nstrips) break;
+    const int2* in = strip > 0 ? slots + (i64)((strip - 1) % nslots) * n : nullptr;
+    int2* out = strip + 1 < nstrips ? slots + (i64)(strip % nslots) * n : nullptr;
+    const volatile u64* in_progress = strip > 0 ? progress + (strip - 1) % nslots : nullptr;
+    volatile u64* out_progress = strip + 1 < nstrips ? progress + strip % nslots : nullptr;
+    chain_strip<W, R, Sub, REV, true, false, true>(sh, sub, unused, q_res, qs, m, t_res, ts, n,
+                                                   ncols, strip, 0, in, out, in_progress,
+                                                   out_progress, gap_open, gap_extend, edges);
+  }
+}

@@ -154,6 +154,36 @@ __device__ __forceinline__ int column(int (&hg)[R], int (&e)[R], const int (&q)[
   return colmax;
 }
 
+// column() without the zero floor (a global alignment's cells, long_pair.cu's long_rows);
+// KEEP: also H and F of row `keep` (0 <= keep < R), for the one thread holding the last row
+// (the others run without the compare).
+template <int R, bool KEEP, class Sub>
+__device__ __forceinline__ void column_global(int (&hg)[R], int (&e)[R], const int (&q)[R],
+                                              const Sub& sub, int tc, int hg_diag, int& hg_up,
+                                              int& f, int gap_open, int neg_extend, int keep,
+                                              int& h_kept, int& f_kept) {
+  int up = hg_up;
+  int fv = f;
+  int d = hg_diag;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int left = hg[r];
+    const int en = __viaddmax_s32(e[r], neg_extend, left);
+    fv = __viaddmax_s32(fv, neg_extend, up);
+    const int h = max(__viaddmax_s32(d, sub.sub(tc, q[r]), en), fv);
+    d = left;
+    e[r] = en;
+    up = h - gap_open;
+    hg[r] = up;
+    if (KEEP && r == keep) {
+      h_kept = h;
+      f_kept = fv;
+    }
+  }
+  hg_up = up;
+  f = fv;
+}
+
 struct Best {
   int score, i, j;  // j = -1 while nothing scored
 };
