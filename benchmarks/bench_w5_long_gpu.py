@@ -16,7 +16,8 @@ same where the case has at most ``--cpu-max-cells`` cells; the two must agree on
 the positions and the CIGAR. ``--no-traceback`` times the score pass alone. One
 ``long-<case>-<device>-<date>.json`` record per case: ``workload``, ``device``, ``gpus``,
 ``cells``, ``score_seconds``, ``traceback_seconds``, ``wall_seconds``, ``tcups`` (cells over
-the score pass), the score, positions and a SHA-256 of the CIGAR, peak GPU memory.
+the score pass), the score, positions and a SHA-256 of the CIGAR, peak GPU memory (CuPy's
+pool) and the process's peak resident memory so far.
 
 ``--tune``: instead, the forward score pass alone (``swdask.lowlevel.run_pairs``, the
 long-pair kernel forced) of each case in every shape of ``--shapes`` and blocks per
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import lzma
+import resource
 import time
 from pathlib import Path
 
@@ -149,7 +151,9 @@ def main() -> None:
             runs.append(timed_call(query, target, "cpu", not args.no_traceback))
             keys = ("score", "positions", "cigar_sha256")
             assert all(runs[0][k] == runs[1][k] for k in keys), runs
-        record = {"workload": f"W5-{'chromosomes' if case == 'full' else case}", **stamp(
+        record = {"workload": f"W5-{'chromosomes' if case == 'full' else case}",
+                  "peak_host_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  **stamp(
             args.commit), "gpus": 1, "cpu": cpu_model(), "query": "NTUH-K2044 chromosome",
             "target": "MGH78578 chromosome",
             "offsets": [0, 0] if case == "full" else [args.query_offset, args.target_offset],

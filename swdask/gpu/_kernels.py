@@ -130,8 +130,8 @@ PAIRS_FORCED_INTER_SHAPES = ((4, 4), (8, 4), (16, 8), (32, 4), (32, 16), (32, 32
 #: router picks from (swdask.gpu._pairs.chain_shape, long_shape).
 CHAIN_SHAPES = tuple((w, r) for w in (1, 2, 4, 8) for r in (4, 8, 16))
 #: The global alignment's last row over the whole GPU (long_rows: the linear-memory
-#: traceback's halves), in the shapes swdask.gpu._pairs.long_shape may pick.
-LONG_ROWS_SHAPES = ((1, 4), (2, 8), (4, 8), (4, 16), (8, 8))
+#: traceback's halves), in the shapes swdask.gpu._pairs.long_shape picks.
+LONG_ROWS_SHAPES = ((1, 4), (2, 8), (4, 8), (4, 16), (8, 16))
 
 
 def pairs_name(family: str, shape: tuple[int, int], kind: int, reverse: bool) -> str:

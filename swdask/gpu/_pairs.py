@@ -199,12 +199,25 @@ def chain_shape(rows: int, n: int, pairs: int) -> tuple[int, int]:
     return best
 
 
+#: Whole-GPU shapes (warps, rows per thread), tallest strips first: a query takes the
+#: tallest of which it holds a strip per multiprocessor.
+_LONG_SHAPES = ((8, 16), (4, 16), (4, 8))
+
+
 def long_shape(m: int) -> tuple[int, int]:
-    """(warps, rows per thread) for the whole-GPU kernel. Measured for 100,000 x 100,000
-    (docs/notes/gpu-pairs-and-long-pairs.md): (2, 8) was the fastest forward, ahead of (8, 4),
-    (4, 4) and (4, 16): 512-row strips of two warps balance the wavefront's start-up lag (one
-    strip after the other) against the work in flight per multiprocessor."""
-    if m >= _sm_count() * 512:  # at least one strip per multiprocessor
+    """(warps, rows per thread) for the whole-GPU kernel. A 1 Mbp x 1 Mbp forward pass (one
+    H200, docs/notes/gpu-pairs-and-long-pairs.md) ran at 1.21 TCUPS in (8, 16) at two blocks
+    per multiprocessor against 0.36 in (2, 8): tall strips of eight warps keep sixteen warps
+    on each multiprocessor where the query has the strips for them. Shorter queries: for
+    100,000 x 100,000, (2, 8) was the fastest forward, ahead of (8, 4), (4, 4) and (4, 16):
+    512-row strips of two warps balance the wavefront's start-up lag (one strip after the
+    other) against the work in flight per multiprocessor. The shapes between were not
+    measured."""
+    sms = _sm_count()
+    for warps, rows in _LONG_SHAPES:
+        if m >= sms * warps * 32 * rows:
+            return warps, rows
+    if m >= sms * 512:  # at least one strip per multiprocessor
         return 2, 8
     return 1, 4  # shorter queries: more, thinner strips so that every multiprocessor works
 
