@@ -497,11 +497,6 @@ def trace(queries, query_rows, targets, target_rows, columns: dict, scoring) -> 
     return out
 
 
-#: Parts of a long pair's path (:func:`trace_long`) of at least this many cells are cut on
-#: the GPU where one is given; smaller ones are traced on the CPU, side by side.
-GPU_PART_CELLS = 1 << 27
-
-
 def _edge(lead: int, rows: int, gap_extend: int) -> int:
     """A query gap of ``rows`` letters whose first costs ``lead``."""
     return -(lead + (rows - 1) * gap_extend)
@@ -559,10 +554,10 @@ def trace_long(query_codes, target_codes, columns: dict, scoring, halves=None) -
     long pair's hit, ``columns`` holding its score and positions (one-element arrays, the
     API's convention), traced in memory linear in the segments' lengths.
 
-    Myers and Miller's parts (:func:`_trace_linear`): every part of :data:`GPU_PART_CELLS`
-    cells or more is cut at its middle row from the two halves' last rows, computed by
-    ``halves`` (the GPU's :class:`~swdask.gpu._pairs.LongRows`; :class:`CpuRows` when
-    ``None``), and the smaller parts are then traced on the CPU side by side
+    Myers and Miller's parts (:func:`_trace_linear`): every part of at least the setting
+    ``swdask.traceback.long-part-cells`` cells is cut at its middle row from the two halves'
+    last rows, computed by ``halves`` (the GPU's :class:`~swdask.gpu._pairs.LongRows`;
+    :class:`CpuRows` when ``None``), and the smaller parts are then traced on the CPU side by side
     (:func:`_trace_parts`). The rows are the same on both, so the path is too. The path
     re-scores to the score (checked)."""
     from ._results import empty_alignment_columns
@@ -577,12 +572,13 @@ def trace_long(query_codes, target_codes, columns: dict, scoring, halves=None) -
     max_cells = _settings.get_int("traceback.max-cells") or _DEFAULT_MAX_CELLS
     if halves is None:
         halves = CpuRows(query_codes, target_codes, scoring)
+    part_cells = _settings.get_int("traceback.long-part-cells")
     stack = [(0, a.size, 0, b.size, 0, 0)]
     parts = []  # the CPU's parts, the path's last first
     while stack:
         part = stack.pop()
         i0, i1, j0, j1, start_gap, end_gap = part
-        if i1 - i0 < 2 or (i1 - i0) * (j1 - j0) < GPU_PART_CELLS:
+        if i1 - i0 < 2 or (i1 - i0) * (j1 - j0) < part_cells:
             parts.append(part)
             continue
         mid, (cut, across) = _halves_of(halves, part, (qs, ts), gap_open, gap_extend)

@@ -233,7 +233,7 @@ def test_long_rows_equal_the_cpu_rows(gpu_kind, scheme, letters):
                             == np.maximum(want, NO_PATH).tolist()), (i0, reverse, lead, corner)
 
 
-def test_gpu_align_long_cuts_on_the_gpu(gpu_kind, monkeypatch):
+def test_gpu_align_long_cuts_on_the_gpu(gpu_kind, monkeypatch, setting):
     """backend="gpu": the score pass on long_pair.cu, the traceback's parts cut from the
     GPU's halves (parts of 2,000 cells on), the rest traced on the CPU: the CPU's score and
     positions, a CIGAR that re-scores to them."""
@@ -248,7 +248,7 @@ def test_gpu_align_long_cuts_on_the_gpu(gpu_kind, monkeypatch):
         calls.append(args[0])
         return original(*args)
 
-    monkeypatch.setattr(_traceback, "GPU_PART_CELLS", 2000)
+    setting("traceback.long-part-cells", 2000)
     monkeypatch.setattr(_traceback, "_halves_of", counted)
     gpu = swdask.align_long(query, target, backend="gpu", **DNA.options)
     assert len(calls) >= 3 and all(type(h).__name__ == "LongRows" for h in calls)
