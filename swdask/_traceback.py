@@ -531,17 +531,30 @@ class CpuRows:
 def _halves_of(halves, part, origin, gap_open: int, gap_extend: int):
     """:func:`_crossing`'s four rows for ``part`` (segment coordinates) from ``halves``
     (:class:`swdask.gpu._pairs.LongRows` or :class:`CpuRows`, sequence coordinates:
-    ``origin`` is the segment's first query and target letter)."""
+    ``origin`` is the segment's first query and target letter). The CPU's two halves run
+    on two threads (its rows release the GIL); the GPU's one after the other, each on the
+    whole GPU."""
     i0, i1, j0, j1, start_gap, end_gap = (int(x) for x in part)
     q0, t0 = origin
     mid = i0 + (i1 - i0) // 2
     lead = gap_extend if start_gap else gap_open
-    h, f = halves(q0 + i0, q0 + mid, t0 + j0, t0 + j1, False, lead, 0, True)
+    upper = (q0 + i0, q0 + mid, t0 + j0, t0 + j1, False, lead, 0, True)
+    lower = (q0 + mid, q0 + i1, t0 + j0, t0 + j1, True, gap_open, None if end_gap else 0,
+             not end_gap)
+    if isinstance(halves, CpuRows):
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(2) as pool:
+            lower_rows = pool.submit(halves, *lower)
+            h, f = halves(*upper)
+            lower_rows = lower_rows.result()
+    else:
+        h, f = halves(*upper)
+        lower_rows = halves(*lower)
     edge = _edge(lead, mid - i0, gap_extend)
     forward_any = np.concatenate(([edge], h))
     forward_gap = np.concatenate(([edge], f))
-    h, f = halves(q0 + mid, q0 + i1, t0 + j0, t0 + j1, True, gap_open,
-                  None if end_gap else 0, not end_gap)
+    h, f = lower_rows
     edge = _edge(gap_open, i1 - mid, gap_extend)
     reverse_any = np.concatenate(([edge], h))[::-1].copy()
     reverse_gap = np.concatenate(([edge], f))[::-1].copy()

@@ -205,10 +205,11 @@ _LONG_SHAPES = ((8, 16), (4, 16), (4, 8))
 
 
 def long_shape(m: int) -> tuple[int, int]:
-    """(warps, rows per thread) for the whole-GPU kernel. A 1 Mbp x 1 Mbp forward pass (one
-    H200, docs/notes/gpu-pairs-and-long-pairs.md) ran at 1.21 TCUPS in (8, 16) at two blocks
-    per multiprocessor against 0.36 in (2, 8): tall strips of eight warps keep sixteen warps
-    on each multiprocessor where the query has the strips for them. Shorter queries: for
+    """(warps, rows per thread) for the whole-GPU kernel. On a 1 Mbp x 1 Mbp forward pass
+    (docs/notes/gpu-pairs-and-long-pairs.md, the shape) (8, 16) at two blocks per
+    multiprocessor was the fastest, about three times (2, 8): tall strips of eight warps
+    keep sixteen warps on each multiprocessor where the query has the strips for them.
+    Shorter queries: for
     100,000 x 100,000, (2, 8) was the fastest forward, ahead of (8, 4), (4, 4) and (4, 16):
     512-row strips of two warps balance the wavefront's start-up lag (one strip after the
     other) against the work in flight per multiprocessor. The shapes between were not

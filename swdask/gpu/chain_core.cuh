@@ -179,13 +179,11 @@ __device__ __forceinline__ void chain_strip(ChainShared<W>& sh, const Sub& sub, 
         hg_diag = hv;
         if (keep >= 0 && keep < R) {
           int h_kept = 0, f_kept = 0;
-          column_global<R, true>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend, keep,
-                                 h_kept, f_kept);
+          column<R, true, true>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend, keep,
+                                &h_kept, &f_kept);
           if (j < n) edges.last[j] = make_int2(h_kept, f_kept);
         } else {
-          int unused_h, unused_f;
-          column_global<R, false>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend, keep,
-                                  unused_h, unused_f);
+          column<R, true>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend);
         }
       }
     } else {

@@ -17,6 +17,27 @@
 
 using namespace swpairs;
 
+// The strips of one pair, taken from the counter by the blocks in turn:
+// body(strip, in, out, in_progress, out_progress) runs each with its slots (the row above,
+// null for strip 0; its bottom row, null for the last strip) and their progress words.
+template <int W, class Body>
+__device__ __forceinline__ void take_strips(ChainShared<W>& sh, int* ticket, int nstrips, int n,
+                                            int2* slots, int nslots,
+                                            unsigned long long* progress, Body body) {
+  while (true) {
+    if (threadIdx.x == 0) sh.job = atomicAdd(ticket, 1);
+    __syncthreads();
+    const int strip = sh.job;
+    __syncthreads();
+    if (strip >= nstrips) break;
+    const int2* in = strip > 0 ? slots + (i64)((strip - 1) % nslots) * n : nullptr;
+    int2* out = strip + 1 < nstrips ? slots + (i64)(strip % nslots) * n : nullptr;
+    const volatile u64* in_progress = strip > 0 ? progress + (strip - 1) % nslots : nullptr;
+    volatile u64* out_progress = strip + 1 < nstrips ? progress + strip % nslots : nullptr;
+    body(strip, in, out, in_progress, out_progress);
+  }
+}
+
 template <int W, int R, int KIND, bool REV>
 __global__ void __launch_bounds__(W * 32)
     long_pair(const u8* __restrict__ q_res, long long qs, int m, const u8* __restrict__ t_res,
@@ -34,20 +55,13 @@ __global__ void __launch_bounds__(W * 32)
   best.i = -1;
   best.j = -1;
   int ncols = n;
-  while (true) {
-    if (threadIdx.x == 0) sh.job = atomicAdd(ticket, 1);
-    __syncthreads();
-    const int strip = sh.job;
-    __syncthreads();
-    if (strip >= nstrips) break;
-    const int2* in = strip > 0 ? slots + (i64)((strip - 1) % nslots) * n : nullptr;
-    int2* out = strip + 1 < nstrips ? slots + (i64)(strip % nslots) * n : nullptr;
-    const volatile u64* in_progress = strip > 0 ? progress + (strip - 1) % nslots : nullptr;
-    volatile u64* out_progress = strip + 1 < nstrips ? progress + strip % nslots : nullptr;
-    chain_strip<W, R, Sub, REV, true, false>(sh, sub, best, q_res, qs, m, t_res, ts, n, ncols,
-                                             strip, target, in, out, in_progress, out_progress,
-                                             gap_open, gap_extend);
-  }
+  take_strips<W>(sh, ticket, nstrips, n, slots, nslots, progress,
+                 [&](int strip, const int2* in, int2* out, const volatile u64* in_progress,
+                     volatile u64* out_progress) {
+                   chain_strip<W, R, Sub, REV, true, false>(
+                       sh, sub, best, q_res, qs, m, t_res, ts, n, ncols, strip, target, in, out,
+                       in_progress, out_progress, gap_open, gap_extend);
+                 });
   reduce_best_block<W>(best, sh.red);
   if (threadIdx.x == 0) {
     block_best[3 * blockIdx.x] = best.score;
@@ -79,18 +93,11 @@ __global__ void __launch_bounds__(W * 32)
   edges.top = top;
   edges.last = last;
   int ncols = n;
-  while (true) {
-    if (threadIdx.x == 0) sh.job = atomicAdd(ticket, 1);
-    __syncthreads();
-    const int strip = sh.job;
-    __syncthreads();
-    if (strip >= nstrips) break;
-    const int2* in = strip > 0 ? slots + (i64)((strip - 1) % nslots) * n : nullptr;
-    int2* out = strip + 1 < nstrips ? slots + (i64)(strip % nslots) * n : nullptr;
-    const volatile u64* in_progress = strip > 0 ? progress + (strip - 1) % nslots : nullptr;
-    volatile u64* out_progress = strip + 1 < nstrips ? progress + strip % nslots : nullptr;
-    chain_strip<W, R, Sub, REV, true, false, true>(sh, sub, unused, q_res, qs, m, t_res, ts, n,
-                                                   ncols, strip, 0, in, out, in_progress,
-                                                   out_progress, gap_open, gap_extend, edges);
-  }
+  take_strips<W>(sh, ticket, nstrips, n, slots, nslots, progress,
+                 [&](int strip, const int2* in, int2* out, const volatile u64* in_progress,
+                     volatile u64* out_progress) {
+                   chain_strip<W, R, Sub, REV, true, false, true>(
+                       sh, sub, unused, q_res, qs, m, t_res, ts, n, ncols, strip, 0, in, out,
+                       in_progress, out_progress, gap_open, gap_extend, edges);
+                 });
 }

@@ -128,10 +128,14 @@ struct SubFor<1> {
 // One column of R rows. In: hg = HG of the row above at this column, f = its F, hg_diag = HG
 // of the row above at the previous column, tc = the column's target letter (prepared).
 // Out: hg, f of this thread's last row. Returns the largest HG of the column (H - gap_open).
-template <int R, class Sub>
+// GLOBAL: a global alignment's cells (no zero floor; long_pair.cu's long_rows), no column
+// maximum (SWP_NEG returned); KEEP: also H and F of row `keep` into h_kept and f_kept (the
+// one thread holding the query's last row; the others run without the compare).
+template <int R, bool GLOBAL = false, bool KEEP = false, class Sub>
 __device__ __forceinline__ int column(int (&hg)[R], int (&e)[R], const int (&q)[R],
                                       const Sub& sub, int tc, int hg_diag, int& hg_up, int& f,
-                                      int gap_open, int neg_extend) {
+                                      int gap_open, int neg_extend, int keep = -1,
+                                      int* h_kept = nullptr, int* f_kept = nullptr) {
   int up = hg_up;
   int fv = f;
   int d = hg_diag;
@@ -141,47 +145,22 @@ __device__ __forceinline__ int column(int (&hg)[R], int (&e)[R], const int (&q)[
     const int left = hg[r];
     const int en = __viaddmax_s32(e[r], neg_extend, left);  // max(E - ge, H_left - go)
     fv = __viaddmax_s32(fv, neg_extend, up);                // max(F - ge, H_up - go)
-    const int h = max(__viaddmax_s32_relu(d, sub.sub(tc, q[r]), en), fv);
+    const int h = GLOBAL ? max(__viaddmax_s32(d, sub.sub(tc, q[r]), en), fv)
+                         : max(__viaddmax_s32_relu(d, sub.sub(tc, q[r]), en), fv);
     d = left;
     e[r] = en;
     up = h - gap_open;
     hg[r] = up;
-    if (r & 1) colmax = __vimax3_s32(colmax, hg[r - 1], up);
+    if (!GLOBAL && (r & 1)) colmax = __vimax3_s32(colmax, hg[r - 1], up);
+    if (KEEP && r == keep) {
+      *h_kept = h;
+      *f_kept = fv;
+    }
   }
-  if (R & 1) colmax = max(colmax, hg[R - 1]);
+  if (!GLOBAL && (R & 1)) colmax = max(colmax, hg[R - 1]);
   hg_up = up;
   f = fv;
   return colmax;
-}
-
-// column() without the zero floor (a global alignment's cells, long_pair.cu's long_rows);
-// KEEP: also H and F of row `keep` (0 <= keep < R), for the one thread holding the last row
-// (the others run without the compare).
-template <int R, bool KEEP, class Sub>
-__device__ __forceinline__ void column_global(int (&hg)[R], int (&e)[R], const int (&q)[R],
-                                              const Sub& sub, int tc, int hg_diag, int& hg_up,
-                                              int& f, int gap_open, int neg_extend, int keep,
-                                              int& h_kept, int& f_kept) {
-  int up = hg_up;
-  int fv = f;
-  int d = hg_diag;
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const int left = hg[r];
-    const int en = __viaddmax_s32(e[r], neg_extend, left);
-    fv = __viaddmax_s32(fv, neg_extend, up);
-    const int h = max(__viaddmax_s32(d, sub.sub(tc, q[r]), en), fv);
-    d = left;
-    e[r] = en;
-    up = h - gap_open;
-    hg[r] = up;
-    if (KEEP && r == keep) {
-      h_kept = h;
-      f_kept = fv;
-    }
-  }
-  hg_up = up;
-  f = fv;
 }
 
 struct Best {
