@@ -27,6 +27,7 @@ BLOSUM = Scheme()
 DNA = Scheme(matrix=None, match=2, mismatch=-3, gap_open=5, gap_extend=2)
 ALIGNMENT = ["cigar", "alignment_length", "matches", "mismatches", "gap_opens", "identity"]
 STRINGS = ["query_aligned", "target_aligned"]
+POSITIONS = ["score", "query_start", "query_end", "target_start", "target_end"]
 
 
 def as_list(column) -> list:
@@ -269,17 +270,36 @@ def test_aligned_strings_options_are_checked(options, message):
         pd.Series(["ACDE"]).sw.align("ACDE", **options)
 
 
+@pytest.mark.parametrize("max_cells", [100_000, 200_000])
+def test_blocks_of_rows_give_the_same_alignments(setting, max_cells):
+    """Pairs traced in blocks of rows (the setting below their tables, above their blocks'
+    checkpoint rows: 24 bytes per column per block) give exactly the CIGARs of the
+    whole-table traceback, DNA's many equal paths included."""
+    rng = np.random.default_rng(12)
+    queries = ["".join(rng.choice(list("ACGT"), 700)) for _ in range(6)]
+    targets = [mutate(q[50:650], rng, 0.06, "ACGT") for q in queries]
+    whole = swdask.align_pairs(queries, targets, positions="alignment", **DNA.options)
+    sizes = ((whole["query_end"] - whole["query_start"] + 1)
+             * (whole["target_end"] - whole["target_start"] + 1))
+    assert (sizes > max_cells).all()  # every pair goes in blocks
+    setting("traceback.max-cells", max_cells)
+    blocked = swdask.align_pairs(queries, targets, positions="alignment", **DNA.options)
+    pd.testing.assert_frame_equal(blocked, whole)
+
+
 @pytest.mark.parametrize("max_cells", [1, 50, 700])
-def test_blocks_of_rows_give_the_same_alignments(setting, protein_queries, protein_db,
-                                                 max_cells):
-    """Pairs traced in blocks of rows (the setting far below their tables: one row per block
-    at 1) give exactly the CIGARs of the whole-table traceback."""
+def test_pairs_past_their_checkpoints_are_traced_in_linear_memory(setting, protein_queries,
+                                                                   protein_db, max_cells):
+    """Where even the blocks' checkpoint rows would pass the setting, Myers and Miller's
+    halves: the same scores and positions, every CIGAR a path that re-scores to its score
+    (an optimal one; among equal paths it may differ from the whole table's)."""
     targets = protein_db.iloc[:40]
     query = protein_queries[1][1]
     whole = targets.sw.align(query, positions="alignment", **BLOSUM.options)
     setting("traceback.max-cells", max_cells)
-    blocked = targets.sw.align(query, positions="alignment", **BLOSUM.options)
-    pd.testing.assert_frame_equal(blocked, whole)
+    halves = targets.sw.align(query, positions="alignment", **BLOSUM.options)
+    pd.testing.assert_frame_equal(halves[POSITIONS], whole[POSITIONS])
+    assert check_rows(halves, [query] * len(targets), list(targets), BLOSUM) > 0
 
 
 # ------------------------------------------------------------------ the GPU's traceback
