@@ -19,6 +19,11 @@ the positions and the CIGAR. ``--no-traceback`` times the score pass alone. One
 the score pass), the score, positions and a SHA-256 of the CIGAR, peak GPU memory (CuPy's
 pool) and the process's peak resident memory so far.
 
+``--command``: also the whole command, ``swdask align-long --backend gpu -v`` in a new
+process on FASTA files of the case's two sequences: ``command.wall_seconds`` from process
+start to PAF written, its phases (``-v``), its peak resident memory and the GPU's peak used
+memory (``nvidia-smi``, sampled), and its PAF checked equal to the call's result.
+
 ``--tune``: instead, the forward score pass alone (``swdask.lowlevel.run_pairs``, the
 long-pair kernel forced) of each case in every shape of ``--shapes`` and blocks per
 multiprocessor of ``--blocks-per-sm`` (the setting ``swdask.gpu.long-pair-blocks-per-sm``),
@@ -32,6 +37,10 @@ import argparse
 import hashlib
 import lzma
 import resource
+import subprocess
+import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -92,6 +101,61 @@ def timed_call(query: str, target: str, backend: str, traceback: bool,
             "cpu_parts_seconds": sum(stages["long parts"])}
 
 
+def gpu_memory_used() -> int | None:
+    """Bytes of memory in use on GPU 0 (``nvidia-smi``), or None without it."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,"
+                              "nounits", "-i", "0"], capture_output=True, text=True, timeout=10)
+        return int(out.stdout.split()[0]) * 2**20
+    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+        return None
+
+
+def timed_command(query: str, target: str, call: dict) -> dict:
+    """``swdask align-long --backend gpu -v`` in a new process on the two sequences as FASTA
+    files; its wall clock, phases, peak memory, and its PAF against the call's ``call``."""
+    with tempfile.TemporaryDirectory() as folder:
+        paths = []
+        for name, letters in (("query", query), ("target", target)):
+            path = Path(folder) / f"{name}.fa"
+            path.write_text(f">{name}\n" + "\n".join(letters[k:k + 80] for k in
+                                                     range(0, len(letters), 80)) + "\n")
+            paths.append(str(path))
+        paf = Path(folder) / "best.paf"
+        options = ["--dna", "--match", "1", "--mismatch", "-3", "--gap-open", "5",
+                   "--gap-extend", "2"]
+        baseline, peak, done = gpu_memory_used(), [0], threading.Event()
+
+        def sample():
+            while not done.wait(0.2):
+                peak[0] = max(peak[0], gpu_memory_used() or 0)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        start = time.perf_counter()
+        finished = subprocess.run([sys.executable, "-m", "swdask", "align-long", *paths, "-o",
+                                   str(paf), "--backend", "gpu", "--no-progress", "-v",
+                                   *options], capture_output=True, text=True)
+        wall = time.perf_counter() - start
+        done.set()
+        sampler.join()
+        assert finished.returncode == 0, finished.stderr
+        phases = {}
+        line = finished.stderr.split("swdask: phases: ")[1].splitlines()[0]
+        for part in line.split(", "):
+            name, seconds, _ = part.rsplit(" ", 2)
+            phases[name] = float(seconds)
+        fields = paf.read_text().rstrip("\n").split("\t")
+        cigar = fields[-1].removeprefix("cg:Z:")
+        assert int(fields[-2].removeprefix("AS:i:")) == call["score"], fields[:12]
+        assert [int(fields[k]) for k in (2, 3, 7, 8)] == call["positions"], fields[:12]
+        assert hashlib.sha256(cigar.encode()).hexdigest() == call["cigar_sha256"]
+    return {"wall_seconds": wall, "phases": phases,
+            "peak_host_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
+            "peak_gpu_used_bytes": peak[0] or None,
+            "gpu_used_before_bytes": baseline, "paf_equal_to_call": True}
+
+
 def tune(query: str, target: str, shapes, per_sm, out, commit, case: str) -> None:
     import cupy
     import dask
@@ -134,6 +198,8 @@ def main() -> None:
     parser.add_argument("--cpu-max-cells", type=float, default=2e11)
     parser.add_argument("--no-traceback", action="store_true")
     parser.add_argument("--tune", action="store_true")
+    parser.add_argument("--command", action="store_true",
+                        help="also time the whole swdask align-long command in a new process")
     parser.add_argument("--part-cells", default="",
                         help="comma-separated values of swdask.traceback.long-part-cells to "
                              "run the GPU call with, one record each (default: the setting)")
@@ -175,6 +241,10 @@ def main() -> None:
             assert all(run[k] == runs[0][k] for run in runs for k in ("score", "positions"))
             assert all(run["cigar_sha256"] == runs[-1]["cigar_sha256"] for run in runs
                        if run["part_cells"] == runs[-1]["part_cells"]), runs
+        if args.command:
+            call = min(runs[:gpu_runs], key=lambda run: run["wall_seconds"])
+            command = timed_command(query, target, call)
+            print({"command": command}, flush=True)
         record = {"workload": f"W5-{'chromosomes' if case == 'full' else case}",
                   "peak_host_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
                   **stamp(
@@ -185,7 +255,8 @@ def main() -> None:
             "scoring": SCORING, "runs": runs,
             **{k: min(runs[:gpu_runs], key=lambda run: run["wall_seconds"])[k]
                for k in ("score_seconds", "traceback_seconds", "wall_seconds", "tcups",
-                         "score", "positions", "cigar_sha256")}}
+                         "score", "positions", "cigar_sha256")},
+            **({"command": command} if args.command else {})}
         path = write_result(args.out, f"long-{case.replace(':', 'x')}", record)
         print(path, {k: record[k] for k in ("cells", "score", "positions", "score_seconds",
                                             "traceback_seconds", "wall_seconds", "tcups")},

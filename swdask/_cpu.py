@@ -1529,6 +1529,48 @@ def long_pair(query_codes, target_codes, matrix, gap_open, gap_extend, section_c
                 progress(m * stop)
     if best <= 0:
         return 0, -1, -1, -1, -1
-    start_i, start_j = _reverse(profile.scores, end_i, target_codes, 0, end_j, best, gap_open,
-                                gap_extend, H, E)
+    start_i, start_j = _long_start(query_codes, target_codes, matrix, gap_open, gap_extend,
+                                   int(best), int(end_i), int(end_j), profile, section_columns)
     return int(best), int(start_i), int(start_j), int(end_i), int(end_j)
+
+
+#: Reversed columns in the long start pass's first section (each next one twice as wide).
+_START_FIRST_COLUMNS = 4096
+
+
+def _long_start(query_codes, target_codes, matrix, gap_open, gap_extend, best, end_i, end_j,
+                profile, section_columns):
+    """The start cell of :func:`long_pair`'s alignment (score ``best``, end ``(end_i,
+    end_j)``): the first reversed column of ``query[end_i::-1]`` x ``target[end_j::-1]``
+    that holds ``best``, its first row there, as :func:`_reverse` finds it, but on the
+    striped row: its tie rule (smallest column, then row) picks that cell, since no cell of
+    the prefixes scores above ``best`` and every cell scoring ``best`` starts an alignment
+    ending at the end cell (one ending anywhere else would have been the forward pass's end
+    by the tie rule). The reversed columns run in sections that double from
+    ``_START_FIRST_COLUMNS`` up to ``section_columns``, stopping after the first that holds
+    ``best``, so a start near its end costs little, as the scalar pass's early stop does.
+    Where the striped row cannot run (``profile``: the forward query's), the scalar pass."""
+    m = end_i + 1
+    H = np.zeros(max(m, query_codes.size), dtype=np.int64)
+    E = np.zeros(max(m, query_codes.size), dtype=np.int64)
+    if profile.lane_table is None or not _gaps_fit_lanes(gap_open, gap_extend):
+        return _reverse(profile.scores, end_i, target_codes, 0, end_j, best, gap_open,
+                        gap_extend, H, E)
+    reversed_query = np.ascontiguousarray(query_codes[end_i::-1])
+    reversed_target = np.ascontiguousarray(target_codes[end_j::-1])
+    striped = striped_query(query_profile(reversed_query, matrix).scores, gap_open, gap_extend)
+    H, E = H[:m], E[:m]
+    found, row, column = 0, -1, -1
+    first, width, n = 0, _START_FIRST_COLUMNS, end_j + 1
+    while first < n and found < best:
+        stop = min(n, first + width)
+        found, row, column = _striped_row(
+            striped.table, striped.seg, striped.word_limit, striped.byte_table,
+            striped.byte_seg, striped.bias, striped.byte_limit, striped.back_limit,
+            striped.dword_table, striped.dword_seg, striped.saturation, striped.word_back,
+            m, reversed_target, 0, first, stop, gap_open, gap_extend, H, E, found, row, column)
+        first, width = stop, min(2 * width, section_columns)
+    if found != best:  # pragma: no cover - a bug, not bad input
+        raise RuntimeError(f"internal error: the start pass found {found} where the score is "
+                           f"{best}; please report it")
+    return end_i - row, end_j - column

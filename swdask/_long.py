@@ -22,6 +22,7 @@ from ._options import check_backend
 from ._results import ALIGNMENT_COLUMNS, COLUMNS
 from ._scoring import ScoringError, make_scoring
 from ._sequences import encode_text
+from ._timing import Phases
 
 #: Target letters per section of the CPU score pass (progress is reported per section).
 SECTION_COLUMNS = 1 << 20
@@ -100,20 +101,31 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
         the same on both backends; among equally scoring paths it may differ from
         ``align``'s on pairs larger than the setting ``swdask.traceback.max-cells``.
     """
+    return run_long(query, target, top=top, backend=backend, traceback=traceback,
+                    progress=progress, matrix=matrix, gap_open=gap_open,
+                    gap_extend=gap_extend, match=match, mismatch=mismatch,
+                    on_unknown=on_unknown)
+
+
+def run_long(query, target, *, top, backend, traceback, progress, phases=None,
+             **scoring_options) -> pd.DataFrame:
+    """:func:`align_long`'s work, its score pass and traceback timed as ``phases`` ("score
+    pass", "traceback": a :class:`swdask._timing.Phases`, the command's ``--verbose``)."""
+    phases = phases if phases is not None else Phases()
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
         raise ValueError(f"top must be a positive integer, got {top!r}")
     if top != 1:
         raise NotImplementedError("align_long computes the best alignment only (top=1) so far")
     backend = check_backend(backend)
     backend = "cpu" if backend == "auto" else backend
-    scoring = make_scoring(matrix, gap_open=gap_open, gap_extend=gap_extend, match=match,
-                           mismatch=mismatch, on_unknown=on_unknown)
+    scoring = make_scoring(**scoring_options)
     query_codes = _codes(query, scoring, "query")
     target_codes = _codes(target, scoring, "target")
     total = int(query_codes.size) * int(target_codes.size)
     report = None if progress is None else (lambda done: progress(int(done), total))
-    score, start_i, start_j, end_i, end_j = _score_pass(query_codes, target_codes, scoring,
-                                                        backend, report)
+    with phases("score pass"):
+        score, start_i, start_j, end_i, end_j = _score_pass(query_codes, target_codes,
+                                                            scoring, backend, report)
     if score <= 0:
         return pd.DataFrame({name: pd.Series([], dtype=_dtype(name)) for name in LONG_COLUMNS})
     from ._traceback import trace_long
@@ -126,9 +138,10 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
     if not traceback:
         frame.update({name: [None] for name in ALIGNMENT_COLUMNS})
     else:
-        traced = trace_long(query_codes, target_codes, columns, scoring,
-                            _gpu_halves(query_codes, target_codes, scoring)
-                            if backend == "gpu" else None)
+        with phases("traceback"):
+            traced = trace_long(query_codes, target_codes, columns, scoring,
+                                _gpu_halves(query_codes, target_codes, scoring)
+                                if backend == "gpu" else None)
         frame.update({name: np.asarray(traced[name]) if name != "cigar"
                       else traced[name].to_pylist() for name in ALIGNMENT_COLUMNS})
     return pd.DataFrame({name: pd.Series(frame[name], dtype=_dtype(name))

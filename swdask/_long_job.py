@@ -13,7 +13,8 @@ import sys
 
 import pandas as pd
 
-from ._long import align_long
+from ._long import run_long
+from ._timing import Phases
 
 #: PAF's twelve columns (minimap2's man page).
 PAF_COLUMNS = ("query_name", "query_length", "query_start", "query_end", "strand",
@@ -103,22 +104,28 @@ def plot(hits: pd.DataFrame, query_name: str, query_length: int, target_name: st
 
 
 def run(query_path: str, target_path: str, output: str, *, top: int, backend: str,
-        plot_path: str | None, progress: bool, **scoring_options) -> pd.DataFrame:
-    """The whole job; the alignments frame."""
+        plot_path: str | None, progress: bool, phases: Phases | None = None,
+        **scoring_options) -> pd.DataFrame:
+    """The whole job; the alignments frame. ``phases`` times it: "read" (both files),
+    "score pass", "traceback", "write" and "plot"."""
     from ._scoring import make_scoring
 
+    phases = phases if phases is not None else Phases()
     scoring = make_scoring(**scoring_options)
-    query_name, query = first_record(query_path, scoring, "query")
-    target_name, target = first_record(target_path, scoring, "target")
+    with phases("read"):
+        query_name, query = first_record(query_path, scoring, "query")
+        target_name, target = first_record(target_path, scoring, "target")
     report = _progress_line if progress else None
-    hits = align_long(query, target, top=top, backend=backend, progress=report,
-                      **scoring_options)
+    hits = run_long(query, target, top=top, backend=backend, traceback=True,
+                    progress=report, phases=phases, **scoring_options)
     if progress:
         print(file=sys.stderr)
-    write_whole(output, "".join(line + "\n" for line in paf_lines(
-        hits, query_name, len(query), target_name, len(target))))
+    with phases("write"):
+        write_whole(output, "".join(line + "\n" for line in paf_lines(
+            hits, query_name, len(query), target_name, len(target))))
     if plot_path is not None:
-        plot(hits, query_name, len(query), target_name, len(target), plot_path)
+        with phases("plot"):
+            plot(hits, query_name, len(query), target_name, len(target), plot_path)
     return hits
 
 

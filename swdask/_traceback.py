@@ -45,6 +45,8 @@ hits; parasail's traceback is not exposed with our tie rule and conventions.
 """
 from __future__ import annotations
 
+import os
+
 import numba as nb
 import numpy as np
 
@@ -513,7 +515,16 @@ class CpuRows:
         self.matrix = np.ascontiguousarray(scoring.matrix, dtype=np.int64)
         self.gap_open, self.gap_extend = int(scoring.gap_open), int(scoring.gap_extend)
 
-    def __call__(self, i0, i1, j0, j1, reverse, lead, corner, top):
+    def __call__(self, problems) -> list:
+        """The GPU's rows (:class:`swdask.gpu._pairs.LongRows`) for every problem, on as
+        many threads as the CPU has (the rows release the GIL)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        workers = max(1, min(len(problems), os.cpu_count() or 1))
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(lambda problem: self._rows(*problem), problems))
+
+    def _rows(self, i0, i1, j0, j1, reverse, lead, corner, top):
         a, b = self.query[i0:i1], self.target[j0:j1]
         if reverse:
             a, b = a[::-1].copy(), b[::-1].copy()
@@ -528,38 +539,38 @@ class CpuRows:
         return np.maximum(np.maximum(s_row, i_row), d_row)[1:], i_row[1:].copy()
 
 
-def _halves_of(halves, part, origin, gap_open: int, gap_extend: int):
-    """:func:`_crossing`'s four rows for ``part`` (segment coordinates) from ``halves``
-    (:class:`swdask.gpu._pairs.LongRows` or :class:`CpuRows`, sequence coordinates:
-    ``origin`` is the segment's first query and target letter). The CPU's two halves run
-    on two threads (its rows release the GIL); the GPU's one after the other, each on the
-    whole GPU."""
-    i0, i1, j0, j1, start_gap, end_gap = (int(x) for x in part)
+def _cuts_of(halves, parts, origin, gap_open: int, gap_extend: int) -> list:
+    """``(mid, (cut, across))`` for each of ``parts`` (segment coordinates): its middle row
+    and :func:`_crossing`'s column and state there, from the two halves' last rows computed by
+    ``halves`` (:class:`swdask.gpu._pairs.LongRows` or :class:`CpuRows`, sequence
+    coordinates: ``origin`` is the segment's first query and target letter), every half of
+    every part in one call."""
     q0, t0 = origin
-    mid = i0 + (i1 - i0) // 2
-    lead = gap_extend if start_gap else gap_open
-    upper = (q0 + i0, q0 + mid, t0 + j0, t0 + j1, False, lead, 0, True)
-    lower = (q0 + mid, q0 + i1, t0 + j0, t0 + j1, True, gap_open, None if end_gap else 0,
-             not end_gap)
-    if isinstance(halves, CpuRows):
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(2) as pool:
-            lower_rows = pool.submit(halves, *lower)
-            h, f = halves(*upper)
-            lower_rows = lower_rows.result()
-    else:
-        h, f = halves(*upper)
-        lower_rows = halves(*lower)
-    edge = _edge(lead, mid - i0, gap_extend)
-    forward_any = np.concatenate(([edge], h))
-    forward_gap = np.concatenate(([edge], f))
-    h, f = lower_rows
-    edge = _edge(gap_open, i1 - mid, gap_extend)
-    reverse_any = np.concatenate(([edge], h))[::-1].copy()
-    reverse_gap = np.concatenate(([edge], f))[::-1].copy()
-    return mid, _crossing(forward_any, forward_gap, reverse_any, reverse_gap, gap_open,
-                          gap_extend)
+    problems, mids = [], []
+    for part in parts:
+        i0, i1, j0, j1, start_gap, end_gap = (int(x) for x in part)
+        mid = i0 + (i1 - i0) // 2
+        lead = gap_extend if start_gap else gap_open
+        problems.append((q0 + i0, q0 + mid, t0 + j0, t0 + j1, False, lead, 0, True))
+        problems.append((q0 + mid, q0 + i1, t0 + j0, t0 + j1, True, gap_open,
+                         None if end_gap else 0, not end_gap))
+        mids.append(mid)
+    rows = halves(problems)
+    cuts = []
+    for k, part in enumerate(parts):
+        i0, i1, start_gap = int(part[0]), int(part[1]), int(part[4])
+        mid = mids[k]
+        h, f = rows[2 * k]
+        edge = _edge(gap_extend if start_gap else gap_open, mid - i0, gap_extend)
+        forward_any = np.concatenate(([edge], h))
+        forward_gap = np.concatenate(([edge], f))
+        h, f = rows[2 * k + 1]
+        edge = _edge(gap_open, i1 - mid, gap_extend)
+        reverse_any = np.concatenate(([edge], h))[::-1].copy()
+        reverse_gap = np.concatenate(([edge], f))[::-1].copy()
+        cuts.append((mid, _crossing(forward_any, forward_gap, reverse_any, reverse_gap,
+                                    gap_open, gap_extend)))
+    return cuts
 
 
 def trace_long(query_codes, target_codes, columns: dict, scoring, halves=None) -> dict:
@@ -586,17 +597,27 @@ def trace_long(query_codes, target_codes, columns: dict, scoring, halves=None) -
     if halves is None:
         halves = CpuRows(query_codes, target_codes, scoring)
     part_cells = _settings.get_int("traceback.long-part-cells")
-    stack = [(0, a.size, 0, b.size, 0, 0)]
-    parts = []  # the CPU's parts, the path's last first
-    while stack:
-        part = stack.pop()
-        i0, i1, j0, j1, start_gap, end_gap = part
-        if i1 - i0 < 2 or (i1 - i0) * (j1 - j0) < part_cells:
-            parts.append(part)
-            continue
-        mid, (cut, across) = _halves_of(halves, part, (qs, ts), gap_open, gap_extend)
-        stack.append((i0, mid, j0, j0 + cut, start_gap, across))
-        stack.append((mid, i1, j0 + cut, j1, across, end_gap))
+    # the divide and conquer level by level, the parts in path order: every part of a level
+    # that is still large is cut in one call of ``halves``
+    parts = [(0, a.size, 0, b.size, 0, 0)]
+    while True:
+        large = [k for k, (i0, i1, j0, j1, _, _) in enumerate(parts)
+                 if i1 - i0 >= 2 and (i1 - i0) * (j1 - j0) >= part_cells]
+        if not large:
+            break
+        cuts = dict(zip(large, _cuts_of(halves, [parts[k] for k in large], (qs, ts),
+                                        gap_open, gap_extend)))
+        level = []
+        for k, part in enumerate(parts):
+            if k not in cuts:
+                level.append(part)
+                continue
+            i0, i1, j0, j1, start_gap, end_gap = part
+            mid, (cut, across) = cuts[k]
+            level.append((i0, mid, j0, j0 + cut, start_gap, across))
+            level.append((mid, i1, j0 + cut, j1, across, end_gap))
+        parts = level
+    parts.reverse()  # the CPU traces the path's last part first
     parts = np.array(parts, dtype=np.int64).reshape(-1, 6)
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum(parts[:, 1] - parts[:, 0] + parts[:, 3] - parts[:, 2], out=offsets[1:])

@@ -132,6 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="cpu (numba, default) or gpu (the whole GPU on the one matrix)")
     long.add_argument("--no-progress", action="store_true",
                       help="no progress line (cells of the score pass) on standard error")
+    long.add_argument("-v", "--verbose", action="store_true",
+                      help="print the seconds of each phase (start-up, read, score pass, "
+                           "traceback, write, plot) on standard error")
     add_scoring_arguments(long)
     commands.add_parser(
         "info", help="what is installed, the GPUs seen, and which backends will run",
@@ -290,22 +293,27 @@ def _search_command(args, parser, argv) -> int:
 def _align_long_command(args, parser) -> int:
     from ._long_job import run as run_job
     from ._search import check_output
+    from ._timing import Phases
     from .gpu import GpuUnavailableError
 
     options = scoring_options(args, parser)
     if args.top < 1:
         parser.error(f"--top must be at least 1, got {args.top}")
+    phases = Phases()
+    phases.process_start()
     try:
         check_output(args.output)
         if args.plot is not None:
             check_output(args.plot)
         hits = run_job(args.query, args.target, args.output, top=args.top,
                        backend=args.backend, plot_path=args.plot,
-                       progress=not args.no_progress, **options)
+                       progress=not args.no_progress, phases=phases, **options)
     except (ValueError, OSError, NotImplementedError, GpuUnavailableError) as exc:
         message = " ".join(str(exc).split())
         print(f"swdask: error: {message}", file=sys.stderr)
         return 1
+    if args.verbose:
+        print(f"swdask: phases: {phases.line()}", file=sys.stderr)
     if args.output != "-":
         print(f"swdask: wrote {len(hits)} alignment(s) to {args.output}", file=sys.stderr)
     return 0

@@ -22,6 +22,8 @@ from .test_traceback import check_rows
 DNA = Scheme(matrix=None, match=1, mismatch=-3, gap_open=5, gap_extend=2)  # CUDAlign's
 DNA_WIDE = Scheme(matrix=None, match=5, mismatch=-4, gap_open=6, gap_extend=2)
 BLOSUM = Scheme()
+#: gap costs past the striped row's lanes: the scalar passes
+SCALAR_GAPS = dict(matrix=None, match=2, mismatch=-1, gap_open=70_000, gap_extend=70_000)
 POSITIONS = ["score", "query_start", "query_end", "target_start", "target_end"]
 NO_PATH = -(1 << 28)
 
@@ -65,6 +67,28 @@ def test_sections_of_the_target_give_the_uncut_matrix(monkeypatch):
     assert len(seen) == -(-len(target) // 7)
     assert seen[-1] == (total, total)
     assert all(a[0] < b[0] for a, b in zip(seen, seen[1:]))
+
+
+@pytest.mark.parametrize("first_columns", [1, 3, 4096])
+def test_the_start_pass_keeps_the_tie_rule(monkeypatch, first_columns):
+    """The CPU start pass (the striped row over the reversed prefixes, in doubling sections
+    of columns) picks the start that align's scalar reverse pass picks, on pairs of two
+    letters full of equally scoring starts, and on a matrix the striped row cannot take."""
+    from swdask import _cpu
+
+    monkeypatch.setattr(_cpu, "_START_FIRST_COLUMNS", first_columns)
+    rng = np.random.default_rng(12)
+    for _ in range(25):
+        query = "".join(rng.choice(list("AC"), int(rng.integers(1, 90))))
+        target = "".join(rng.choice(list("AC"), int(rng.integers(1, 120))))
+        for options in (DNA.options, BLOSUM.options, SCALAR_GAPS):
+            got = swdask.align_long(query, target, traceback=False, **options)
+            want = swdask.align(query, [target], positions=True, **options)
+            if want["score"].iloc[0] <= 0:
+                assert got.empty
+                continue
+            assert (got[POSITIONS].iloc[0].tolist() == want[POSITIONS].iloc[0].tolist()), (
+                query, target, options)
 
 
 def test_scores_past_16_bits_are_exact():
@@ -137,9 +161,12 @@ def test_align_long_command_writes_paf(tmp_path, capsys):
     out = tmp_path / "best.paf"
     assert main(["align-long", q, t, "-o", str(out), "--dna", "--match", "1",
                  "--mismatch", "-3", "--gap-open", "5", "--gap-extend", "2",
-                 "--no-progress"]) == 0
+                 "--no-progress", "-v"]) == 0
     err = capsys.readouterr().err
     assert "1 more left out" in err and "wrote 1 alignment" in err
+    phases = err.split("swdask: phases: ")[1].splitlines()[0]  # -v: the job's phases, in order
+    assert [part.rsplit(" ", 2)[0] for part in phases.split(", ")] == [
+        "imports", "read", "score pass", "traceback", "write"]
     fields = out.read_text().rstrip("\n").split("\t")
     want = _expect(query, target, DNA).iloc[0]
     assert fields[:12] == ["chrA", str(len(query)), str(want["query_start"]),
@@ -220,38 +247,45 @@ def test_long_rows_equal_the_cpu_rows(gpu_kind, scheme, letters):
     halves = _pairs.LongRows(query, target, scoring)
     matrix = np.asarray(scoring.matrix, dtype=np.int64)
     go, ge = scoring.gap_open, scoring.gap_extend
-    for i0, i1, j0, j1 in ((0, 300, 0, 200), (7, 290, 11, 170), (150, 151, 3, 9)):
+    problems = [(i0, i1, j0, j1, reverse, lead, corner, top)
+                for i0, i1, j0, j1 in ((0, 300, 0, 200), (7, 290, 11, 170), (150, 151, 3, 9))
+                for reverse in (False, True)
+                for lead, corner, top in ((go, 0, True), (ge, 0, True), (go, None, False))]
+    # one call: the forward and the reverse problems each in one launch, their strips side
+    # by side; and each alone
+    together = halves(problems)
+    for problem, rows in zip(problems, together):
+        i0, i1, j0, j1, reverse, lead, corner, top = problem
         a, b = query[i0:i1], target[j0:j1]
-        for reverse in (False, True):
-            for lead, corner, top in ((go, 0, True), (ge, 0, True), (go, None, False)):
-                h, f = halves(i0, i1, j0, j1, reverse, lead, corner, top)
-                want_h, want_f = _cpu_last_row(a[::-1] if reverse else a,
-                                               b[::-1] if reverse else b, matrix, go, ge, lead,
-                                               corner is None)
-                for got, want in ((h, want_h), (f, want_f)):  # below -2**28: no path
-                    assert (np.maximum(got, NO_PATH).tolist()
-                            == np.maximum(want, NO_PATH).tolist()), (i0, reverse, lead, corner)
+        want_h, want_f = _cpu_last_row(a[::-1] if reverse else a, b[::-1] if reverse else b,
+                                       matrix, go, ge, lead, corner is None)
+        (alone_h, alone_f), = halves([problem])
+        for got, want in ((rows[0], want_h), (rows[1], want_f), (alone_h, want_h),
+                          (alone_f, want_f)):  # below -2**28: no path
+            assert (np.maximum(got, NO_PATH).tolist()
+                    == np.maximum(want, NO_PATH).tolist()), problem
 
 
 def test_gpu_align_long_cuts_on_the_gpu(gpu_kind, monkeypatch, setting):
     """backend="gpu": the score pass on long_pair.cu, the traceback's parts cut from the
-    GPU's halves (parts of 2,000 cells on), the rest traced on the CPU: the CPU's score and
+    GPU's halves (parts of 2,000 cells on, a level's parts in one call), the rest traced on the CPU: the CPU's score and
     positions, a CIGAR that re-scores to them."""
     from swdask import _traceback
 
     query, target = _pair(11, 260, rate=0.08)
     cpu = swdask.align_long(query, target, **DNA.options)
     calls = []
-    original = _traceback._halves_of
+    original = _traceback._cuts_of
 
     def counted(*args):
-        calls.append(args[0])
+        calls.append((args[0], len(args[1])))  # the halves, and the parts of the level
         return original(*args)
 
     setting("traceback.long-part-cells", 2000)
-    monkeypatch.setattr(_traceback, "_halves_of", counted)
+    monkeypatch.setattr(_traceback, "_cuts_of", counted)
     gpu = swdask.align_long(query, target, backend="gpu", **DNA.options)
-    assert len(calls) >= 3 and all(type(h).__name__ == "LongRows" for h in calls)
+    assert all(type(h).__name__ == "LongRows" for h, _ in calls)
+    assert len(calls) >= 2 and max(parts for _, parts in calls) >= 2  # a level's parts at once
     cut_on_cpu = swdask.align_long(query, target, **DNA.options)  # the same parts, CPU rows
     pd.testing.assert_frame_equal(gpu, cut_on_cpu)
     assert gpu[POSITIONS].iloc[0].tolist() == cpu[POSITIONS].iloc[0].tolist()

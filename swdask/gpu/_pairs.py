@@ -431,31 +431,75 @@ class LongRows:
                     int(scoring.gap_open), int(np.abs(matrix).max()))
         self.ks = kernel_scoring(scoring, bound, xp)
 
-    def __call__(self, i0: int, i1: int, j0: int, j1: int, reverse: bool, lead: int,
-                 corner: int, top: bool):
-        """H and F (int64 host arrays, ``j1 - j0`` columns) of the last row of the global
-        alignment of query letters ``[i0, i1)`` against target letters ``[j0, j1)`` (both
-        read backwards where ``reverse``), from the edges ``lead``, ``corner`` and ``top``
-        (chain_core.cuh's GlobalEdges; ``corner`` ``None`` for none)."""
+    def __call__(self, problems) -> list:
+        """The last rows of global alignments, one per problem ``(i0, i1, j0, j1, reverse,
+        lead, corner, top)``: H and F (int64 host arrays, ``j1 - j0`` columns) of the last
+        row of the global alignment of query letters ``[i0, i1)`` against target letters
+        ``[j0, j1)`` (both read backwards where ``reverse``), from the edges ``lead``,
+        ``corner`` and ``top`` (chain_core.cuh's GlobalEdges; ``corner`` ``None`` for none).
+        The forward problems run in one launch and the reverse ones in another, their strips
+        side by side, so that a level of small parts fills the GPU as one large part does."""
+        found = [None] * len(problems)
+        for reverse in (False, True):
+            chosen = [k for k, problem in enumerate(problems) if bool(problem[4]) == reverse]
+            if chosen:
+                rows = self._batch([problems[k] for k in chosen], reverse)
+                for k, row in zip(chosen, rows):
+                    found[k] = row
+        return found
+
+    def _batch(self, problems, reverse: bool) -> list:
+        """One ``long_rows`` launch over ``problems`` (all forward or all reverse)."""
         runtime, xp = self.runtime, self.runtime.xp
-        m, n = i1 - i0, j1 - j0
-        shape = long_shape(m)
-        w, r = shape
-        strips = -(-m // (w * 32 * r))
-        blocks = _long_blocks(strips, runtime)
-        nslots = blocks + 1
-        slots = _scratch(xp, nslots * n * 2)
-        last = _scratch(xp, n * 2)
-        progress = xp.zeros(nslots, dtype=xp.uint64)
+        heights = [int(i1) - int(i0) for i0, i1, *_ in problems]
+        shape = rows_shape(heights)
+        strip_rows = shape[0] * 32 * shape[1]
+        strips = [-(-m // strip_rows) for m in heights]
+        jobs = sum(strips)
+        blocks = _long_blocks(jobs, runtime)
+        fields = np.zeros((len(problems), _ROWS_FIELDS), dtype=np.int64)
+        first = slot_columns = words = columns = 0
+        for k, (problem, count) in enumerate(zip(problems, strips)):
+            i0, i1, j0, j1, _, lead, corner, top = problem
+            n = int(j1) - int(j0)
+            # a slot is rewritten only after its reader is done (long_pair.cu); a pair's
+            # last strip writes no slot
+            nslots = max(1, min(count - 1, blocks + 1))
+            fields[k] = (i0, heights[k], j0, n, first, count, nslots, slot_columns, words,
+                         columns, lead, _NEG_EDGE if corner is None else corner, int(top))
+            first += count
+            slot_columns += nslots * n
+            words += nslots
+            columns += n
+        slots = _scratch(xp, max(slot_columns, 1) * 2)
+        last = _scratch(xp, max(columns, 1) * 2)
+        progress = xp.zeros(words, dtype=xp.uint64)
         ticket = xp.zeros(1, dtype=xp.int32)
         runtime.launch(
-            _function(runtime, "long_rows", shape, self.ks.kind, reverse), blocks, w * 32,
-            (self.query, np.int64(i0), np.int32(m), self.target, np.int64(j0), np.int32(n),
-             np.int32(strips), ticket, slots, np.int32(nslots), progress, last,
-             *_args_scoring(self.ks), np.int32(lead),
-             np.int32(_NEG_EDGE if corner is None else corner), np.int32(1 if top else 0)))
-        rows = runtime.to_host(last).reshape(n, 2).astype(np.int64)
-        return rows[:, 0], rows[:, 1]
+            _function(runtime, "long_rows", shape, self.ks.kind, reverse), blocks,
+            shape[0] * 32,
+            (self.query, self.target, xp.asarray(fields), np.int32(len(problems)),
+             np.int32(jobs), ticket, slots, progress, last, *_args_scoring(self.ks)))
+        rows = runtime.to_host(last)[:columns * 2].reshape(columns, 2).astype(np.int64)
+        cuts = np.cumsum(fields[:, 3])[:-1]
+        return [(part[:, 0], part[:, 1]) for part in np.split(rows, cuts)]
+
+
+#: long_pair.cu's ROWS_FIELDS: int64 fields per pair of a long_rows batch
+_ROWS_FIELDS = 13
+
+
+def rows_shape(heights) -> tuple[int, int]:
+    """(warps, rows per thread) for a ``long_rows`` batch of pairs with these query
+    heights: :func:`long_shape`'s rule on their rows together (their strips fill the GPU
+    together), but no taller than the shortest pair's rows (a strip mostly past its pair's
+    last row would idle)."""
+    warps, rows = long_shape(int(sum(heights)))
+    cap = max(min(heights), 128)
+    for shape in sorted(_kernels.LONG_ROWS_SHAPES, key=lambda s: -s[0] * s[1]):
+        if shape[0] * shape[1] <= warps * rows and shape[0] * 32 * shape[1] <= cap:
+            return shape
+    return _kernels.LONG_ROWS_SHAPES[0]
 
 
 #: chain_core.cuh's SWP_NEG: no path (a corner the path may not start from)

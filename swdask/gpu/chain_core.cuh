@@ -30,6 +30,7 @@ struct ChainShared {
   int snap[2];  // reverse pass: the hit column as of the last window (two slots, by parity)
   int hitcol;   // reverse pass: smallest column where some cell reached the forward score
   int job;
+  int part;     // long_pair.cu's batches: the pair of the job
 };
 
 // The edges of a global alignment's matrix (GLOBAL strips, long_pair.cu's long_rows): row i's
