@@ -67,7 +67,7 @@ def chromosome(path: Path) -> str:
 
 
 def timed_call(query: str, target: str, backend: str, traceback: bool,
-               part_cells: int | None = None) -> dict:
+               part_cells: int | None = None, band_rows: int | None = None) -> dict:
     import dask
 
     from swdask.lowlevel import timed_stages
@@ -79,7 +79,10 @@ def timed_call(query: str, target: str, backend: str, traceback: bool,
             marks["score"] = time.perf_counter()
 
     settings = {} if part_cells is None else {"swdask.traceback.long-part-cells": part_cells}
-    with dask.config.set(settings), timed_stages("long halves", "long parts") as stages:
+    if band_rows is not None:
+        settings["swdask.traceback.long-band-rows"] = band_rows
+    with dask.config.set(settings), timed_stages("long bands", "long halves",
+                                                 "long parts") as stages:
         start = time.perf_counter()
         frame = swdask.align_long(query, target, backend=backend, traceback=traceback,
                                   progress=progress, **SCORING)
@@ -96,8 +99,12 @@ def timed_call(query: str, target: str, backend: str, traceback: bool,
             "cigar_sha256": None if cigar is None else hashlib.sha256(cigar.encode()).hexdigest(),
             "alignment_length": None if cigar is None else int(row["alignment_length"]),
             "part_cells": part_cells or dask.config.get("swdask.traceback.long-part-cells"),
+            "band_rows": (dask.config.get("swdask.traceback.long-band-rows")
+                          if band_rows is None else band_rows),
+            "bands_seconds": sum(stages["long bands"]),
             "halves": {"calls": len(stages["long halves"]),
-                       "seconds": sum(stages["long halves"])},
+                       "seconds": sum(stages["long halves"]),
+                       "per_call": [round(x, 3) for x in stages["long halves"]]},
             "cpu_parts_seconds": sum(stages["long parts"])}
 
 
@@ -203,6 +210,9 @@ def main() -> None:
     parser.add_argument("--part-cells", default="",
                         help="comma-separated values of swdask.traceback.long-part-cells to "
                              "run the GPU call with, one record each (default: the setting)")
+    parser.add_argument("--band-rows", default="",
+                        help="comma-separated values of swdask.traceback.long-band-rows (0: "
+                             "halving only), one GPU run each (default: the setting)")
     parser.add_argument("--shapes", default="2x8,4x8,4x16,8x8,8x16")
     parser.add_argument("--blocks-per-sm", default="1,2,4")
     parser.add_argument("--out", type=Path, required=True)
@@ -225,24 +235,32 @@ def main() -> None:
                  [int(x) for x in args.blocks_per_sm.split(",")], args.out, args.commit, case)
             continue
         runs = []
-        for part_cells in [int(float(x)) for x in args.part_cells.split(",") if x] or [None]:
+        settings = [(part_cells, band_rows)
+                    for part_cells in [int(float(x)) for x in args.part_cells.split(",") if x]
+                    or [None]
+                    for band_rows in [int(x) for x in args.band_rows.split(",") if x] or [None]]
+        for part_cells, band_rows in settings:
             cupy.get_default_memory_pool().free_all_blocks()
-            runs.append(timed_call(query, target, "gpu", not args.no_traceback, part_cells))
+            runs.append(timed_call(query, target, "gpu", not args.no_traceback, part_cells,
+                                   band_rows))
             runs[-1]["peak_gpu_bytes"] = int(cupy.get_default_memory_pool().total_bytes())
-            print({k: runs[-1][k] for k in ("part_cells", "wall_seconds", "score_seconds",
-                                            "traceback_seconds", "halves",
+            print({k: runs[-1][k] for k in ("part_cells", "band_rows", "wall_seconds",
+                                            "score_seconds",
+                                            "traceback_seconds", "bands_seconds", "halves",
                                             "cpu_parts_seconds")}, flush=True)
         gpu_runs = len(runs)
         if cells <= args.cpu_max_cells:
             runs.append(timed_call(query, target, "cpu", not args.no_traceback,
-                                   runs[0]["part_cells"]))
+                                   runs[0]["part_cells"], runs[0]["band_rows"]))
             # every run the same score and positions; the CIGAR the same where the parts
             # are (the same setting): the rows are, so the path is too
             assert all(run[k] == runs[0][k] for run in runs for k in ("score", "positions"))
             assert all(run["cigar_sha256"] == runs[-1]["cigar_sha256"] for run in runs
-                       if run["part_cells"] == runs[-1]["part_cells"]), runs
+                       if (run["part_cells"], run["band_rows"])
+                       == (runs[-1]["part_cells"], runs[-1]["band_rows"])), runs
         if args.command:
             call = min(runs[:gpu_runs], key=lambda run: run["wall_seconds"])
+            cupy.get_default_memory_pool().free_all_blocks()  # the command's GPU alone
             command = timed_command(query, target, call)
             print({"command": command}, flush=True)
         record = {"workload": f"W5-{'chromosomes' if case == 'full' else case}",

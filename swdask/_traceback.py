@@ -524,6 +524,26 @@ class CpuRows:
         with ThreadPoolExecutor(workers) as pool:
             return list(pool.map(lambda problem: self._rows(*problem), problems))
 
+    def kept_rows(self, i0, i1, j0, j1, height):
+        """:meth:`swdask.gpu._pairs.LongRows.kept_rows` on the CPU, in host memory (``None``
+        past :data:`CPU_KEPT_BYTES`)."""
+        count = -(-(i1 - i0) // height)
+        if count < 2 or (count - 1) * (j1 - j0) * 16 > CPU_KEPT_BYTES:
+            return None
+        a, b = self.query[i0:i1], self.target[j0:j1]
+        width = b.size + 1
+        s_row, i_row, d_row = (np.empty(width, dtype=np.int64) for _ in range(3))
+        _start_row(b.size, self.gap_open, self.gap_extend, s_row, i_row, d_row, False)
+        kept_any = np.empty((count - 1, b.size), dtype=np.int64)
+        kept_gap = np.empty((count - 1, b.size), dtype=np.int64)
+        for k in range(count - 1):
+            _fill_rows(a, b, self.matrix, self.gap_open, self.gap_extend, self.gap_open, s_row,
+                       i_row, d_row, k * height + 1, (k + 1) * height,
+                       np.zeros(1, dtype=np.uint8), 0, False)
+            kept_any[k] = np.maximum(np.maximum(s_row, i_row), d_row)[1:]
+            kept_gap[k] = i_row[1:]
+        return _HostKeptRows(kept_any, kept_gap)
+
     def _rows(self, i0, i1, j0, j1, reverse, lead, corner, top):
         a, b = self.query[i0:i1], self.target[j0:j1]
         if reverse:
@@ -537,6 +557,79 @@ class CpuRows:
         _fill_rows(a, b, self.matrix, self.gap_open, self.gap_extend, lead, s_row, i_row,
                    d_row, 1, a.size, np.zeros(1, dtype=np.uint8), 0, False)
         return np.maximum(np.maximum(s_row, i_row), d_row)[1:], i_row[1:].copy()
+
+
+#: The most bytes of rows :meth:`CpuRows.kept_rows` keeps in host memory.
+CPU_KEPT_BYTES = 1 << 30
+
+
+class _HostKeptRows:
+    def __init__(self, kept_any, kept_gap):
+        self.kept_any, self.kept_gap = kept_any, kept_gap
+
+    def row(self, k, lo, hi):
+        return self.kept_any[k, lo:hi], self.kept_gap[k, lo:hi]
+
+
+def _bands_of(halves, rows: int, columns: int, origin, score: int, gap_open: int,
+              gap_extend: int, height: int):
+    """A segment pair's path cut into bands of ``height`` query letters (segment
+    coordinates, the parts of :func:`trace_long`), or ``None`` where ``halves`` cannot keep
+    the rows for it (:meth:`CpuRows.kept_rows`, :meth:`swdask.gpu._pairs.LongRows.kept_rows`).
+
+    CUDAlign's special rows: one forward pass over the whole pair keeps the global scores
+    of the row after every band (memory: one row per band). Then, from the end up, band by
+    band: the band's rows are scored backwards from where the path leaves it (a narrow
+    window of columns to the left of that point, widened until it holds the crossing), and
+    :func:`_crossing` finds where the path enters it from the kept row above, the one
+    crossing whose forward and backward scores add up to the forward score at the exit
+    point (so the window was wide enough). Every cell is computed about once, rather than
+    about twice by halving, and the bands are then independent parts."""
+    q0, t0 = origin
+    kept = halves.kept_rows(q0, q0 + rows, t0, t0 + columns, height)
+    if kept is None:
+        return None
+    count = -(-rows // height)
+
+    def forward(k, lo, hi):  # kept row k (after (k + 1) * height letters), columns lo..hi
+        h, f = kept.row(k, max(lo, 1) - 1, hi)
+        if lo == 0:  # column 0: a query gap from the start down to the row
+            edge = _edge(gap_open, (k + 1) * height, gap_extend)
+            h, f = np.concatenate(([edge], h)), np.concatenate(([edge], f))
+        return h, f
+
+    x, gap, parts = columns, 0, []
+    for band in range(count - 1, 0, -1):
+        r0, r1 = band * height, min(rows, (band + 1) * height)
+        if band == count - 1:
+            target = score
+        else:
+            at_exit = forward(band, x, x)
+            target = int(at_exit[gap][0])
+        width = 2 * (r1 - r0) + 64
+        while True:
+            lo = max(0, x - width)
+            forward_any, forward_gap = forward(band - 1, lo, x)
+            (h, f), = halves([(q0 + r0, q0 + r1, t0 + lo, t0 + x, True, gap_open,
+                               None if gap else 0, not gap)])
+            edge = _edge(gap_open, r1 - r0, gap_extend)
+            reverse_any = np.concatenate(([edge], h))[::-1].copy()
+            reverse_gap = np.concatenate(([edge], f))[::-1].copy()
+            cut, across = _crossing(forward_any, forward_gap, reverse_any, reverse_gap,
+                                    gap_open, gap_extend)
+            value = (forward_any[cut] + reverse_any[cut] if across == 0 else
+                     forward_gap[cut] + reverse_gap[cut] + gap_open - gap_extend)
+            if value == target:
+                break
+            if lo == 0:  # pragma: no cover - a bug, not bad input
+                raise RuntimeError(f"internal error: no crossing of band {band} reaches "
+                                   f"{target}; please report it")
+            width *= 4
+        parts.append((r0, r1, lo + cut, x, across, gap))
+        x, gap = lo + cut, across
+    parts.append((0, min(rows, height), 0, x, 0, gap))
+    parts.reverse()
+    return parts
 
 
 def _cuts_of(halves, parts, origin, gap_open: int, gap_extend: int) -> list:
@@ -578,12 +671,14 @@ def trace_long(query_codes, target_codes, columns: dict, scoring, halves=None) -
     long pair's hit, ``columns`` holding its score and positions (one-element arrays, the
     API's convention), traced in memory linear in the segments' lengths.
 
-    Myers and Miller's parts (:func:`_trace_linear`): every part of at least the setting
+    First the path is cut into bands of ``swdask.traceback.long-band-rows`` query letters
+    from rows kept in one forward pass (:func:`_bands_of`), where they fit. Then Myers and
+    Miller's parts (:func:`_trace_linear`): every part of at least the setting
     ``swdask.traceback.long-part-cells`` cells is cut at its middle row from the two halves'
     last rows, computed by ``halves`` (the GPU's :class:`~swdask.gpu._pairs.LongRows`;
-    :class:`CpuRows` when ``None``), and the smaller parts are then traced on the CPU side by side
-    (:func:`_trace_parts`). The rows are the same on both, so the path is too. The path
-    re-scores to the score (checked)."""
+    :class:`CpuRows` when ``None``), a level's parts at once, and the smaller parts are then
+    traced on the CPU side by side (:func:`_trace_parts`). The rows are the same on both, so
+    the path is too. The path re-scores to the score (checked)."""
     from ._results import empty_alignment_columns
 
     out = empty_alignment_columns(1)
@@ -600,6 +695,11 @@ def trace_long(query_codes, target_codes, columns: dict, scoring, halves=None) -
     # the divide and conquer level by level, the parts in path order: every part of a level
     # that is still large is cut in one call of ``halves``
     parts = [(0, a.size, 0, b.size, 0, 0)]
+    height = _settings.get_int("traceback.long-band-rows")
+    if height and a.size > height and a.size * b.size >= part_cells:
+        banded = _bands_of(halves, a.size, b.size, (qs, ts), int(columns["score"][0]),
+                           gap_open, gap_extend, height)
+        parts = banded or parts
     while True:
         large = [k for k, (i0, i1, j0, j1, _, _) in enumerate(parts)
                  if i1 - i0 >= 2 and (i1 - i0) * (j1 - j0) >= part_cells]

@@ -190,9 +190,10 @@ STAGES = {
     "trace launch": ("swdask.gpu._pairs", "_trace_chunk"),  # a chunk's traces queued
     "trace group": ("swdask.gpu._traceback", "_launch_group"),  # one group's trace kernels
     "trace read-back": ("swdask.gpu._traceback", "PendingTraces.collect_traced"),
-    # one long pair (align_long): the score pass, each level's halves (on the GPU with
+    # one long pair (align_long): the score pass, its bands, each level's halves (on the GPU with
     # backend="gpu"), the small parts traced on the CPU side by side
     "long score": ("swdask._long", "_score_pass"),
+    "long bands": ("swdask._traceback", "_bands_of"),
     "long halves": ("swdask._traceback", "_cuts_of"),
     "long parts": ("swdask._traceback", "_trace_parts"),
 }

@@ -112,6 +112,49 @@ def test_linear_memory_traceback_gives_an_optimal_path(setting, max_cells):
     assert check_rows(halves, [query], [target], DNA) == 1
 
 
+def _gapped_pair(seed: int, length: int = 3000):
+    """A homologous pair with a target gap of ``length / 20`` letters and a query gap of
+    ``length / 10`` (300: longer than a band of 128 rows, a query gap across band rows)."""
+    rng = np.random.default_rng(seed)
+    query = "".join(rng.choice(list("ACGT"), length))
+    inserted = "".join(rng.choice(list("ACGT"), length // 20))
+    cut = 2 * length // 5
+    target = mutate(query[:cut], rng, 0.01, "ACGT") + inserted + mutate(
+        query[cut:cut + length // 10] + query[cut + length // 5:], rng, 0.01, "ACGT")
+    return query, target
+
+
+@pytest.mark.parametrize("height", [128, 512])
+def test_bands_from_kept_rows_give_an_optimal_path(setting, height):
+    """The traceback cut into bands of kept rows (the CPU's rows here): the halving-only
+    score and positions, a CIGAR that re-scores to them, with long gaps of both kinds
+    inside and across the bands (the window widened to find them)."""
+    from swdask import _traceback
+
+    query, target = _gapped_pair(13)
+    setting("traceback.long-band-rows", 0)
+    halved = swdask.align_long(query, target, **DNA.options)
+    setting("traceback.long-band-rows", height)
+    setting("traceback.long-part-cells", 5000)
+    seen = []
+    original = _traceback._bands_of
+
+    def recorded(*args):
+        seen.append(original(*args))
+        return seen[-1]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_traceback, "_bands_of", recorded)
+        banded = swdask.align_long(query, target, **DNA.options)
+    parts = seen[0]
+    assert len(parts) == -(-(halved["query_end"].iloc[0] - halved["query_start"].iloc[0])
+                           // height)
+    assert all(i1 - i0 <= height for i0, i1, *_ in parts)
+    assert banded[POSITIONS].iloc[0].tolist() == halved[POSITIONS].iloc[0].tolist()
+    assert check_rows(banded, [query], [target], DNA) == 1
+    assert "D" in banded["cigar"].iloc[0] and "I" in banded["cigar"].iloc[0]
+
+
 def test_gaps_across_the_middle_row_are_opened_once(setting):
     """A long query gap crossing every cut row is one gap (opened once), not one per half."""
     query = "ACGTTGCAAGCTTACG" * 8 + "T" * 40 + "GGCATCGATCGTAGCA" * 8
@@ -268,8 +311,9 @@ def test_long_rows_equal_the_cpu_rows(gpu_kind, scheme, letters):
 
 def test_gpu_align_long_cuts_on_the_gpu(gpu_kind, monkeypatch, setting):
     """backend="gpu": the score pass on long_pair.cu, the traceback's parts cut from the
-    GPU's halves (parts of 2,000 cells on, a level's parts in one call), the rest traced on the CPU: the CPU's score and
-    positions, a CIGAR that re-scores to them."""
+    GPU's halves (parts of 2,000 cells on, a level's parts in one call), the rest traced on
+    the CPU: the CPU's score and positions, a CIGAR that re-scores to them; then bands from
+    rows kept on the GPU."""
     from swdask import _traceback
 
     query, target = _pair(11, 260, rate=0.08)
@@ -289,4 +333,11 @@ def test_gpu_align_long_cuts_on_the_gpu(gpu_kind, monkeypatch, setting):
     cut_on_cpu = swdask.align_long(query, target, **DNA.options)  # the same parts, CPU rows
     pd.testing.assert_frame_equal(gpu, cut_on_cpu)
     assert gpu[POSITIONS].iloc[0].tolist() == cpu[POSITIONS].iloc[0].tolist()
+    assert check_rows(gpu, [query], [target], DNA) == 1
+    # bands of 128 rows kept on the GPU: the CPU's bands, so the same path
+    query, target = _gapped_pair(14, 800)
+    setting("traceback.long-band-rows", 128)
+    gpu = swdask.align_long(query, target, backend="gpu", **DNA.options)
+    pd.testing.assert_frame_equal(gpu, swdask.align_long(query, target, **DNA.options))
+    assert gpu["query_end"].iloc[0] - gpu["query_start"].iloc[0] > 3 * 128
     assert check_rows(gpu, [query], [target], DNA) == 1

@@ -430,6 +430,7 @@ class LongRows:
         bound = max(scoring.score_bound(query_codes.size, target_codes.size),
                     int(scoring.gap_open), int(np.abs(matrix).max()))
         self.ks = kernel_scoring(scoring, bound, xp)
+        self.gap_open = int(scoring.gap_open)
 
     def __call__(self, problems) -> list:
         """The last rows of global alignments, one per problem ``(i0, i1, j0, j1, reverse,
@@ -443,16 +444,38 @@ class LongRows:
         for reverse in (False, True):
             chosen = [k for k, problem in enumerate(problems) if bool(problem[4]) == reverse]
             if chosen:
-                rows = self._batch([problems[k] for k in chosen], reverse)
+                rows, _ = self._batch([problems[k] for k in chosen], reverse)
                 for k, row in zip(chosen, rows):
                     found[k] = row
         return found
 
-    def _batch(self, problems, reverse: bool) -> list:
-        """One ``long_rows`` launch over ``problems`` (all forward or all reverse)."""
+    def kept_rows(self, i0: int, i1: int, j0: int, j1: int, height: int):
+        """The forward global rows of query letters ``[i0, i1)`` against target letters
+        ``[j0, j1)`` (from a normal start) after every ``height`` query letters, kept on the
+        GPU (:class:`KeptRows`): one ``long_rows`` pass in strips of ``height`` rows that
+        keeps every strip's bottom row instead of reusing its slot. ``None`` where they would
+        take more than half the GPU's free memory (the traceback then halves the part).
+        ``height`` must be the strip height of a shape of
+        :data:`~swdask.gpu._kernels.LONG_ROWS_SHAPES`."""
+        shape = next((s for s in _kernels.LONG_ROWS_SHAPES if s[0] * 32 * s[1] == height),
+                     None)
+        if shape is None:
+            heights = sorted(s[0] * 32 * s[1] for s in _kernels.LONG_ROWS_SHAPES)
+            raise ValueError(f"setting swdask.traceback.long-band-rows must be one of "
+                             f"{heights} with backend='gpu', got {height}")
+        count = -(-(i1 - i0) // height)
+        if count < 2 or (count - 1) * (j1 - j0) * 8 > self.runtime.free_bytes() // 2:
+            return None
+        _, slots = self._batch([(i0, i1, j0, j1, False, self.gap_open, 0, True)], False,
+                               shape, keep=True)
+        return KeptRows(self.runtime, slots, j1 - j0, count - 1)
+
+    def _batch(self, problems, reverse: bool, shape=None, keep: bool = False):
+        """One ``long_rows`` launch over ``problems`` (all forward or all reverse): their
+        last rows, and the slots (every strip's bottom row with ``keep``)."""
         runtime, xp = self.runtime, self.runtime.xp
         heights = [int(i1) - int(i0) for i0, i1, *_ in problems]
-        shape = rows_shape(heights)
+        shape = shape or rows_shape(heights)
         strip_rows = shape[0] * 32 * shape[1]
         strips = [-(-m // strip_rows) for m in heights]
         jobs = sum(strips)
@@ -464,7 +487,7 @@ class LongRows:
             n = int(j1) - int(j0)
             # a slot is rewritten only after its reader is done (long_pair.cu); a pair's
             # last strip writes no slot
-            nslots = max(1, min(count - 1, blocks + 1))
+            nslots = max(1, count - 1 if keep else min(count - 1, blocks + 1))
             fields[k] = (i0, heights[k], j0, n, first, count, nslots, slot_columns, words,
                          columns, lead, _NEG_EDGE if corner is None else corner, int(top))
             first += count
@@ -482,7 +505,21 @@ class LongRows:
              np.int32(jobs), ticket, slots, progress, last, *_args_scoring(self.ks)))
         rows = runtime.to_host(last)[:columns * 2].reshape(columns, 2).astype(np.int64)
         cuts = np.cumsum(fields[:, 3])[:-1]
-        return [(part[:, 0], part[:, 1]) for part in np.split(rows, cuts)]
+        return [(part[:, 0], part[:, 1]) for part in np.split(rows, cuts)], slots
+
+
+class KeptRows:
+    """:meth:`LongRows.kept_rows`' rows on the GPU; :meth:`row` brings a stretch home."""
+
+    def __init__(self, runtime, slots, columns: int, count: int):
+        self.runtime, self.slots, self.columns, self.count = runtime, slots, columns, count
+
+    def row(self, k: int, lo: int, hi: int):
+        """H and F (int64 host arrays) of kept row ``k`` at columns ``[lo, hi)``."""
+        first = (k * self.columns + lo) * 2
+        pairs = self.runtime.to_host(self.slots[first:first + (hi - lo) * 2])
+        pairs = pairs.reshape(hi - lo, 2).astype(np.int64)
+        return pairs[:, 0], pairs[:, 1]
 
 
 #: long_pair.cu's ROWS_FIELDS: int64 fields per pair of a long_rows batch
