@@ -598,14 +598,10 @@ def _bands_of(halves, rows: int, columns: int, origin, score: int, gap_open: int
             h, f = np.concatenate(([edge], h)), np.concatenate(([edge], f))
         return h, f
 
-    x, gap, parts = columns, 0, []
+    # the exit point (column, state) and the forward score there: the alignment's end first
+    x, gap, target, parts = columns, 0, score, []
     for band in range(count - 1, 0, -1):
         r0, r1 = band * height, min(rows, (band + 1) * height)
-        if band == count - 1:
-            target = score
-        else:
-            at_exit = forward(band, x, x)
-            target = int(at_exit[gap][0])
         width = 2 * (r1 - r0) + 64
         while True:
             lo = max(0, x - width)
@@ -626,7 +622,9 @@ def _bands_of(halves, rows: int, columns: int, origin, score: int, gap_open: int
                                    f"{target}; please report it")
             width *= 4
         parts.append((r0, r1, lo + cut, x, across, gap))
+        # the next band's exit: this crossing, its forward score read from the kept row
         x, gap = lo + cut, across
+        target = int((forward_gap if across else forward_any)[cut])
     parts.append((0, min(rows, height), 0, x, 0, gap))
     parts.reverse()
     return parts
