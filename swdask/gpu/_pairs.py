@@ -454,7 +454,8 @@ class LongRows:
         ``[j0, j1)`` (from a normal start) after every ``height`` query letters, kept on the
         GPU (:class:`KeptRows`): one ``long_rows`` pass in strips of ``height`` rows that
         keeps every strip's bottom row instead of reusing its slot. ``None`` where they would
-        take more than half the GPU's free memory (the traceback then halves the part).
+        take more than :data:`KEPT_SHARE` of the GPU's free memory (the traceback then
+        halves the part).
         ``height`` must be the strip height of a shape of
         :data:`~swdask.gpu._kernels.LONG_ROWS_SHAPES`."""
         shape = next((s for s in _kernels.LONG_ROWS_SHAPES if s[0] * 32 * s[1] == height),
@@ -464,7 +465,7 @@ class LongRows:
             raise ValueError(f"setting swdask.traceback.long-band-rows must be one of "
                              f"{heights} with backend='gpu', got {height}")
         count = -(-(i1 - i0) // height)
-        if count < 2 or (count - 1) * (j1 - j0) * 8 > self.runtime.free_bytes() // 2:
+        if count < 2 or (count - 1) * (j1 - j0) * 8 > KEPT_SHARE * self.runtime.free_bytes():
             return None
         _, slots = self._batch([(i0, i1, j0, j1, False, self.gap_open, 0, True)], False,
                                shape, keep=True)
@@ -521,6 +522,11 @@ class KeptRows:
         pairs = pairs.reshape(hi - lo, 2).astype(np.int64)
         return pairs[:, 0], pairs[:, 1]
 
+
+#: The share of the GPU's free memory the long traceback's kept rows may take: while they
+#: are held, the bands' own passes need only a few rows (the chromosome pair of
+#: docs/notes/gpu-pairs-and-long-pairs.md keeps about 40 GB, which an 80 GB GPU holds).
+KEPT_SHARE = 0.85
 
 #: long_pair.cu's ROWS_FIELDS: int64 fields per pair of a long_rows batch
 _ROWS_FIELDS = 13
