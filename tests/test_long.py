@@ -309,6 +309,40 @@ def test_long_rows_equal_the_cpu_rows(gpu_kind, scheme, letters):
                     == np.maximum(want, NO_PATH).tolist()), problem
 
 
+@pytest.mark.parametrize("window", [1, 16])
+def test_gpu_start_pass_in_windows(gpu_kind, monkeypatch, window):
+    """The GPU's reverse pass first over a window of the target letters before the end
+    (widened on a miss): the start of the whole prefixes' pass, for an alignment whose start
+    lies outside the first window (a span longer than four times score / the best
+    substitution: it takes a second pass) and one inside it (one pass)."""
+    from swdask.gpu import _pairs
+
+    monkeypatch.setattr(_pairs, "_START_WINDOW", window)
+    passes = []
+    original = _pairs._long_pass
+
+    def counted(runtime, shape, reverse, *args):
+        passes.append(reverse)
+        return original(runtime, shape, reverse, *args)
+
+    monkeypatch.setattr(_pairs, "_long_pass", counted)
+    rng = np.random.default_rng(17)
+    letters = "ACDEFGHIKLMNPQRSTVWY"
+    query = "".join(rng.choice(list(letters), 300))
+    # a distant protein homolog (about a point per letter pair, BLOSUM62's best 11) and an
+    # identical copy
+    for rate, reverse_passes in ((0.5, 2), (0.0, 1)):
+        target = ("".join(rng.choice(list(letters), 1500)) + mutate(query[50:250], rng, rate,
+                                                                    letters)
+                  + "".join(rng.choice(list(letters), 60)))
+        passes.clear()
+        got = swdask.align_long(query, target, backend="gpu", traceback=False,
+                                **BLOSUM.options)
+        want = swdask.align(query, [target], positions=True, **BLOSUM.options)
+        assert got[POSITIONS].iloc[0].tolist() == want[POSITIONS].iloc[0].tolist()
+        assert passes.count(True) == reverse_passes, (rate, passes)
+
+
 def test_gpu_align_long_cuts_on_the_gpu(gpu_kind, monkeypatch, setting):
     """backend="gpu": the score pass on long_pair.cu, the traceback's parts cut from the
     GPU's halves (parts of 2,000 cells on, a level's parts in one call), the rest traced on

@@ -107,6 +107,8 @@ class KernelScoring:
     limit: int
     gap_open: int
     gap_extend: int
+    #: the largest substitution score (a local score ``s`` pairs at least ``s / it`` letters)
+    max_substitution: int = 1
 
 
 def _compare_form(matrix: np.ndarray):
@@ -148,10 +150,11 @@ def kernel_scoring(scoring, score_bound: int, xp=np) -> KernelScoring:
     if form is not None:
         match, mismatch, limit = form
         return KernelScoring(0, xp.zeros(1, dtype=xp.int32), match, mismatch, limit,
-                             gap_open, gap_extend)
+                             gap_open, gap_extend, max(int(matrix.max()), 1))
     table = substitution_table(matrix, (_TABLE_STRIDE, _TABLE_STRIDE), pad=_PAD_SCORE,
                                offset=gap_open, dtype=np.int32)
-    return KernelScoring(1, xp.asarray(table.ravel()), 0, 0, 0, gap_open, gap_extend)
+    return KernelScoring(1, xp.asarray(table.ravel()), 0, 0, 0, gap_open, gap_extend,
+                         max(int(matrix.max()), 1))
 
 
 def score_bound(scoring, q_len, t_len) -> int:
@@ -409,9 +412,27 @@ def _long_cells(runtime, q_res, qs, m, t_res, ts, n, ks, starts: bool, shape=Non
     score, end_i, end_j = _long_pass(runtime, shape, False, q_res, qs, m, t_res, ts, n, 0, ks)
     if not starts or score <= 0:
         return score, end_i, end_j, None, None
-    _, rev_i, rev_j = _long_pass(runtime, shape, True, q_res, qs, end_i + 1, t_res, ts,
-                                 end_j + 1, score, ks)
+    # The reverse pass over the reversed prefixes, first over only the `width` target
+    # letters before the end: the tie rule takes the start in the smallest reversed column
+    # that holds the score, so if that window holds it, the rest cannot change the start.
+    # The alignment pairs at least score / max_substitution letters, so narrower windows
+    # cannot hold it; the first is four times that (an alignment scoring a quarter of the
+    # best substitution per letter fits), on a miss it widens four times, and past half the
+    # prefix it is the whole prefix.
+    columns = end_j + 1
+    width = max(_START_WINDOW, 4 * -(-score // ks.max_substitution))
+    while True:
+        width = columns if 2 * width >= columns else width
+        found, rev_i, rev_j = _long_pass(runtime, shape, True, q_res, qs, end_i + 1, t_res,
+                                         ts + columns - width, width, score, ks)
+        if found == score or width == columns:
+            break
+        width *= 4
     return score, end_i, end_j, end_i - rev_i, end_j - rev_j
+
+
+#: The narrowest window of target letters the long pair's reverse pass tries first.
+_START_WINDOW = 4096
 
 
 class LongRows:
