@@ -476,8 +476,7 @@ class LongRows:
         GPU (:class:`KeptRows`): one ``long_rows`` pass in strips of ``height`` rows that
         keeps every strip's bottom row instead of reusing its slot. ``None`` where they would
         take more than :data:`KEPT_SHARE` of the GPU's free memory (the traceback then
-        halves the part).
-        ``height`` must be the strip height of a shape of
+        halves the part). ``height`` must be the strip height of a shape of
         :data:`~swdask.gpu._kernels.LONG_ROWS_SHAPES`."""
         shape = next((s for s in _kernels.LONG_ROWS_SHAPES if s[0] * 32 * s[1] == height),
                      None)
