@@ -520,6 +520,8 @@ class CpuRows:
         many threads as the CPU has (the rows release the GIL)."""
         from concurrent.futures import ThreadPoolExecutor
 
+        if len(problems) == 1:  # a band's one half: no pool to start
+            return [self._rows(*problems[0])]
         workers = max(1, min(len(problems), os.cpu_count() or 1))
         with ThreadPoolExecutor(workers) as pool:
             return list(pool.map(lambda problem: self._rows(*problem), problems))
@@ -559,6 +561,15 @@ class CpuRows:
         return np.maximum(np.maximum(s_row, i_row), d_row)[1:], i_row[1:].copy()
 
 
+def _with_edge(edge: int, h, f, reverse: bool):
+    """A half's last row (any state, query gap) with column 0's gap run ``edge`` in front:
+    :func:`_crossing`'s rows, turned back to forward order for a reversed (lower) half."""
+    any_state, gap = np.concatenate(([edge], h)), np.concatenate(([edge], f))
+    if reverse:
+        return any_state[::-1].copy(), gap[::-1].copy()
+    return any_state, gap
+
+
 #: The most bytes of rows :meth:`CpuRows.kept_rows` keeps in host memory.
 CPU_KEPT_BYTES = 1 << 30
 
@@ -594,8 +605,7 @@ def _bands_of(halves, rows: int, columns: int, origin, score: int, gap_open: int
     def forward(k, lo, hi):  # kept row k (after (k + 1) * height letters), columns lo..hi
         h, f = kept.row(k, max(lo, 1) - 1, hi)
         if lo == 0:  # column 0: a query gap from the start down to the row
-            edge = _edge(gap_open, (k + 1) * height, gap_extend)
-            h, f = np.concatenate(([edge], h)), np.concatenate(([edge], f))
+            return _with_edge(_edge(gap_open, (k + 1) * height, gap_extend), h, f, False)
         return h, f
 
     # the exit point (column, state) and the forward score there: the alignment's end first
@@ -608,9 +618,8 @@ def _bands_of(halves, rows: int, columns: int, origin, score: int, gap_open: int
             forward_any, forward_gap = forward(band - 1, lo, x)
             (h, f), = halves([(q0 + r0, q0 + r1, t0 + lo, t0 + x, True, gap_open,
                                None if gap else 0, not gap)])
-            edge = _edge(gap_open, r1 - r0, gap_extend)
-            reverse_any = np.concatenate(([edge], h))[::-1].copy()
-            reverse_gap = np.concatenate(([edge], f))[::-1].copy()
+            reverse_any, reverse_gap = _with_edge(_edge(gap_open, r1 - r0, gap_extend), h, f,
+                                                  True)
             cut, across = _crossing(forward_any, forward_gap, reverse_any, reverse_gap,
                                     gap_open, gap_extend)
             value = (forward_any[cut] + reverse_any[cut] if across == 0 else
@@ -651,14 +660,11 @@ def _cuts_of(halves, parts, origin, gap_open: int, gap_extend: int) -> list:
     for k, part in enumerate(parts):
         i0, i1, start_gap = int(part[0]), int(part[1]), int(part[4])
         mid = mids[k]
-        h, f = rows[2 * k]
-        edge = _edge(gap_extend if start_gap else gap_open, mid - i0, gap_extend)
-        forward_any = np.concatenate(([edge], h))
-        forward_gap = np.concatenate(([edge], f))
-        h, f = rows[2 * k + 1]
-        edge = _edge(gap_open, i1 - mid, gap_extend)
-        reverse_any = np.concatenate(([edge], h))[::-1].copy()
-        reverse_gap = np.concatenate(([edge], f))[::-1].copy()
+        forward_any, forward_gap = _with_edge(
+            _edge(gap_extend if start_gap else gap_open, mid - i0, gap_extend), *rows[2 * k],
+            False)
+        reverse_any, reverse_gap = _with_edge(_edge(gap_open, i1 - mid, gap_extend),
+                                              *rows[2 * k + 1], True)
         cuts.append((mid, _crossing(forward_any, forward_gap, reverse_any, reverse_gap,
                                     gap_open, gap_extend)))
     return cuts
