@@ -118,19 +118,45 @@ def gpu_memory_used() -> int | None:
         return None
 
 
+#: The command's scoring options (SCORING).
+COMMAND_SCORING = ["--dna", "--match", "1", "--mismatch", "-3", "--gap-open", "5",
+                   "--gap-extend", "2"]
+
+
+def case_files(folder: str, query: str, target: str) -> list[str]:
+    """The two sequences as FASTA files in ``folder``."""
+    paths = []
+    for name, letters in (("query", query), ("target", target)):
+        path = Path(folder) / f"{name}.fa"
+        path.write_text(f">{name}\n" + "\n".join(letters[k:k + 80] for k in
+                                                 range(0, len(letters), 80)) + "\n")
+        paths.append(str(path))
+    return paths
+
+
+def command_phases(stderr: str) -> dict:
+    """The phases ``-v`` printed: ``{name: seconds}``."""
+    line = stderr.split("swdask: phases: ")[1].splitlines()[0]
+    return {part.rsplit(" ", 2)[0]: float(part.rsplit(" ", 2)[1]) for part in line.split(", ")}
+
+
+def check_paf(paf: Path, call: dict) -> None:
+    """The command's PAF holds the call's score, positions and (if traced) CIGAR."""
+    fields = paf.read_text().rstrip("\n").split("\t")
+    assert int(fields[-2].removeprefix("AS:i:")) == call["score"], fields[:12]
+    assert [int(fields[k]) for k in (2, 3, 7, 8)] == call["positions"], fields[:12]
+    if call["cigar_sha256"]:
+        cigar = fields[-1].removeprefix("cg:Z:")
+        assert hashlib.sha256(cigar.encode()).hexdigest() == call["cigar_sha256"]
+
+
 def timed_command(query: str, target: str, call: dict) -> dict:
     """``swdask align-long --backend gpu -v`` in a new process on the two sequences as FASTA
     files; its wall clock, phases, peak memory, and its PAF against the call's ``call``."""
     with tempfile.TemporaryDirectory() as folder:
-        paths = []
-        for name, letters in (("query", query), ("target", target)):
-            path = Path(folder) / f"{name}.fa"
-            path.write_text(f">{name}\n" + "\n".join(letters[k:k + 80] for k in
-                                                     range(0, len(letters), 80)) + "\n")
-            paths.append(str(path))
+        paths = case_files(folder, query, target)
         paf = Path(folder) / "best.paf"
-        options = ["--dna", "--match", "1", "--mismatch", "-3", "--gap-open", "5",
-                   "--gap-extend", "2"]
+        options = COMMAND_SCORING
         baseline, peak, done = gpu_memory_used(), [0], threading.Event()
 
         def sample():
@@ -147,16 +173,8 @@ def timed_command(query: str, target: str, call: dict) -> dict:
         done.set()
         sampler.join()
         assert finished.returncode == 0, finished.stderr
-        phases = {}
-        line = finished.stderr.split("swdask: phases: ")[1].splitlines()[0]
-        for part in line.split(", "):
-            name, seconds, _ = part.rsplit(" ", 2)
-            phases[name] = float(seconds)
-        fields = paf.read_text().rstrip("\n").split("\t")
-        cigar = fields[-1].removeprefix("cg:Z:")
-        assert int(fields[-2].removeprefix("AS:i:")) == call["score"], fields[:12]
-        assert [int(fields[k]) for k in (2, 3, 7, 8)] == call["positions"], fields[:12]
-        assert hashlib.sha256(cigar.encode()).hexdigest() == call["cigar_sha256"]
+        phases = command_phases(finished.stderr)
+        check_paf(paf, call)
     return {"wall_seconds": wall, "phases": phases,
             "peak_host_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
             "peak_gpu_used_bytes": peak[0] or None,

@@ -58,7 +58,7 @@ from ._scoring import saturation_bound, substitution_table
 from ._simd import (BYTE_LANES, DWORD_LANES, HAVE_VPERMW, LANES, add, add_where_positive,
                     adds_bytes, gather, load, load_bytes, load_codes, mask_eq, mask_eq_bytes,
                     mask_gt, mask_gt_bytes, max_bytes, maximum, permute, permute64,
-                    permute_bytes, select, shift_up, splat, splat_bytes, splat_of, store,
+                    permute_bytes, select, shift_in, shift_up, splat, splat_bytes, splat_of, store,
                     store_bytes, sub, sub_floor0, subs_bytes)
 from ._work import TASKS, next_item
 
@@ -857,9 +857,9 @@ class StripedQuery(NamedTuple):
     word_back: int
 
 
-def _striped_table(scores: np.ndarray, lanes: int, pad: int, offset: int, zero):
+def _striped_table(scores: np.ndarray, lanes: int, pad: int, offset: int, zero, rows: int):
     alphabet, m = scores.shape
-    seg = -(-m // lanes)
+    seg = -(-rows // lanes)
     rows = np.arange(lanes)[None, :] * seg + np.arange(seg)[:, None]  # [seg, lanes]
     inside = rows < m
     table = _aligned(alphabet * seg * lanes, zero)
@@ -868,12 +868,17 @@ def _striped_table(scores: np.ndarray, lanes: int, pad: int, offset: int, zero):
     return table, seg
 
 
-def striped_query(scores: np.ndarray, gap_open: int, gap_extend: int) -> StripedQuery:
-    """The :class:`StripedQuery` of the query scores ``scores[t, i]`` (the QueryProfile's)."""
+def striped_query(scores: np.ndarray, gap_open: int, gap_extend: int,
+                  rows: int | None = None) -> StripedQuery:
+    """The :class:`StripedQuery` of the query scores ``scores[t, i]`` (the QueryProfile's),
+    laid out for at least ``rows`` rows (default: the query's; a tile asks one more, for the
+    pad row that carries its bottom edge's gaps)."""
+    rows = scores.shape[1] if rows is None else max(rows, scores.shape[1])
     top = max(int(scores.max()), 0)
-    table, seg = _striped_table(scores, LANES, _PAD_SCORE, 0, np.int16(0))
+    table, seg = _striped_table(scores, LANES, _PAD_SCORE, 0, np.int16(0), rows)
     word_limit = saturation_bound(_LANE_MAX, top) - seg * gap_extend
-    dword_table, dword_seg = _striped_table(scores, DWORD_LANES, _PAD_SCORE, 0, np.int32(0))
+    dword_table, dword_seg = _striped_table(scores, DWORD_LANES, _PAD_SCORE, 0, np.int32(0),
+                                            rows)
     saturation = saturation_bound(_DWORD_MAX, top) - dword_seg * gap_extend
     word_back = word_limit // 2 if word_limit > 255 else -1
     bias = max(0, -int(scores.min()))
@@ -883,7 +888,7 @@ def striped_query(scores: np.ndarray, gap_open: int, gap_extend: int) -> Striped
     if byte_limit < _BYTE_MIN_BOUND or gap_open > 255:
         return StripedQuery(table, seg, word_limit, np.zeros(1, dtype=np.uint8), 0, bias, -1,
                             -1, dword_table, dword_seg, saturation, word_back)
-    byte_table, byte_seg = _striped_table(scores, BYTE_LANES, 0, bias, np.uint8(0))
+    byte_table, byte_seg = _striped_table(scores, BYTE_LANES, 0, bias, np.uint8(0), rows)
     return StripedQuery(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit,
                         byte_limit // 2, dword_table, dword_seg, saturation, word_back)
 
@@ -934,25 +939,57 @@ def _first_row_at(H, seg, best):
 
 
 @nb.njit(cache=True, nogil=True)
+def _no_edges():
+    """The ``edges`` of a striped row that is no tile (never read)."""
+    nothing = np.zeros(1, dtype=np.int64)
+    return nothing, nothing, nothing, nothing, nothing
+
+
+@nb.njit(cache=True, nogil=True)
+def _edge_positions(edge_rows, seg, lanes):
+    """Where a tile's last query row (``edge_rows - 1``) and the pad row after it
+    (``edge_rows``) sit in a striped column of ``seg`` vectors of ``lanes`` (row ``i`` is lane
+    ``i // seg``, segment ``i % seg``); ``(0, 0)`` when not a tile."""
+    if edge_rows <= 0:
+        return 0, 0
+    last = edge_rows - 1
+    return (last % seg) * lanes + last // seg, (edge_rows % seg) * lanes + edge_rows // seg
+
+
+@nb.njit(cache=True, nogil=True)
 def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_limit, up_limit,
-                   H, E, column, C, D, best, end_i, end_j):
+                   H, E, column, C, D, best, end_i, end_j, edge_rows, edges):
     """Columns ``j, j + 1, ...`` of a row in int16 lanes (int32 lanes where ``table`` and the
     work arrays are int32), until the row ends, or a column's best reaches ``up_limit``
     (past it the next column could wrap), or (``back_limit >= 0``) a column's best is at
     most ``back_limit``: ``(next column, best, end_i, end_j, step)``, the best and its end
     cell by the tie rule carried on from the arguments, ``step`` 1 (the row needs wider
     lanes from the next column), -1 (narrower ones do) or 0 (the row's end). ``H``, ``E``,
-    ``C`` and ``D`` hold ``seg`` vectors (64-byte aligned), ``column`` one vector."""
+    ``C`` and ``D`` hold ``seg`` vectors (64-byte aligned), ``column`` one vector.
+    ``edge_rows > 0``: a tile of ``edge_rows`` query rows under a given top edge
+    (:func:`_tile_edges`), which also stops the row before a column whose entering top
+    values these lanes cannot hold (``step`` 1)."""
     lanes = _lanes_of(H[0])
     zero = splat_of(H, 0)
     open_cost = splat_of(H, gap_open)
     extend_cost = splat_of(H, gap_extend)
     past_last = splat_of(H, seg * gap_extend)
     back = splat_of(H, back_limit)
+    tiled = edge_rows > 0
+    top_diag, top_gap, top_max, bottom_H, bottom_F = edges
+    last, pad = _edge_positions(edge_rows, seg, lanes)
     while j < n:
         base = np.int64(residues[t0 + j]) * seg * lanes
-        g = zero  # G[0]: no gap enters the first segment within the column
-        diag = shift_up(load(H, (seg - 1) * lanes))
+        if tiled:
+            if top_max[j] >= up_limit:
+                return j, best, end_i, end_j, 1
+            H[last] = 0  # the last row's H before this column: now only the pad row's diagonal
+            E[pad] = 0
+            g = shift_in(zero, top_gap[j])  # G[0]: the gap entering row 0 from the edge
+            diag = shift_in(load(H, (seg - 1) * lanes), top_diag[j])
+        else:
+            g = zero  # G[0]: no gap enters the first segment within the column
+            diag = shift_up(load(H, (seg - 1) * lanes))
         column_best = zero
         for k in range(seg):
             h_left = load(H, k * lanes)
@@ -986,6 +1023,9 @@ def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_li
                 f = shift_up(f)
                 if mask_gt(f, sub_floor0(load(H, 0), open_cost)) == 0:
                     break
+        if tiled:
+            bottom_H[j] = H[last]
+            bottom_F[j] = H[pad]
         j += 1
         # one test for both rare events: a new best, or a column too high for these lanes
         if mask_gt(column_best, splat_of(H, min(best, up_limit - 1))) != 0:
@@ -997,27 +1037,41 @@ def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_li
                 end_j = j - 1
             if top >= up_limit:
                 return j, best, end_i, end_j, 1
-        if back_limit >= 0 and mask_gt(column_best, back) == 0:
+        if back_limit >= 0 and mask_gt(column_best, back) == 0 and (
+                not tiled or j >= n or top_max[j] <= back_limit):
             return j, best, end_i, end_j, -1
     return j, best, end_i, end_j, 0
 
 
 @nb.njit(cache=True, nogil=True)
 def _striped_bytes(table, seg, residues, t0, j, n, gap_open, gap_extend, bias, limit, H, E,
-                   column, best, end_i, end_j):
+                   column, best, end_i, end_j, edge_rows, edges):
     """:func:`_striped_words` in byte lanes, until the row ends or a column's best passes
     ``limit`` (after which the next column could saturate): every cell computed is exact.
     The vertical gap is Farrar's (``F = max(F - gap_extend, H - gap_open)``, sharing
     ``H - gap_open`` with ``E``): with two registers per vector on AVX2 its chain is not
-    the bound, and it takes fewer instructions than the running maximum."""
+    the bound, and it takes fewer instructions than the running maximum. A tile
+    (``edge_rows > 0``) also stops before a column whose entering top values pass
+    ``limit``."""
     zero = splat_bytes(0)
     open_cost = splat_bytes(gap_open)
     extend_cost = splat_bytes(gap_extend)
     bias_cost = splat_bytes(bias)
+    tiled = edge_rows > 0
+    top_diag, top_gap, top_max, bottom_H, bottom_F = edges
+    last, pad = _edge_positions(edge_rows, seg, BYTE_LANES)
     while j < n:
         base = np.int64(residues[t0 + j]) * seg * BYTE_LANES
-        f = zero  # no gap enters the first segment within the column
-        diag = shift_up(load_bytes(H, (seg - 1) * BYTE_LANES))
+        if tiled:
+            if top_max[j] > limit:
+                break
+            H[last] = 0  # as in _striped_words
+            E[pad] = 0
+            f = shift_in(zero, top_gap[j])
+            diag = shift_in(load_bytes(H, (seg - 1) * BYTE_LANES), top_diag[j])
+        else:
+            f = zero  # no gap enters the first segment within the column
+            diag = shift_up(load_bytes(H, (seg - 1) * BYTE_LANES))
         column_best = zero
         for k in range(seg):
             h_left = load_bytes(H, k * BYTE_LANES)
@@ -1048,6 +1102,9 @@ def _striped_bytes(table, seg, residues, t0, j, n, gap_open, gap_extend, bias, l
                 f = shift_up(f)
                 if mask_gt_bytes(f, subs_bytes(load_bytes(H, 0), open_cost)) == 0:
                     break
+        if tiled:
+            bottom_H[j] = H[last]
+            bottom_F[j] = H[pad]
         j += 1
         # one test for both rare events: a new best, or a column too high for bytes
         if mask_gt_bytes(column_best, splat_bytes(min(best, limit))) != 0:
@@ -1092,7 +1149,8 @@ def _striped_work(seg, lanes, zero, gap_open, gap_extend):
 @nb.njit(cache=True, nogil=True)
 def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit, back_limit,
                  dword_table, dword_seg, saturation, word_back, m, residues, t0, j, n,
-                 gap_open, gap_extend, boundary_H, boundary_E, best, end_i, end_j):
+                 gap_open, gap_extend, boundary_H, boundary_E, best, end_i, end_j,
+                 edge_rows, edges):
     """Columns ``j`` to ``n - 1`` of one row (``residues[t0:]``) against the striped query
     (:class:`StripedQuery`'s fields), from the column before them, ``boundary_H`` and
     ``boundary_E`` (int64, query order; zeros before the first column), which are left
@@ -1101,7 +1159,13 @@ def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit,
     another, each from the boundary the one before left, gives the uncut row's result.
     Each stretch of columns runs in the narrowest lanes it fits: bytes where
     ``byte_limit >= 0`` allows, int16 lanes where ``word_limit > 255``, int32 lanes past
-    them; a best at or over ``saturation`` stops the row (its caller recomputes it)."""
+    them; a best at or over ``saturation`` stops the row (its caller recomputes it).
+
+    ``edge_rows`` and ``edges``: a tile of the long pair (:func:`long_tile`; ``(top_diag,
+    top_gap, top_max, bottom_H, bottom_F)``, int64 per column), whose row above is given and
+    whose bottom row is wanted; the striped tables then hold the ``m`` query rows and at
+    least one pad row (``striped_query(..., rows=m + 1)``). ``edge_rows`` 0: a whole row,
+    ``edges`` unread (:func:`_no_edges`)."""
     H, E, C, D, column = _striped_work(seg, LANES, np.int16(0), gap_open, gap_extend)
     dword_H, dword_E, dword_C, dword_D, dword_column = _striped_work(
         dword_seg, DWORD_LANES, np.int32(0), gap_open, gap_extend)
@@ -1112,6 +1176,8 @@ def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit,
     # the narrowest lanes in which the boundary's next column is exact (query order is the
     # striped layout of one lane: segment ``i`` holds row ``i``)
     top = boundary_H.max() if m > 0 else 0
+    if edge_rows > 0 and j < n:
+        top = max(top, edges[2][j])
     if byte_limit >= 0 and top <= byte_limit:
         width = 0
         _restripe(boundary_H, boundary_E, m, 1, byte_H, byte_E, byte_seg, BYTE_LANES, m)
@@ -1125,7 +1191,7 @@ def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit,
         if width == 0:
             j, best, end_i, end_j = _striped_bytes(
                 byte_table, byte_seg, residues, t0, j, n, gap_open, gap_extend, bias,
-                byte_limit, byte_H, byte_E, byte_column, best, end_i, end_j)
+                byte_limit, byte_H, byte_E, byte_column, best, end_i, end_j, edge_rows, edges)
             if j == n:
                 break
             if words:
@@ -1139,7 +1205,7 @@ def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit,
             j, best, end_i, end_j, step = _striped_words(
                 table, seg, residues, t0, j, n, gap_open, gap_extend,
                 back_limit if byte_limit >= 0 else -1, word_limit, H, E, column, C, D, best,
-                end_i, end_j)
+                end_i, end_j, edge_rows, edges)
             if step == 0:
                 break
             if step < 0:
@@ -1152,7 +1218,7 @@ def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit,
             j, best, end_i, end_j, step = _striped_words(
                 dword_table, dword_seg, residues, t0, j, n, gap_open, gap_extend, word_back,
                 saturation, dword_H, dword_E, dword_column, dword_C, dword_D, best, end_i,
-                end_j)
+                end_j, edge_rows, edges)
             if step >= 0:  # the row's end, or past int32 lanes (best >= saturation)
                 break
             _restripe(dword_H, dword_E, dword_seg, DWORD_LANES, H, E, seg, LANES, m)
@@ -1185,7 +1251,8 @@ def _one_to_many_striped(table, seg, m, residues, offsets, rows, word_limit, byt
                 table, seg, word_limit, byte_table, byte_seg, bias, byte_limit, back_limit,
                 dword_table, dword_seg, saturation, word_back, m, residues, offsets[row], 0,
                 offsets[row + 1] - offsets[row], gap_open, gap_extend,
-                np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), 0, -1, -1)
+                np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), 0, -1, -1, 0,
+                _no_edges())
             if best >= saturation:
                 saturated[row] = True
             else:
@@ -1486,91 +1553,115 @@ def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open,
 # ============================================================================ one long pair
 
 
-def long_pair(query_codes, target_codes, matrix, gap_open, gap_extend, section_columns,
-              progress=None):
-    """One pair, however long (:func:`swdask._long.align_long`'s score pass on the CPU):
-    ``(score, start_i, start_j, end_i, end_j)``, inclusive cells by the tie rule, ``-1``
-    where the score is 0.
+# A long pair is scored in tiles (swdask._long_tiles): a block of query rows against a
+# section of target columns, from its edges: the column before it (H and E of each of its
+# rows, as sections of a row pass it on), the row above it (H of each column, and the
+# vertical gap entering its first row) and the corner cell. So the striped row takes the
+# row above: its H enters lane 0 of the diagonal that the first segment reads, and its gap
+# lane 0 of the first segment's vertical gap, one scalar each per column (``shift_in``).
+# And it gives its bottom row: H of the last query row, read per column, and the vertical
+# gap leaving it, which no vector holds; so the striped query gets one pad row after the
+# last, whose H is made that gap: its diagonal (the last row's H in the column before,
+# which then serves nothing else) and its horizontal gap are set to 0 before each column,
+# so it holds only the gap from above. Padding rows feed only padding rows below them, so
+# the real rows are untouched. Values entering from the top edge are checked against the
+# lanes' bounds before each column, as a column's best is after it.
 
-    The target is cut into sections of ``section_columns`` letters run one after another on
-    the striped row (:func:`_striped_row`), each from the boundary column (H and E of every
-    query row) the one before left, so the result is the uncut matrix's; after each section
-    ``progress(cells)`` is called with the cells done so far. Memory: the boundary and one
-    striped column, linear in the query. The start cell is the scalar reverse pass's
-    (:func:`_reverse`) over the prefixes that end at the end cell."""
+
+@nb.njit(cache=True, nogil=True)
+def _scalar_tile(prof, m, target, n, gap_open, gap_extend, H, E, top_diag, top_gap, bottom_H,
+                 bottom_F):
+    """A tile on the scalar recurrence (scores or gap costs past the lanes): the edges and
+    the conventions of :func:`long_tile` (``H``, ``E`` the column before in, the last column
+    out; the gap values floored at 0, which changes no H, all of which are at least 0)."""
+    best = 0
+    end_i = -1
+    end_j = -1
+    for j in range(n):
+        row = prof[target[j]]
+        diag = top_diag[j]
+        f = top_gap[j]
+        for i in range(m):
+            h_left = H[i]
+            e = E[i]
+            h = max(diag + row[i], e, f, 0)
+            diag = h_left
+            H[i] = h
+            E[i] = max(e - gap_extend, h - gap_open, 0)
+            f = max(f - gap_extend, h - gap_open, 0)
+            if h > best:  # strict: the smallest column, then row
+                best = h
+                end_i = i
+                end_j = j
+        bottom_H[j] = H[m - 1]
+        bottom_F[j] = f
+    return best, end_i, end_j
+
+
+class Tile(NamedTuple):
+    """What one tile of :func:`long_tile` gives.
+
+    Attributes:
+        best: ``(score, row, column)`` of its best cell by the tie rule (the smallest
+            column, then row), relative to the tile; ``(0, -1, -1)`` when no cell scores
+            above 0.
+        right: its last column, ``(H, E, corner)``: the column before the tile to its right
+            (H and E of every row, E being the horizontal gap entering the next column) and
+            the corner cell that tile needs, this tile's top edge's last H.
+        bottom: its bottom row, ``(H, F)``: H of its last query row at every column, F the
+            vertical gap leaving it (into the first row of the tile below).
+    """
+
+    best: tuple
+    right: tuple
+    bottom: tuple
+
+
+def long_tile(query_codes, target_codes, matrix, gap_open, gap_extend, left=None,
+              top=None) -> Tile:
+    """One tile of a long pair's local matrix: ``query_codes`` (its block of query rows)
+    against ``target_codes`` (its section of target columns), from its edges: ``left`` the
+    :attr:`Tile.right` of the tile before it (None: the matrix's left edge, zeros) and
+    ``top`` the :attr:`Tile.bottom` of the tile above (None: the top edge, zeros). The tile's
+    cells equal the uncut matrix's there, so tiles run in any order that respects these
+    edges give the whole matrix's best (swdask._long_tiles). On the striped row where the
+    lanes take the scoring, else the scalar recurrence; an error where the scores pass the
+    kernels' 32 bits. Memory: the edges, linear in the tile's sides."""
     query_codes = np.ascontiguousarray(query_codes, dtype=np.uint8)
     target_codes = np.ascontiguousarray(target_codes, dtype=np.uint8)
     m, n = query_codes.size, target_codes.size
-    if m == 0 or n == 0:
-        return 0, -1, -1, -1, -1
-    profile = query_profile(query_codes, matrix)
-    H = np.zeros(m, dtype=np.int64)
-    E = np.zeros(m, dtype=np.int64)
-    if profile.lane_table is None or not _gaps_fit_lanes(gap_open, gap_extend):
-        best, end_i, end_j = _forward(profile.scores, m, target_codes, 0, n, gap_open,
-                                      gap_extend, H, E)
-        if progress is not None:
-            progress(m * n)
+    if left is None:
+        H, E, corner = np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), 0
     else:
-        striped = striped_query(profile.scores, gap_open, gap_extend)
-        best, end_i, end_j = 0, -1, -1
-        for first in range(0, n, section_columns):
-            stop = min(n, first + section_columns)
-            best, end_i, end_j = _striped_row(
-                striped.table, striped.seg, striped.word_limit, striped.byte_table,
-                striped.byte_seg, striped.bias, striped.byte_limit, striped.back_limit,
-                striped.dword_table, striped.dword_seg, striped.saturation, striped.word_back,
-                m, target_codes, 0, first, stop, gap_open, gap_extend, H, E, best, end_i,
-                end_j)
-            if best >= striped.saturation:
-                raise ValueError(f"the score passes {striped.saturation}, past the CPU "
-                                 "kernels' 32-bit lanes")
-            if progress is not None:
-                progress(m * stop)
-    if best <= 0:
-        return 0, -1, -1, -1, -1
-    start_i, start_j = _long_start(query_codes, target_codes, matrix, gap_open, gap_extend,
-                                   int(best), int(end_i), int(end_j), profile, section_columns)
-    return int(best), int(start_i), int(start_j), int(end_i), int(end_j)
-
-
-#: Reversed columns in the long start pass's first section (each next one twice as wide).
-_START_FIRST_COLUMNS = 4096
-
-
-def _long_start(query_codes, target_codes, matrix, gap_open, gap_extend, best, end_i, end_j,
-                profile, section_columns):
-    """The start cell of :func:`long_pair`'s alignment (score ``best``, end ``(end_i,
-    end_j)``): the first reversed column of ``query[end_i::-1]`` x ``target[end_j::-1]``
-    that holds ``best``, its first row there, as :func:`_reverse` finds it, but on the
-    striped row: its tie rule (smallest column, then row) picks that cell, since no cell of
-    the prefixes scores above ``best`` and every cell scoring ``best`` starts an alignment
-    ending at the end cell (one ending anywhere else would have been the forward pass's end
-    by the tie rule). The reversed columns run in sections that double from
-    ``_START_FIRST_COLUMNS`` up to ``section_columns``, stopping after the first that holds
-    ``best``, so a start near its end costs little, as the scalar pass's early stop does.
-    Where the striped row cannot run (``profile``: the forward query's), the scalar pass."""
-    m = end_i + 1
-    H = np.zeros(max(m, query_codes.size), dtype=np.int64)
-    E = np.zeros(max(m, query_codes.size), dtype=np.int64)
-    if profile.lane_table is None or not _gaps_fit_lanes(gap_open, gap_extend):
-        return _reverse(profile.scores, end_i, target_codes, 0, end_j, best, gap_open,
-                        gap_extend, H, E)
-    reversed_query = np.ascontiguousarray(query_codes[end_i::-1])
-    reversed_target = np.ascontiguousarray(target_codes[end_j::-1])
-    striped = striped_query(query_profile(reversed_query, matrix).scores, gap_open, gap_extend)
-    H, E = H[:m], E[:m]
-    found, row, column = 0, -1, -1
-    first, width, n = 0, _START_FIRST_COLUMNS, end_j + 1
-    while first < n and found < best:
-        stop = min(n, first + width)
-        found, row, column = _striped_row(
+        H, E, corner = np.array(left[0], dtype=np.int64), np.array(left[1], dtype=np.int64), \
+            int(left[2])
+    top_H = np.zeros(n, dtype=np.int64) if top is None else np.asarray(top[0], dtype=np.int64)
+    top_diag = np.empty(n, dtype=np.int64)
+    top_diag[:1] = corner
+    top_diag[1:] = top_H[:-1]
+    top_gap = (np.zeros(n, dtype=np.int64) if top is None
+               else np.ascontiguousarray(top[1], dtype=np.int64))
+    top_max = np.maximum(top_diag, top_gap)
+    bottom_H = np.zeros(n, dtype=np.int64)
+    bottom_F = np.zeros(n, dtype=np.int64)
+    right_corner = int(top_H[-1]) if n else corner
+    profile = query_profile(query_codes, matrix)
+    if m == 0 or n == 0:
+        best = (0, -1, -1)
+    elif profile.lane_table is None or not _gaps_fit_lanes(gap_open, gap_extend):
+        best = _scalar_tile(profile.scores, m, target_codes, n, gap_open, gap_extend, H, E,
+                            top_diag, top_gap, bottom_H, bottom_F)
+    else:
+        striped = striped_query(profile.scores, gap_open, gap_extend, rows=m + 1)
+        best = _striped_row(
             striped.table, striped.seg, striped.word_limit, striped.byte_table,
             striped.byte_seg, striped.bias, striped.byte_limit, striped.back_limit,
             striped.dword_table, striped.dword_seg, striped.saturation, striped.word_back,
-            m, reversed_target, 0, first, stop, gap_open, gap_extend, H, E, found, row, column)
-        first, width = stop, min(2 * width, section_columns)
-    if found != best:  # pragma: no cover - a bug, not bad input
-        raise RuntimeError(f"internal error: the start pass found {found} where the score is "
-                           f"{best}; please report it")
-    return end_i - row, end_j - column
+            m, target_codes, 0, 0, n, gap_open, gap_extend, H, E, 0, -1, -1, m,
+            (top_diag, top_gap, top_max, bottom_H, bottom_F))
+        if best[0] >= striped.saturation:
+            raise ValueError(f"the score passes {striped.saturation}, past the CPU kernels' "
+                             "32-bit lanes")
+    score, row, column = (int(value) for value in best)
+    return Tile((score, row, column) if score > 0 else (0, -1, -1), (H, E, right_corner),
+                (bottom_H, bottom_F))

@@ -2,16 +2,18 @@
 
 Where ``align`` and ``align_pairs`` serve many ordinary rows, this room serves one pair too
 long for a table: the score pass over the whole matrix finds the best end cell and its
-start (memory linear in the two lengths: the boundary column of the target section in
-hand on the CPU, the whole-GPU wavefront's strip rows on the GPU), and the traceback
-rebuilds the path between them in linear memory (Myers and Miller's divide and conquer,
-:func:`swdask._traceback.trace_long`: the large parts cut from rows computed on the GPU
-with ``backend="gpu"``). Scores are 64-bit on the host, 32-bit in the kernels
-(millions are fine; a score past the kernels' range is an error that says so).
+start (memory linear in the two lengths: on the CPU the edges of tiles of the matrix, run
+on every core or on Dask workers, :mod:`swdask._long_tiles`; on the GPU the whole-GPU
+wavefront's strip rows), and the traceback rebuilds the path between them in linear memory
+(Myers and Miller's divide and conquer, :func:`swdask._traceback.trace_long`: the large
+parts cut from rows computed on the GPU with ``backend="gpu"``). Scores are 64-bit on the
+host, 32-bit in the kernels (millions are fine; a score past the kernels' range is an error
+that says so).
 
-Data flow: strings -> codes (:mod:`swdask._sequences`) -> the score pass (:mod:`swdask._cpu`
-or :mod:`swdask.gpu._pairs`) -> the traceback -> one result row, with the schema of
-``positions="alignment"`` (:data:`swdask._results.ALIGNMENT_COLUMNS`) plus ``rank``.
+Data flow: strings -> codes (:mod:`swdask._sequences`) -> the score pass
+(:mod:`swdask._long_tiles` over :mod:`swdask._cpu`, or :mod:`swdask.gpu._pairs`) -> the
+traceback -> one result row, with the schema of ``positions="alignment"``
+(:data:`swdask._results.ALIGNMENT_COLUMNS`) plus ``rank``.
 """
 from __future__ import annotations
 
@@ -24,9 +26,6 @@ from ._scoring import ScoringError, make_scoring
 from ._sequences import encode_text
 from ._timing import Phases
 
-#: Target letters per section of the CPU score pass (progress is reported per section).
-SECTION_COLUMNS = 1 << 20
-
 #: The result's columns, in order.
 LONG_COLUMNS = ("rank",) + COLUMNS + ALIGNMENT_COLUMNS
 
@@ -37,7 +36,7 @@ def _codes(sequence, scoring, what: str) -> np.ndarray:
     return encode_text(sequence, scoring, what=what)
 
 
-def _score_pass(query_codes, target_codes, scoring, backend: str, progress):
+def _score_pass(query_codes, target_codes, scoring, backend: str, client, progress):
     """``(score, start_i, start_j, end_i, end_j)`` of the best alignment (inclusive cells)."""
     if query_codes.size == 0 or target_codes.size == 0:  # an empty sequence scores 0
         return 0, -1, -1, -1, -1
@@ -48,12 +47,10 @@ def _score_pass(query_codes, target_codes, scoring, backend: str, progress):
         if progress is not None:
             progress(query_codes.size * target_codes.size)
         return found
-    from . import _cpu
+    from . import _long_tiles
 
-    return _cpu.long_pair(query_codes, target_codes,
-                          np.ascontiguousarray(scoring.matrix, dtype=np.int64),
-                          int(scoring.gap_open), int(scoring.gap_extend), SECTION_COLUMNS,
-                          progress)
+    return _long_tiles.long_pair(query_codes, target_codes, scoring.matrix, scoring.gap_open,
+                                 scoring.gap_extend, client=client, progress=progress)
 
 
 def _gpu_halves(query_codes, target_codes, scoring):
@@ -73,7 +70,8 @@ def _gpu_halves(query_codes, target_codes, scoring):
 
 def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_open=11,
                gap_extend=1, match=None, mismatch=None, on_unknown="substitute",
-               backend: str = "cpu", traceback: bool = True, progress=None) -> pd.DataFrame:
+               backend: str = "cpu", client=None, traceback: bool = True,
+               progress=None) -> pd.DataFrame:
     """The best local alignment of two long sequences (up to chromosomes), with its path.
 
     Args:
@@ -83,8 +81,15 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
         matrix, gap_open, gap_extend, match, mismatch, on_unknown: the scoring, as for
             :func:`swdask.align` (a gap of length k scores ``-(gap_open + (k - 1) *
             gap_extend)``; DNA with ``matrix=None`` and ``match``/``mismatch``).
-        backend: ``"cpu"`` (numba: the striped row over sections of the target) or
-            ``"gpu"`` (the whole GPU on the one matrix: a wavefront of query strips).
+        backend: ``"cpu"`` (numba: the matrix in tiles of query blocks x target sections,
+            on every core, or on ``client``'s workers) or ``"gpu"`` (the whole GPU on the
+            one matrix: a wavefront of query strips).
+        client: a ``distributed.Client``: the CPU score passes run on its workers, one task
+            per tile (``swdask-long-forward`` and ``swdask-long-start`` on the dashboard),
+            each from the edges of the tiles left of and above it, so the result is the
+            uncut matrix's; a lost worker costs its tiles, which Dask computes again. The
+            traceback runs in this process. Not with ``backend="gpu"`` (one pair over
+            several GPUs is not built yet).
         traceback: ``False`` for the score and positions only (the alignment columns null):
             the score pass alone, where the path is not needed.
         progress: called as ``progress(cells_done, cells_total)`` as the score pass goes.
@@ -101,13 +106,13 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
         the same on both backends; among equally scoring paths it may differ from
         ``align``'s on pairs larger than the setting ``swdask.traceback.max-cells``.
     """
-    return run_long(query, target, top=top, backend=backend, traceback=traceback,
-                    progress=progress, matrix=matrix, gap_open=gap_open,
+    return run_long(query, target, top=top, backend=backend, client=client,
+                    traceback=traceback, progress=progress, matrix=matrix, gap_open=gap_open,
                     gap_extend=gap_extend, match=match, mismatch=mismatch,
                     on_unknown=on_unknown)
 
 
-def run_long(query, target, *, top, backend, traceback, progress, phases=None,
+def run_long(query, target, *, top, backend, traceback, progress, client=None, phases=None,
              **scoring_options) -> pd.DataFrame:
     """:func:`align_long`'s work, its score pass and traceback timed as ``phases`` ("score
     pass", "traceback": a :class:`swdask._timing.Phases`, the command's ``--verbose``)."""
@@ -118,6 +123,10 @@ def run_long(query, target, *, top, backend, traceback, progress, phases=None,
         raise NotImplementedError("align_long computes the best alignment only (top=1) so far")
     backend = check_backend(backend)
     backend = "cpu" if backend == "auto" else backend
+    if client is not None and backend == "gpu":
+        raise NotImplementedError("align_long spreads the CPU score passes over a Dask "
+                                  "client's workers; one pair over several GPUs is not built "
+                                  "yet: leave client out to run on this process's GPU")
     scoring = make_scoring(**scoring_options)
     query_codes = _codes(query, scoring, "query")
     target_codes = _codes(target, scoring, "target")
@@ -125,7 +134,8 @@ def run_long(query, target, *, top, backend, traceback, progress, phases=None,
     report = None if progress is None else (lambda done: progress(int(done), total))
     with phases("score pass"):
         score, start_i, start_j, end_i, end_j = _score_pass(query_codes, target_codes,
-                                                            scoring, backend, report)
+                                                            scoring, backend, client,
+                                                            report)
     if score <= 0:
         return pd.DataFrame({name: pd.Series([], dtype=_dtype(name)) for name in LONG_COLUMNS})
     from ._traceback import trace_long

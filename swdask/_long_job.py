@@ -105,9 +105,14 @@ def plot(hits: pd.DataFrame, query_name: str, query_length: int, target_name: st
 
 def run(query_path: str, target_path: str, output: str, *, top: int, backend: str,
         plot_path: str | None, progress: bool, phases: Phases | None = None,
+        n_workers: int | None = None, scheduler: str | None = None,
         **scoring_options) -> pd.DataFrame:
     """The whole job; the alignments frame. ``phases`` times it: "read" (both files),
-    "score pass", "traceback", "write" and "plot"."""
+    "cluster" (with ``n_workers`` or ``scheduler``: a local cluster started, or the running
+    one reached, whose workers take the CPU score passes' tiles), "score pass",
+    "traceback", "write" and "plot"."""
+    from contextlib import ExitStack
+
     from ._scoring import make_scoring
 
     phases = phases if phases is not None else Phases()
@@ -116,8 +121,15 @@ def run(query_path: str, target_path: str, output: str, *, top: int, backend: st
         query_name, query = first_record(query_path, scoring, "query")
         target_name, target = first_record(target_path, scoring, "target")
     report = _progress_line if progress else None
-    hits = run_long(query, target, top=top, backend=backend, traceback=True,
-                    progress=report, phases=phases, **scoring_options)
+    with ExitStack() as stack:
+        client = None
+        if n_workers is not None or scheduler is not None:
+            from ._cluster import cluster
+
+            with phases("cluster"):
+                client = stack.enter_context(cluster(scheduler, n_workers, gpu=False))
+        hits = run_long(query, target, top=top, backend=backend, client=client,
+                        traceback=True, progress=report, phases=phases, **scoring_options)
     if progress:
         print(file=sys.stderr)
     with phases("write"):

@@ -374,12 +374,39 @@ def shift_up(typingctx, value):
     sig = value(value)
 
     def codegen(context, builder, sig, args):
+        return _shifted_up(builder, args[0], vector_of[sig.return_type])
+
+    return sig, codegen
+
+
+def _shifted_up(builder, value, vector_type):
+    lanes = vector_type.count
+    zeros = ir.Constant(vector_type, [0] * lanes)
+    order = ir.Constant(ir.VectorType(ir.IntType(32), lanes),
+                        [0] + [lanes + lane for lane in range(lanes - 1)])
+    return builder.shuffle_vector(zeros, value, order)
+
+
+@intrinsic
+def shift_in(typingctx, value, scalar):
+    """:func:`shift_up` with ``scalar`` (truncated to the lane width) in lane 0 instead of 0:
+    the striped layout's step from one segment to the next where the row above the first
+    segment is given (a tile of the long pair, whose top edge another tile computed)."""
+    vector_of = {**_VECTOR_OF, Bytes: _BVEC}
+    if value not in vector_of or not isinstance(scalar, types.Integer):
+        return None
+    sig = value(value, scalar)
+
+    def codegen(context, builder, sig, args):
         vector_type = vector_of[sig.return_type]
-        lanes = vector_type.count
-        zeros = ir.Constant(vector_type, [0] * lanes)
-        order = ir.Constant(ir.VectorType(ir.IntType(32), lanes),
-                            [0] + [lanes + lane for lane in range(lanes - 1)])
-        return builder.shuffle_vector(zeros, args[0], order)
+        shifted = _shifted_up(builder, args[0], vector_type)
+        element = vector_type.element
+        first = args[1]
+        if first.type.width > element.width:
+            first = builder.trunc(first, element)
+        elif first.type.width < element.width:
+            first = builder.sext(first, element)
+        return builder.insert_element(shifted, first, ir.Constant(ir.IntType(32), 0))
 
     return sig, codegen
 

@@ -130,6 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
                            "PDF by suffix; needs matplotlib)")
     long.add_argument("--backend", choices=("cpu", "gpu"), default="cpu",
                       help="cpu (numba, default) or gpu (the whole GPU on the one matrix)")
+    long.add_argument("--scheduler", metavar="ADDRESS",
+                      help="run the CPU score passes on a running Dask scheduler's workers "
+                           "(tcp://host:8786), one task per tile of the matrix")
+    long.add_argument("--workers", type=int,
+                      help="start a local cluster of this many worker processes (with its "
+                           "dashboard) for the CPU score passes; without it or --scheduler "
+                           "the tiles run on this process's cores")
     long.add_argument("--no-progress", action="store_true",
                       help="no progress line (cells of the score pass) on standard error")
     long.add_argument("-v", "--verbose", action="store_true",
@@ -299,6 +306,14 @@ def _align_long_command(args, parser) -> int:
     options = scoring_options(args, parser)
     if args.top < 1:
         parser.error(f"--top must be at least 1, got {args.top}")
+    if args.workers is not None and args.workers < 1:
+        parser.error(f"--workers must be at least 1, got {args.workers}")
+    if args.scheduler and args.workers is not None:
+        parser.error("--workers sizes a local cluster; with --scheduler the running "
+                     "cluster's workers are used")
+    if (args.scheduler or args.workers is not None) and args.backend == "gpu":
+        parser.error("--scheduler and --workers spread the CPU score passes; one pair over "
+                     "several GPUs is not built yet (--backend gpu runs on this process's GPU)")
     phases = Phases()
     phases.process_start()
     try:
@@ -307,8 +322,10 @@ def _align_long_command(args, parser) -> int:
             check_output(args.plot)
         hits = run_job(args.query, args.target, args.output, top=args.top,
                        backend=args.backend, plot_path=args.plot,
-                       progress=not args.no_progress, phases=phases, **options)
-    except (ValueError, OSError, NotImplementedError, GpuUnavailableError) as exc:
+                       progress=not args.no_progress, phases=phases,
+                       n_workers=args.workers, scheduler=args.scheduler, **options)
+    except (ValueError, OSError, NotImplementedError, ConnectionError,
+            GpuUnavailableError) as exc:
         message = " ".join(str(exc).split())
         print(f"swdask: error: {message}", file=sys.stderr)
         return 1

@@ -618,7 +618,8 @@ def test_striped_row_in_any_widths_and_sections_gives_the_int16_result(scheme):
                 striped.table, striped.seg, word_limit, striped.byte_table, striped.byte_seg,
                 striped.bias, byte_limit, back_limit, striped.dword_table, striped.dword_seg,
                 striped.saturation, word_back, len(query), residues, 0, start, stop,
-                scoring.gap_open, scoring.gap_extend, boundary_H, boundary_E, *found)
+                scoring.gap_open, scoring.gap_extend, boundary_H, boundary_E, *found, 0,
+                _cpu._no_edges())
             boundaries.append(np.concatenate([boundary_H, boundary_E]))
             start = stop
         return (found, np.array(boundaries)) if cuts else found
@@ -649,6 +650,83 @@ def test_striped_row_in_any_widths_and_sections_gives_the_int16_result(scheme):
         found, boundaries = row(*limits, cuts=cuts)
         assert found == words, limits
         assert np.array_equal(boundaries, columns), limits  # every column's H and E
+
+
+def _scalar_tile(scores, target, gap_open, gap_extend, left, top, corner):
+    """The scalar tile (the reference for the striped one): best, right column, bottom row."""
+    m, n = scores.shape[1], target.size
+    H, E = (np.array(edge, dtype=np.int64) for edge in left)
+    top_diag = np.concatenate([[corner], top[0][:-1]]).astype(np.int64)
+    bottom_H, bottom_F = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    best = _cpu._scalar_tile(scores, m, target, n, gap_open, gap_extend, H, E, top_diag,
+                             np.array(top[1], dtype=np.int64), bottom_H, bottom_F)
+    return tuple(best), np.concatenate([H, E]), np.concatenate([bottom_H, bottom_F])
+
+
+@pytest.mark.parametrize("scheme", [Scheme(None, 5, 2, match=2, mismatch=-3), BLOSUM62,
+                                    Scheme(None, 0, 0, match=1, mismatch=-2)])
+def test_striped_tiles_take_a_top_edge_and_give_their_bottom_row(scheme):
+    """A tile on the striped row (a block of query rows under a given row above, from a
+    given column before it): its best cell, last column (H and E) and bottom row (H of the
+    last row, the gap leaving it) equal the scalar tile's, in whatever widths the limits
+    force (bytes throughout, int16 and int32 lanes and the switches between them), where
+    the top edge is low, high (a whole alignment arriving from above, past the byte and
+    int16 lanes) or rises mid-row; and the scalar tile cut into two tiles, the lower from
+    the upper's bottom row, gives the uncut tile's right column and best."""
+    rng = np.random.default_rng(7)
+    letters = "ACGT" if scheme.matrix is None else PROTEIN
+    scoring = scoring_of(scheme)
+    for m, n in [(300, 900), (31, 200), (64, 150), (1, 50)]:
+        query = "".join(rng.choice(list(letters), m))
+        target = "".join(rng.choice(list(letters), n // 3)) + mutate(
+            query, rng, 0.1, letters)[:n // 2]
+        target += "".join(rng.choice(list(letters), n - len(target)))
+        codes, residues = encode_text(query, scoring), encode_text(target, scoring)
+        scores = np.ascontiguousarray(scoring.matrix[:, codes]).astype(np.int64)
+        striped = _cpu.striped_query(scores, scoring.gap_open, scoring.gap_extend, rows=m + 1)
+        for rise in (0, 250, 40_000):  # the top edge's height (40,000: past int16)
+            top_H = rng.integers(0, 30, n) + rise * (np.arange(n) > n // 3)
+            top_F = np.maximum(top_H - scoring.gap_open, 0)
+            left = (rng.integers(0, 20, m) + rise // 2, rng.integers(0, 5, m))
+            corner = int(rng.integers(0, 20))
+            want = _scalar_tile(scores, residues, scoring.gap_open, scoring.gap_extend, left,
+                                (top_H, top_F), corner)
+            top_diag = np.concatenate([[corner], top_H[:-1]]).astype(np.int64)
+            top_gap = top_F.astype(np.int64)
+            for byte_limit, back_limit, word_limit, word_back in [
+                    (striped.byte_limit, striped.back_limit, striped.word_limit,
+                     striped.word_back), (30, 0, 300, 280), (12, 6, 0, -1),
+                    (-1, -1, striped.word_limit, striped.word_back), (-1, -1, 0, -1)]:
+                H, E = (np.array(edge, dtype=np.int64) for edge in left)
+                bottom_H, bottom_F = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+                found = _cpu._striped_row(
+                    striped.table, striped.seg, word_limit, striped.byte_table,
+                    striped.byte_seg, striped.bias, byte_limit, back_limit,
+                    striped.dword_table, striped.dword_seg, striped.saturation, word_back, m,
+                    residues, 0, 0, n, scoring.gap_open, scoring.gap_extend, H, E, 0, -1, -1,
+                    m, (top_diag, top_gap, np.maximum(top_diag, top_gap), bottom_H, bottom_F))
+                limits = (m, rise, byte_limit, back_limit, word_limit, word_back)
+                assert tuple(found) == want[0], limits
+                assert np.array_equal(np.concatenate([H, E]), want[1]), limits
+                assert np.array_equal(np.concatenate([bottom_H, bottom_F]), want[2]), limits
+        if m > 1:  # two scalar tiles, one under the other, give the uncut tile
+            cut = m // 2
+            zeros = (np.zeros(n, dtype=np.int64),) * 2
+            whole = _scalar_tile(scores, residues, scoring.gap_open, scoring.gap_extend,
+                                 (np.zeros(m), np.zeros(m)), zeros, 0)
+            upper = _scalar_tile(scores[:, :cut], residues, scoring.gap_open,
+                                 scoring.gap_extend, (np.zeros(cut), np.zeros(cut)), zeros, 0)
+            lower = _scalar_tile(scores[:, cut:], residues, scoring.gap_open,
+                                 scoring.gap_extend, (np.zeros(m - cut), np.zeros(m - cut)),
+                                 (upper[2][:n], upper[2][n:]), 0)
+            assert np.array_equal(np.concatenate([upper[1][:cut], lower[1][:m - cut],
+                                                  upper[1][cut:], lower[1][m - cut:]]),
+                                  whole[1])
+            assert np.array_equal(lower[2], whole[2])
+            best = max([(upper[0][0], -upper[0][2], -upper[0][1]),
+                        (lower[0][0], -lower[0][2], -(lower[0][1] + cut))])
+            if whole[0][0] > 0:
+                assert (best[0], -best[2], -best[1]) == whole[0]
 
 
 def test_striped_rows_near_the_int16_limit_go_on_in_int32_lanes(monkeypatch):

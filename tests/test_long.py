@@ -8,12 +8,14 @@ forced by a tiny ``swdask.traceback.max-cells`` must give an optimal path of the
 """
 from __future__ import annotations
 
+import dask
+import numba
 import numpy as np
 import pandas as pd
 import pytest
 
 import swdask
-from swdask import _long
+from swdask import _long, _long_tiles
 from swdask.cli import main
 
 from .conftest import Scheme, mutate
@@ -53,42 +55,46 @@ def test_the_best_alignment_equals_align(scheme, letters, length, seed):
     assert check_rows(got, [query], [target], scheme) == 1
 
 
-def test_sections_of_the_target_give_the_uncut_matrix(monkeypatch):
-    """The CPU score pass cut into sections of 7 target letters (each section from the
-    boundary column the one before left) and the progress it reports."""
-    query, target = _pair(4, 1200)
+@pytest.mark.parametrize("tile_rows, tile_columns", [(97, 7), (1, 300), (5000, 1)])
+def test_tiles_give_the_uncut_matrix(tile_rows, tile_columns):
+    """The CPU score passes cut into tiles (blocks of query rows x sections of the target,
+    each from the edges of the tiles left of and above it, on two threads) give the uncut
+    result, and progress comes once per forward tile, cells rising to the whole matrix."""
+    query, target = _pair(4, 600)
     uncut = swdask.align_long(query, target, **DNA.options)
-    monkeypatch.setattr(_long, "SECTION_COLUMNS", 7)
     seen = []
-    cut = swdask.align_long(query, target, progress=lambda done, total: seen.append(
-        (done, total)), **DNA.options)
+    with dask.config.set({"swdask.long.tile-rows": tile_rows,
+                          "swdask.long.tile-columns": tile_columns}):
+        cut = swdask.align_long(query, target, progress=lambda done, total: seen.append(
+            (done, total)), **DNA.options)
+        grid = _long_tiles.grid_for(len(query), len(target), numba.get_num_threads())
     pd.testing.assert_frame_equal(cut, uncut)
     total = len(query) * len(target)
-    assert len(seen) == -(-len(target) // 7)
+    assert len(seen) == grid.shape[0] * grid.shape[1] > 1
     assert seen[-1] == (total, total)
     assert all(a[0] < b[0] for a, b in zip(seen, seen[1:]))
 
 
 @pytest.mark.parametrize("first_columns", [1, 3, 4096])
 def test_the_start_pass_keeps_the_tie_rule(monkeypatch, first_columns):
-    """The CPU start pass (the striped row over the reversed prefixes, in doubling sections
-    of columns) picks the start that align's scalar reverse pass picks, on pairs of two
-    letters full of equally scoring starts, and on a matrix the striped row cannot take."""
-    from swdask import _cpu
-
-    monkeypatch.setattr(_cpu, "_START_FIRST_COLUMNS", first_columns)
+    """The CPU start pass (the tiles over the reversed prefixes, in sections doubling from
+    ``first_columns``, stopped at the first sections holding the score) picks the start
+    that align's scalar reverse pass picks, on pairs of two letters full of equally scoring
+    starts, in blocks of rows as well, and on a scoring the striped row cannot take."""
+    monkeypatch.setattr(_long_tiles, "START_FIRST_COLUMNS", first_columns)
     rng = np.random.default_rng(12)
-    for _ in range(25):
+    for trial in range(25):
         query = "".join(rng.choice(list("AC"), int(rng.integers(1, 90))))
         target = "".join(rng.choice(list("AC"), int(rng.integers(1, 120))))
-        for options in (DNA.options, BLOSUM.options, SCALAR_GAPS):
-            got = swdask.align_long(query, target, traceback=False, **options)
-            want = swdask.align(query, [target], positions=True, **options)
-            if want["score"].iloc[0] <= 0:
-                assert got.empty
-                continue
-            assert (got[POSITIONS].iloc[0].tolist() == want[POSITIONS].iloc[0].tolist()), (
-                query, target, options)
+        with dask.config.set({"swdask.long.tile-rows": 1000 if trial % 2 else 13}):
+            for options in (DNA.options, BLOSUM.options, SCALAR_GAPS):
+                got = swdask.align_long(query, target, traceback=False, **options)
+                want = swdask.align(query, [target], positions=True, **options)
+                if want["score"].iloc[0] <= 0:
+                    assert got.empty
+                    continue
+                assert (got[POSITIONS].iloc[0].tolist()
+                        == want[POSITIONS].iloc[0].tolist()), (query, target, options)
 
 
 def test_scores_past_16_bits_are_exact():
@@ -239,6 +245,99 @@ def test_align_long_command_plot_and_errors(tmp_path, capsys):
                  str(tmp_path / "z.paf")]) == 1
     assert "top=1" in capsys.readouterr().err
     assert not (tmp_path / "z.paf").exists()
+
+
+# ------------------------------------------------------------- on a Dask cluster
+
+
+@pytest.fixture(scope="module")
+def long_cluster():
+    distributed = pytest.importorskip("distributed")
+    import logging
+
+    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
+                                  dashboard_address=":0", silence_logs=logging.CRITICAL) as cluster:
+        with distributed.Client(cluster) as client:
+            yield client
+
+
+async def _crash():
+    """A worker process dies at once, with whatever it held (run as a coroutine, so that the
+    client need not wait for an answer)."""
+    import os
+
+    os._exit(1)
+
+
+def test_tiles_on_dask_workers_survive_a_lost_worker(long_cluster):
+    """client=: one task per tile on the workers (named on the dashboard), the result the
+    uncut matrix's; a worker killed mid-run (its tiles' edges lost with it) costs those
+    tiles, which Dask runs again, not the run."""
+    client = long_cluster
+    query, target = _pair(11, 1500)
+    want = swdask.align_long(query, target, **DNA.options)
+    settings = {"swdask.long.tile-rows": 60, "swdask.long.tile-columns": 500}
+    with dask.config.set(settings):
+        got = swdask.align_long(query, target, client=client, **DNA.options)
+    pd.testing.assert_frame_equal(got, want)
+    names = client.run_on_scheduler(lambda dask_scheduler: sorted(
+        {prefix for prefix in dask_scheduler.task_prefixes if prefix.startswith("swdask-long")}))
+    assert {"swdask-long-forward", "swdask-long-start"} <= set(names)
+
+    killed = []
+
+    def progress(done, total):
+        if not killed and done > total // 4:
+            holders = client.who_has()
+            busy = [address for key, where in holders.items() if "forward" in str(key)
+                    for address in where]
+            address = busy[0] if busy else next(iter(client.scheduler_info()["workers"]))
+            client.run(_crash, workers=[address], wait=False)
+            killed.append(address)
+
+    from distributed.diagnostics.plugin import SchedulerPlugin
+
+    class Runs(SchedulerPlugin):  # forward tiles computed, reruns included
+        name = "swdask-test-long-runs"
+
+        def __init__(self):
+            self.count = 0
+
+        def transition(self, key, start, finish, *args, **kwargs):
+            if finish == "memory" and isinstance(key, tuple) and key[0] == "swdask-long-forward":
+                self.count += 1
+
+    runs = Runs()
+    client.cluster.scheduler.add_plugin(runs)  # the scheduler runs in this process
+    with dask.config.set(settings):
+        grid = _long_tiles.grid_for(len(query), len(target), 2)
+        survived = swdask.align_long(query, target, client=client, progress=progress,
+                                     **DNA.options)
+    assert killed
+    pd.testing.assert_frame_equal(survived, want)
+    client.cluster.scheduler.remove_plugin(name=runs.name)
+    assert grid.shape[0] > 1 and grid.shape[1] > 1
+    assert runs.count > grid.shape[0] * grid.shape[1]  # the lost worker's tiles ran again
+
+
+def test_align_long_command_on_a_scheduler(long_cluster, tmp_path, capsys):
+    query, target = _pair(9, 900)
+    q = _fasta(tmp_path / "q.fa", [("a", query)])
+    t = _fasta(tmp_path / "t.fa", [("b", target)])
+    options = ["--dna", "--match", "1", "--mismatch", "-3", "--gap-open", "5",
+               "--gap-extend", "2", "--no-progress"]
+    assert main(["align-long", q, t, "-o", str(tmp_path / "here.paf"), *options]) == 0
+    address = long_cluster.scheduler.address
+    assert main(["align-long", q, t, "-o", str(tmp_path / "there.paf"), "--scheduler",
+                 address, "-v", *options]) == 0
+    err = capsys.readouterr().err
+    assert f"connected to {address}" in err and "cluster " in err.split("phases: ")[1]
+    assert (tmp_path / "there.paf").read_text() == (tmp_path / "here.paf").read_text()
+    for bad in (["--workers", "0"], ["--workers", "2", "--scheduler", address],
+                ["--workers", "2", "--backend", "gpu"]):
+        with pytest.raises(SystemExit):
+            main(["align-long", q, t, *bad, *options])
+        assert "Traceback" not in capsys.readouterr().err
 
 
 # ------------------------------------------------------------- the GPU's halves
