@@ -32,10 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import dask
 import numba
 
 import swdask
-from swdask import _settings
 from _common import add_commit_argument, cpu_model, stamp, write_result
 from bench_w5_long_gpu import (COMMAND_SCORING, DATA, SCORING, case_files, check_paf,
                                chromosome, command_phases)
@@ -135,9 +135,8 @@ def main() -> None:
                   "query_length": len(query), "target_length": len(target),
                   "cells": len(query) * len(target), "scoring": SCORING,
                   "traceback": args.traceback, "runs": runs, "commands": commands,
-                  "settings": {"swdask.long.tile-rows": _settings.get("long.tile-rows"),
-                               "swdask.long.tile-columns":
-                                   _settings.get("long.tile-columns")}}
+                  "settings": {key: dask.config.get(key) for key in
+                               ("swdask.long.tile-rows", "swdask.long.tile-columns")}}
         print(write_result(args.out, f"long-cpu-{case.replace(':', 'x')}", record))
 
 

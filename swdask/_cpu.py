@@ -967,7 +967,7 @@ def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_li
     lanes from the next column), -1 (narrower ones do) or 0 (the row's end). ``H``, ``E``,
     ``C`` and ``D`` hold ``seg`` vectors (64-byte aligned), ``column`` one vector.
     ``edge_rows > 0``: a tile of ``edge_rows`` query rows under a given top edge
-    (:func:`_tile_edges`), which also stops the row before a column whose entering top
+    (:func:`long_tile`), which also stops the row before a column whose entering top
     values these lanes cannot hold (``step`` 1)."""
     lanes = _lanes_of(H[0])
     zero = splat_of(H, 0)
@@ -1598,6 +1598,10 @@ def _scalar_tile(prof, m, target, n, gap_open, gap_extend, H, E, top_diag, top_g
     return best, end_i, end_j
 
 
+def _past_lanes(saturation: int) -> ValueError:
+    return ValueError(f"the score passes {saturation}, past the CPU kernels' 32-bit lanes")
+
+
 class Tile(NamedTuple):
     """What one tile of :func:`long_tile` gives.
 
@@ -1653,6 +1657,8 @@ def long_tile(query_codes, target_codes, matrix, gap_open, gap_extend, left=None
                             top_diag, top_gap, bottom_H, bottom_F)
     else:
         striped = striped_query(profile.scores, gap_open, gap_extend, rows=m + 1)
+        if max(int(top_max.max()), int(H.max())) >= striped.saturation:
+            raise _past_lanes(striped.saturation)  # an edge the int32 lanes cannot take
         best = _striped_row(
             striped.table, striped.seg, striped.word_limit, striped.byte_table,
             striped.byte_seg, striped.bias, striped.byte_limit, striped.back_limit,
@@ -1660,8 +1666,7 @@ def long_tile(query_codes, target_codes, matrix, gap_open, gap_extend, left=None
             m, target_codes, 0, 0, n, gap_open, gap_extend, H, E, 0, -1, -1, m,
             (top_diag, top_gap, top_max, bottom_H, bottom_F))
         if best[0] >= striped.saturation:
-            raise ValueError(f"the score passes {striped.saturation}, past the CPU kernels' "
-                             "32-bit lanes")
+            raise _past_lanes(striped.saturation)
     score, row, column = (int(value) for value in best)
     return Tile((score, row, column) if score > 0 else (0, -1, -1), (H, E, right_corner),
                 (bottom_H, bottom_F))
