@@ -13,6 +13,7 @@ Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFr
         ddf = swdask.persist_balanced(ddf, client)           # equal residues on every worker
         hits = ddf.sw.align(query).compute()
         swdask.task_totals(client)                           # cells and seconds of sw-align tasks
+        best = swdask.align_long(chromosome_a, chromosome_b, client=client)  # a task per tile
 
 Conventions, everywhere: a gap of length k scores ``-(gap_open + (k - 1) * gap_extend)``;
 positions are 0-based and end-exclusive (``target[target_start:target_end]`` is the aligned
