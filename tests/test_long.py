@@ -71,6 +71,9 @@ def test_tiles_give_the_uncut_matrix(tile_rows, tile_columns):
     pd.testing.assert_frame_equal(cut, uncut)
     total = len(query) * len(target)
     assert len(seen) == grid.shape[0] * grid.shape[1] > 1
+    with dask.config.set({"swdask.long.tile-rows": 0}), \
+            pytest.raises(ValueError, match="swdask.long.tile-rows must be .* at least 1"):
+        swdask.align_long(query, target, **DNA.options)
     assert seen[-1] == (total, total)
     assert all(a[0] < b[0] for a, b in zip(seen, seen[1:]))
 
@@ -283,6 +286,8 @@ def test_tiles_on_dask_workers_survive_a_lost_worker(long_cluster):
     names = client.run_on_scheduler(lambda dask_scheduler: sorted(
         {prefix for prefix in dask_scheduler.task_prefixes if prefix.startswith("swdask-long")}))
     assert {"swdask-long-forward", "swdask-long-start"} <= set(names)
+    with pytest.raises(NotImplementedError, match="several GPUs is not built"):
+        swdask.align_long(query, target, client=client, backend="gpu", **DNA.options)
 
     killed = []
 
