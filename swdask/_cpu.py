@@ -939,13 +939,6 @@ def _first_row_at(H, seg, best):
 
 
 @nb.njit(cache=True, nogil=True)
-def _no_edges():
-    """The ``edges`` of a striped row that is no tile (never read)."""
-    nothing = np.zeros(1, dtype=np.int64)
-    return nothing, nothing, nothing, nothing, nothing
-
-
-@nb.njit(cache=True, nogil=True)
 def _edge_positions(edge_rows, seg, lanes):
     """Where a tile's last query row (``edge_rows - 1``) and the pad row after it
     (``edge_rows``) sit in a striped column of ``seg`` vectors of ``lanes`` (row ``i`` is lane
@@ -966,7 +959,7 @@ def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_li
     cell by the tie rule carried on from the arguments, ``step`` 1 (the row needs wider
     lanes from the next column), -1 (narrower ones do) or 0 (the row's end). ``H``, ``E``,
     ``C`` and ``D`` hold ``seg`` vectors (64-byte aligned), ``column`` one vector.
-    ``edge_rows > 0``: a tile of ``edge_rows`` query rows under a given top edge
+    ``edges`` not None: a tile of ``edge_rows`` query rows under a given top edge
     (:func:`long_tile`), which also stops the row before a column whose entering top
     values these lanes cannot hold (``step`` 1)."""
     lanes = _lanes_of(H[0])
@@ -975,18 +968,16 @@ def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_li
     extend_cost = splat_of(H, gap_extend)
     past_last = splat_of(H, seg * gap_extend)
     back = splat_of(H, back_limit)
-    tiled = edge_rows > 0
-    top_diag, top_gap, top_max, bottom_H, bottom_F = edges
     last, pad = _edge_positions(edge_rows, seg, lanes)
     while j < n:
         base = np.int64(residues[t0 + j]) * seg * lanes
-        if tiled:
-            if top_max[j] >= up_limit:
+        if edges is not None:  # (a whole row, edges None, is compiled without these lines)
+            if edges[2][j] >= up_limit:
                 return j, best, end_i, end_j, 1
             H[last] = 0  # the last row's H before this column: now only the pad row's diagonal
             E[pad] = 0
-            g = shift_in(zero, top_gap[j])  # G[0]: the gap entering row 0 from the edge
-            diag = shift_in(load(H, (seg - 1) * lanes), top_diag[j])
+            g = shift_in(zero, edges[1][j])  # G[0]: the gap entering row 0 from the edge
+            diag = shift_in(load(H, (seg - 1) * lanes), edges[0][j])
         else:
             g = zero  # G[0]: no gap enters the first segment within the column
             diag = shift_up(load(H, (seg - 1) * lanes))
@@ -1023,9 +1014,9 @@ def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_li
                 f = shift_up(f)
                 if mask_gt(f, sub_floor0(load(H, 0), open_cost)) == 0:
                     break
-        if tiled:
-            bottom_H[j] = H[last]
-            bottom_F[j] = H[pad]
+        if edges is not None:
+            edges[3][j] = H[last]
+            edges[4][j] = H[pad]
         j += 1
         # one test for both rare events: a new best, or a column too high for these lanes
         if mask_gt(column_best, splat_of(H, min(best, up_limit - 1))) != 0:
@@ -1037,9 +1028,11 @@ def _striped_words(table, seg, residues, t0, j, n, gap_open, gap_extend, back_li
                 end_j = j - 1
             if top >= up_limit:
                 return j, best, end_i, end_j, 1
-        if back_limit >= 0 and mask_gt(column_best, back) == 0 and (
-                not tiled or j >= n or top_max[j] <= back_limit):
-            return j, best, end_i, end_j, -1
+        if back_limit >= 0 and mask_gt(column_best, back) == 0:
+            if edges is None:
+                return j, best, end_i, end_j, -1
+            if j >= n or edges[2][j] <= back_limit:  # and what enters next column fits
+                return j, best, end_i, end_j, -1
     return j, best, end_i, end_j, 0
 
 
@@ -1051,24 +1044,22 @@ def _striped_bytes(table, seg, residues, t0, j, n, gap_open, gap_extend, bias, l
     The vertical gap is Farrar's (``F = max(F - gap_extend, H - gap_open)``, sharing
     ``H - gap_open`` with ``E``): with two registers per vector on AVX2 its chain is not
     the bound, and it takes fewer instructions than the running maximum. A tile
-    (``edge_rows > 0``) also stops before a column whose entering top values pass
+    (``edges`` not None) also stops before a column whose entering top values pass
     ``limit``."""
     zero = splat_bytes(0)
     open_cost = splat_bytes(gap_open)
     extend_cost = splat_bytes(gap_extend)
     bias_cost = splat_bytes(bias)
-    tiled = edge_rows > 0
-    top_diag, top_gap, top_max, bottom_H, bottom_F = edges
     last, pad = _edge_positions(edge_rows, seg, BYTE_LANES)
     while j < n:
         base = np.int64(residues[t0 + j]) * seg * BYTE_LANES
-        if tiled:
-            if top_max[j] > limit:
+        if edges is not None:  # as in _striped_words
+            if edges[2][j] > limit:
                 break
-            H[last] = 0  # as in _striped_words
+            H[last] = 0
             E[pad] = 0
-            f = shift_in(zero, top_gap[j])
-            diag = shift_in(load_bytes(H, (seg - 1) * BYTE_LANES), top_diag[j])
+            f = shift_in(zero, edges[1][j])
+            diag = shift_in(load_bytes(H, (seg - 1) * BYTE_LANES), edges[0][j])
         else:
             f = zero  # no gap enters the first segment within the column
             diag = shift_up(load_bytes(H, (seg - 1) * BYTE_LANES))
@@ -1102,9 +1093,9 @@ def _striped_bytes(table, seg, residues, t0, j, n, gap_open, gap_extend, bias, l
                 f = shift_up(f)
                 if mask_gt_bytes(f, subs_bytes(load_bytes(H, 0), open_cost)) == 0:
                     break
-        if tiled:
-            bottom_H[j] = H[last]
-            bottom_F[j] = H[pad]
+        if edges is not None:
+            edges[3][j] = H[last]
+            edges[4][j] = H[pad]
         j += 1
         # one test for both rare events: a new best, or a column too high for bytes
         if mask_gt_bytes(column_best, splat_bytes(min(best, limit))) != 0:
@@ -1164,8 +1155,8 @@ def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit,
     ``edge_rows`` and ``edges``: a tile of the long pair (:func:`long_tile`; ``(top_diag,
     top_gap, top_max, bottom_H, bottom_F)``, int64 per column), whose row above is given and
     whose bottom row is wanted; the striped tables then hold the ``m`` query rows and at
-    least one pad row (``striped_query(..., rows=m + 1)``). ``edge_rows`` 0: a whole row,
-    ``edges`` unread (:func:`_no_edges`)."""
+    least one pad row (``striped_query(..., rows=m + 1)``). ``edges`` None (``edge_rows``
+    0): a whole row, compiled without the tile's lines."""
     H, E, C, D, column = _striped_work(seg, LANES, np.int16(0), gap_open, gap_extend)
     dword_H, dword_E, dword_C, dword_D, dword_column = _striped_work(
         dword_seg, DWORD_LANES, np.int32(0), gap_open, gap_extend)
@@ -1176,8 +1167,9 @@ def _striped_row(table, seg, word_limit, byte_table, byte_seg, bias, byte_limit,
     # the narrowest lanes in which the boundary's next column is exact (query order is the
     # striped layout of one lane: segment ``i`` holds row ``i``)
     top = boundary_H.max() if m > 0 else 0
-    if edge_rows > 0 and j < n:
-        top = max(top, edges[2][j])
+    if edges is not None:
+        if j < n:
+            top = max(top, edges[2][j])
     if byte_limit >= 0 and top <= byte_limit:
         width = 0
         _restripe(boundary_H, boundary_E, m, 1, byte_H, byte_E, byte_seg, BYTE_LANES, m)
@@ -1252,7 +1244,7 @@ def _one_to_many_striped(table, seg, m, residues, offsets, rows, word_limit, byt
                 dword_table, dword_seg, saturation, word_back, m, residues, offsets[row], 0,
                 offsets[row + 1] - offsets[row], gap_open, gap_extend,
                 np.zeros(m, dtype=np.int64), np.zeros(m, dtype=np.int64), 0, -1, -1, 0,
-                _no_edges())
+                None)
             if best >= saturation:
                 saturated[row] = True
             else:

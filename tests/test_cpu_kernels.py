@@ -619,7 +619,7 @@ def test_striped_row_in_any_widths_and_sections_gives_the_int16_result(scheme):
                 striped.bias, byte_limit, back_limit, striped.dword_table, striped.dword_seg,
                 striped.saturation, word_back, len(query), residues, 0, start, stop,
                 scoring.gap_open, scoring.gap_extend, boundary_H, boundary_E, *found, 0,
-                _cpu._no_edges())
+                None)
             boundaries.append(np.concatenate([boundary_H, boundary_E]))
             start = stop
         return (found, np.array(boundaries)) if cuts else found
