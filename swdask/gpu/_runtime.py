@@ -588,11 +588,17 @@ def _emulation_library(source_name: str, name: str):
     digest = hashlib.sha256((text + header.read_text()).encode()).hexdigest()[:24]
     library = _emulation_cache_dir() / f"emu-{digest}.so"
     if not library.exists():
-        src = library.with_suffix(".cpp")
+        # the source under this process's own name too: processes started together (the
+        # several-GPU job) build the same library, and one rewriting a shared source while
+        # another's compiler read it left a library without its entry point in the cache
+        src = library.with_suffix(f".{os.getpid()}.cpp")
         src.write_text(text)
         tmp = library.with_suffix(f".{os.getpid()}.tmp")
-        result = subprocess.run([compiler, "-std=c++20", "-O1", "-w", "-shared", "-fPIC",
-                                 str(src), "-o", str(tmp)], capture_output=True, text=True)
+        try:
+            result = subprocess.run([compiler, "-std=c++20", "-O1", "-w", "-shared", "-fPIC",
+                                     str(src), "-o", str(tmp)], capture_output=True, text=True)
+        finally:
+            src.unlink(missing_ok=True)
         if result.returncode != 0:
             raise RuntimeError(f"host emulation build of {name} failed:\n{result.stderr[-4000:]}")
         os.replace(tmp, library)
