@@ -51,6 +51,11 @@
 #           RECIPE_VARIANTS -> recipe.log, recipe-<n>.json (n: 0 for the defaults, then
 #           each variant in order)
 #   notebook  examples/etl.ipynb executed with cuDF (ci/run_notebook.py) -> etl.ipynb
+#   w5b     benchmarks/bench_w5b_top_gpu.py (issue 46, the GPU Gems chapter's case): a 1 Mbp
+#           query planted from HS11286 against the four kleborate-examples assemblies and
+#           their reverse complements (44.6 Mbp), the whole `swdask align-long --top 200`
+#           command -> long-w5b-*.json, w5b.log (needs $CARRY/kleborate: prepare_carry.sh
+#           copies the package's four .fna.xz there)
 #   venvcudf  ci/steps/venv_cudf.sh (needs cuDF staged with ci/cudf-extra-wheels.txt): a
 #           fresh virtual environment installs .[cudf] from the staged and carried wheels
 #           and runs the cuDF tests -> venv-cudf.log
@@ -117,7 +122,7 @@ else
   export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-STEPS=(setup startup tests w1 search abkernels w1long w2 profile daskcudf scaling recipe notebook venvcudf)
+STEPS=(setup startup tests w1 search abkernels w1long w2 w5b profile daskcudf scaling recipe notebook venvcudf)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -170,6 +175,13 @@ step_tests() {
   SWDASK_MMSEQS_DB=${SWDASK_MMSEQS_DB:-$CARRY/DB.fasta.gz} timeout "${TESTS_TIMEOUT:-200}" \
     python3 -m pytest -q -m gpu -p no:cacheprovider ${GPU_TESTS:-tests/} \
       --junitxml="$OUT/gpu-tests.xml" 2>&1 | tee "$OUT/gpu-tests.log"
+}
+
+step_w5b() {
+  [ -d "$CARRY/kleborate" ] || { echo "no $CARRY/kleborate: run ci/prepare_carry.sh"; return 1; }
+  timeout "${W5B_TIMEOUT:-540}" python3 benchmarks/bench_w5b_top_gpu.py \
+    --data "$CARRY/kleborate" --out "$OUT" --commit "$COMMIT" ${W5B_ARGS:-} \
+    2>&1 | tee "$OUT/w5b.log"
 }
 
 step_w1() {

@@ -9,7 +9,8 @@
 #   .devcarry/  make_protein_db.py and cudasw_queries.fasta (../shared), DB.fasta.gz (Debian
 #               package mmseqs2-examples), w2/make_dna_pairs.py (../shared/bench) and w2/ref/:
 #               the CPU engine's results for W2's checked rows (bench_w2_gpu.py reference;
-#               used on the GPU machine only where the SHA-256 of the regenerated data matches).
+#               used on the GPU machine only where the SHA-256 of the regenerated data matches),
+#               kleborate/: the four genomes of Debian's kleborate-examples (W5b).
 #
 #   bash ci/prepare_carry.sh              # from anywhere; writes into the repository root
 #   SKIP_REF=1 bash ci/prepare_carry.sh   # keep .devcarry/w2/ref as it is (the slow part)
@@ -24,6 +25,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DEST=${DEST:-$ROOT}
 SHARED=${SHARED:-$ROOT/../shared}
 MMSEQS_DB=${MMSEQS_DB:-/usr/share/doc/mmseqs2/example-data/DB.fasta.gz}
+KLEBORATE=${KLEBORATE:-/usr/share/doc/kleborate/examples/data}
 W2_DATA=${W2_DATA:-/tmp/w2data-carry}
 PYTHON=${PYTHON:-python3}
 
@@ -103,6 +105,13 @@ install -m 0555 "$SHARED/bench/make_protein_db.py" "$DEST/.devcarry/make_protein
 install -m 0444 "$SHARED/data/cudasw_queries.fasta" "$DEST/.devcarry/cudasw_queries.fasta"
 install -m 0444 "$MMSEQS_DB" "$DEST/.devcarry/DB.fasta.gz"
 install -m 0555 "$SHARED/bench/make_dna_pairs.py" "$DEST/.devcarry/w2/make_dna_pairs.py"
+# W5b's genomes (gpu_run.sh's w5b step), from Debian's kleborate-examples where installed
+if compgen -G "$KLEBORATE/*.fna.xz" > /dev/null; then
+  mkdir -p "$DEST/.devcarry/kleborate"
+  install -m 0444 "$KLEBORATE"/*.fna.xz "$DEST/.devcarry/kleborate/"
+else
+  echo "no $KLEBORATE/*.fna.xz (apt-get install kleborate-examples): no w5b step there"
+fi
 
 if [ -n "$keep_ref" ]; then
   mv "$keep_ref/ref" "$DEST/.devcarry/w2/ref"

@@ -8,6 +8,7 @@ Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFr
     hits = frame.sw.search(queries, top=10)                  # each query's 10 best rows
     pairs = frame.sw.align_pairs(query="read", target="contig")
     best = swdask.align_long(chromosome_a, chromosome_b, matrix=None, match=1, mismatch=-3)
+    hits = swdask.align_long(query, genomes, top=200, backend="gpu")  # disjoint in the target
     ddf = swdask.read_fasta("db.fasta.gz")                   # Dask: id, description, sequence
     with swdask.cluster() as client:                         # local cluster, or scheduler=ADDRESS
         ddf = swdask.persist_balanced(ddf, client)           # equal residues on every worker

@@ -1,7 +1,8 @@
 """One alignment of two long sequences, chromosome against chromosome: :func:`align_long`.
 
 Where ``align`` and ``align_pairs`` serve many ordinary rows, this room serves one pair too
-long for a table: the score pass over the whole matrix finds the best end cell and its
+long for a table (its ``top`` best alignments, disjoint in the target: :mod:`swdask._long_top`):
+the score pass over the whole matrix finds the best end cell and its
 start (memory linear in the two lengths: on the CPU the edges of tiles of the matrix, run
 on every core or on Dask workers, :mod:`swdask._long_tiles`; on the GPU the whole-GPU
 wavefront's strip rows), and the traceback rebuilds the path between them in linear memory
@@ -36,21 +37,41 @@ def _codes(sequence, scoring, what: str) -> np.ndarray:
     return encode_text(sequence, scoring, what=what)
 
 
-def _score_pass(query_codes, target_codes, scoring, backend: str, client, progress):
-    """``(score, start_i, start_j, end_i, end_j)`` of the best alignment (inclusive cells)."""
+def _score_passes(query_codes, target_codes, scoring, top: int, backend: str, client,
+                  progress, phases: Phases) -> list:
+    """``(score, start_i, start_j, end_i, end_j)`` of the best ``top`` alignments (inclusive
+    cells), best first, by :mod:`swdask._long_top`'s rule; none scoring 0. Timed as
+    ``phases`` "score pass" (and "next alignments" for top > 1)."""
     if query_codes.size == 0 or target_codes.size == 0:  # an empty sequence scores 0
-        return 0, -1, -1, -1, -1
-    if backend == "gpu":
+        return []
+    if top > 1:
+        from ._long_top import best_alignments
+
+        if backend == "gpu":
+            from .gpu import _pairs
+
+            passes = _pairs.LongPasses(query_codes, target_codes, scoring)
+        else:
+            from ._long_tiles import TilePasses
+
+            passes = TilePasses(query_codes, target_codes, scoring.matrix, scoring.gap_open,
+                                scoring.gap_extend, client=client)
+        found = best_alignments(passes, top, progress=progress, phases=phases)
+    elif backend == "gpu":
         from .gpu import _pairs
 
-        found = _pairs.long_pair(query_codes, target_codes, scoring)
+        with phases("score pass"):
+            found = [_pairs.long_pair(query_codes, target_codes, scoring)]
         if progress is not None:
             progress(query_codes.size * target_codes.size)
-        return found
-    from . import _long_tiles
+    else:
+        from . import _long_tiles
 
-    return _long_tiles.long_pair(query_codes, target_codes, scoring.matrix, scoring.gap_open,
-                                 scoring.gap_extend, client=client, progress=progress)
+        with phases("score pass"):
+            found = [_long_tiles.long_pair(query_codes, target_codes, scoring.matrix,
+                                           scoring.gap_open, scoring.gap_extend,
+                                           client=client, progress=progress)]
+    return [hit for hit in found if hit[0] > 0]
 
 
 def _gpu_halves(query_codes, target_codes, scoring):
@@ -77,7 +98,12 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
     Args:
         query, target: the two sequences (``str``), of any length: memory stays linear in
             their lengths (no table of the matrix is ever held).
-        top: how many alignments; only ``1`` (the best) is computed so far.
+        top: how many alignments, best first: rank 1 is the best alignment, rank k the best
+            (by the tie rule) whose target interval ``[target_start, target_end)`` shares no
+            letter with those of ranks 1 to k - 1 (so no two share a cell; a query letter
+            may be in several). Fewer rows where no piece of the target left holds a
+            positive score. About one pass over the matrix whatever ``top``
+            (:mod:`swdask._long_top`).
         matrix, gap_open, gap_extend, match, mismatch, on_unknown: the scoring, as for
             :func:`swdask.align` (a gap of length k scores ``-(gap_open + (k - 1) *
             gap_extend)``; DNA with ``matrix=None`` and ``match``/``mismatch``).
@@ -85,7 +111,8 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
             on every core, or on ``client``'s workers) or ``"gpu"`` (the whole GPU on the
             one matrix: a wavefront of query strips).
         client: a ``distributed.Client``: the CPU score passes run on its workers, one task
-            per tile (``swdask-long-forward`` and ``swdask-long-start`` on the dashboard),
+            per tile (``swdask-long-forward``, ``swdask-long-start`` and, for top > 1,
+            ``swdask-long-next`` on the dashboard),
             each from the edges of the tiles left of and above it, so the result is the
             uncut matrix's; a lost worker costs its tiles, which Dask computes again. The
             traceback runs in this process. Not with ``backend="gpu"`` (one pair over
@@ -100,7 +127,8 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
         end-exclusive), ``cigar`` (``=``/``X``/``I``/``D``, ``I`` a query letter against a
         gap), ``alignment_length``, ``matches``, ``mismatches``, ``gap_opens`` and
         ``identity``, as ``positions="alignment"`` gives them. No rows when nothing scores
-        above 0. The end is the best cell with the smallest target end, then query end; the
+        above 0. The end is the best cell (of the target piece, for ranks after the first)
+        with the smallest target end, then query end; the
         start is the one nearest it (the conventions of :func:`swdask.align`, whose scores
         and positions these equal). The path is an optimal one, traced in linear memory,
         the same on both backends; among equally scoring paths it may differ from
@@ -114,13 +142,12 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
 
 def run_long(query, target, *, top, backend, traceback, progress, client=None, phases=None,
              **scoring_options) -> pd.DataFrame:
-    """:func:`align_long`'s work, its score pass and traceback timed as ``phases`` ("score
-    pass", "traceback": a :class:`swdask._timing.Phases`, the command's ``--verbose``)."""
+    """:func:`align_long`'s work, its passes and traceback timed as ``phases`` ("score
+    pass", for top > 1 "next alignments", then "traceback": a
+    :class:`swdask._timing.Phases`, the command's ``--verbose``)."""
     phases = phases if phases is not None else Phases()
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:
         raise ValueError(f"top must be a positive integer, got {top!r}")
-    if top != 1:
-        raise NotImplementedError("align_long computes the best alignment only (top=1) so far")
     backend = check_backend(backend)
     backend = "cpu" if backend == "auto" else backend
     if client is not None and backend == "gpu":
@@ -132,28 +159,29 @@ def run_long(query, target, *, top, backend, traceback, progress, client=None, p
     target_codes = _codes(target, scoring, "target")
     total = int(query_codes.size) * int(target_codes.size)
     report = None if progress is None else (lambda done: progress(int(done), total))
-    with phases("score pass"):
-        score, start_i, start_j, end_i, end_j = _score_pass(query_codes, target_codes,
-                                                            scoring, backend, client,
-                                                            report)
-    if score <= 0:
+    hits = _score_passes(query_codes, target_codes, scoring, top, backend, client, report,
+                         phases)
+    if not hits:
         return pd.DataFrame({name: pd.Series([], dtype=_dtype(name)) for name in LONG_COLUMNS})
     from ._traceback import trace_long
 
-    columns = {"score": np.array([score]), "query_start": np.array([start_i]),
-               "query_end": np.array([end_i + 1]), "target_start": np.array([start_j]),
-               "target_end": np.array([end_j + 1])}
-    frame = {"rank": np.array([1])}
-    frame.update(columns)
+    score, start_i, start_j, end_i, end_j = (np.array(field, dtype=np.int64)
+                                             for field in zip(*hits))
+    frame = {"rank": np.arange(1, len(hits) + 1), "score": score, "query_start": start_i,
+             "query_end": end_i + 1, "target_start": start_j, "target_end": end_j + 1}
     if not traceback:
-        frame.update({name: [None] for name in ALIGNMENT_COLUMNS})
+        frame.update({name: [None] * len(hits) for name in ALIGNMENT_COLUMNS})
     else:
         with phases("traceback"):
-            traced = trace_long(query_codes, target_codes, columns, scoring,
-                                _gpu_halves(query_codes, target_codes, scoring)
-                                if backend == "gpu" else None)
-        frame.update({name: np.asarray(traced[name]) if name != "cigar"
-                      else traced[name].to_pylist() for name in ALIGNMENT_COLUMNS})
+            halves = (_gpu_halves(query_codes, target_codes, scoring) if backend == "gpu"
+                      else None)
+            traced = [trace_long(query_codes, target_codes,
+                                 {name: frame[name][k:k + 1] for name in COLUMNS}, scoring,
+                                 halves) for k in range(len(hits))]
+        for name in ALIGNMENT_COLUMNS:
+            values = [row[name][0] for row in traced] if name != "cigar" else \
+                [value for row in traced for value in row[name].to_pylist()]
+            frame[name] = values
     return pd.DataFrame({name: pd.Series(frame[name], dtype=_dtype(name))
                          for name in LONG_COLUMNS})
 

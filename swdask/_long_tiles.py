@@ -33,6 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _cpu, _settings
+from ._results import SectionsPass
 
 #: Reversed columns in the start pass's first section (each next one twice as wide).
 START_FIRST_COLUMNS = 4096
@@ -97,6 +98,13 @@ def score_tile(query_block, target_section, matrix, gap_open, gap_extend, left, 
     return _cpu.long_tile(query_block, target_section, matrix, gap_open, gap_extend, left, top)
 
 
+class Given(NamedTuple):
+    """A tile's left edge given by the pass's caller rather than made by a tile: ``(H, E,
+    corner)`` as :attr:`swdask._cpu.Tile.right` holds it."""
+
+    edge: tuple
+
+
 class ThreadRunner:
     """Tiles on threads of this process (the kernels run without the GIL)."""
 
@@ -112,7 +120,7 @@ class ThreadRunner:
     def submit(self, name, key, query_block, target_section, scoring, left, top):
         # the edges come from finished tiles: reading them here does not wait
         future = self.pool.submit(score_tile, query_block, target_section, *scoring,
-                                  None if left is None else left.result().right,
+                                  _left_edge(left, lambda tile: tile.result().right),
                                   None if top is None else top.result().bottom)
         self.pending[future] = key
         return future
@@ -123,6 +131,13 @@ class ThreadRunner:
                                           return_when=concurrent.futures.FIRST_COMPLETED)
         future = next(iter(done))
         return self.pending.pop(future), future.result().best
+
+    def right_of(self, handle):
+        """The right edge of a finished tile (what :meth:`gather` turns into arrays)."""
+        return handle.result().right
+
+    def gather(self, edges):
+        return edges
 
     def close(self):
         for future in self.pending:
@@ -153,7 +168,7 @@ class DaskRunner:
     def submit(self, name, key, query_block, target_section, scoring, left, top):
         client = self.client
         tile = client.submit(score_tile, query_block, target_section, *scoring,
-                             None if left is None else left[1],
+                             _left_edge(left, lambda parts: parts[1]),
                              None if top is None else top[2],
                              key=(f"swdask-long-{name}", self.token, *key))
         parts = tuple(client.submit(operator.getitem, tile, index,
@@ -168,6 +183,12 @@ class DaskRunner:
         key, _ = self.pending.pop(future.key)
         return key, future.result()
 
+    def right_of(self, handle):
+        return handle[1]
+
+    def gather(self, edges):
+        return self.client.gather(edges)
+
     def close(self):
         futures = [part for _, parts in self.pending.values() for part in parts]
         self.pending.clear()
@@ -176,16 +197,31 @@ class DaskRunner:
             self.client.cancel(futures)
 
 
+def _left_edge(left, made):
+    """A tile's left edge for a runner: none (the matrix's left edge), the caller's
+    (:class:`Given`), or the right edge of the tile before (``made(handle)``)."""
+    if left is None:
+        return None
+    return left.edge if isinstance(left, Given) else made(left)
+
+
+def _tie_key(score, column, row):
+    """The tie rule as a sort key: the highest score, then the smallest column, then row."""
+    return (-score, column, row)
+
+
 def run_pass(query_codes: np.ndarray, target_codes: np.ndarray, scoring: tuple, grid: Grid,
-             runner, *, name: str = "forward", progress=None,
-             stop_at: int | None = None) -> tuple[int, int, int]:
-    """The best cell of the matrix by the tie rule, ``(score, row, column)`` (``(0, -1,
-    -1)`` when nothing scores above 0), from its tiles on ``runner``, which it closes.
+             runner, *, name: str = "forward", progress=None, stop_at: int | None = None,
+             left: tuple | None = None, keep_columns: bool = False) -> SectionsPass:
+    """The matrix's tiles on ``runner``, which it closes: a
+    :class:`~swdask._results.SectionsPass`.
 
     ``scoring``: ``(matrix, gap_open, gap_extend)``. ``progress(cells)`` after each tile,
     with the cells done so far. ``stop_at``: for the start pass, which knows the score: it
     stops once the tiles of the first sections are all done and hold a cell of that score
-    (no later section can hold an earlier column), and cancels the rest."""
+    (no later section can hold an earlier column), and cancels the rest. ``left``: the
+    column before the first, ``(H, E)`` for every query row (None: zeros, the matrix's
+    left edge); the top edge is always the matrix's (zeros)."""
     blocks, sections = grid.shape
     queries = [runner.letters(query_codes[grid.rows[b]:grid.rows[b + 1]], f"{name}-query-{b}")
                for b in range(blocks)]
@@ -195,16 +231,27 @@ def run_pass(query_codes: np.ndarray, target_codes: np.ndarray, scoring: tuple, 
     submitted = np.zeros((blocks, sections), dtype=bool)
     handles: dict = {}  # tiles whose edges a tile not yet submitted reads
     found, found_key = (0, -1, -1), None
+    section_keys = [None] * sections
+    rights: dict = {}  # (block, section) -> the tile's right edge, with keep_columns
     cells, running, through = 0, 0, -1  # every tile of sections <= through is done
+
+    def left_of(block, section):
+        if section > 0:
+            return handles.get((block, section - 1))
+        if left is None:
+            return None
+        r0, r1 = grid.rows[block], grid.rows[block + 1]
+        return Given((left[0][r0:r1], left[1][r0:r1], int(left[0][r0 - 1]) if r0 else 0))
 
     def submit(block, section):
         nonlocal running
         handles[(block, section)] = runner.submit(
             name, (block, section), queries[block], targets[section], scoring,
-            handles.get((block, section - 1)), handles.get((block - 1, section)))
+            left_of(block, section), handles.get((block - 1, section)))
         submitted[block, section] = True
         running += 1
-        # an edge both of whose readers are submitted is held by them alone
+        # an edge both of whose readers are submitted is held by them alone (both are
+        # submitted once it is done, after ``rights`` took its right edge)
         for b, s in ((block, section - 1), (block - 1, section)):
             if b >= 0 and s >= 0 and (s + 1 == sections or submitted[b, s + 1]) and \
                     (b + 1 == blocks or submitted[b + 1, s]):
@@ -217,10 +264,15 @@ def run_pass(query_codes: np.ndarray, target_codes: np.ndarray, scoring: tuple, 
             (block, section), (score, row, column) = runner.next_done()
             running -= 1
             done[block, section] = True
+            if keep_columns:
+                rights[(block, section)] = runner.right_of(handles[(block, section)])
             if score > 0:
-                key = (-score, int(grid.columns[section]) + column, int(grid.rows[block]) + row)
+                key = _tie_key(score, int(grid.columns[section]) + column,
+                               int(grid.rows[block]) + row)
                 if found_key is None or key < found_key:
                     found_key, found = key, (score, key[2], key[1])
+                if section_keys[section] is None or key < section_keys[section]:
+                    section_keys[section] = key
             cells += grid.cells(block, section)
             if progress is not None:
                 progress(cells)
@@ -235,21 +287,88 @@ def run_pass(query_codes: np.ndarray, target_codes: np.ndarray, scoring: tuple, 
                 submit(block, section + 1)
             if block + 1 < blocks and (section == 0 or done[block + 1, section - 1]):
                 submit(block + 1, section)
+        columns = None
+        if keep_columns:
+            edges = runner.gather([rights[(b, s)] for s in range(sections)
+                                   for b in range(blocks)])
+            columns = [tuple(np.concatenate([edges[s * blocks + b][part] for b in
+                                             range(blocks)]).astype(np.int32)
+                             for part in (0, 1)) for s in range(sections)]
     finally:
         runner.close()
-    return found
+    return SectionsPass(found, [(0, -1, -1) if key is None else (-key[0], key[2], key[1])
+                        for key in section_keys], columns)
 
 
-def runner_for(client, query_codes, target_codes, scoring: tuple):
+def runner_for(client, query_codes, target_codes, scoring: tuple, left=None):
     """A :class:`DaskRunner` on ``client``, else a :class:`ThreadRunner` on the threads
-    numba's kernels use."""
+    numba's kernels use. (The Dask keys name the pass by its letters, scoring and left
+    edge, so two passes over one slice from different edges never share a task.)"""
     if client is None:
         import numba
 
         return ThreadRunner(numba.get_num_threads())
     from dask.base import tokenize
 
-    return DaskRunner(client, tokenize(query_codes, target_codes, *scoring))
+    return DaskRunner(client, tokenize(query_codes, target_codes, *scoring, left))
+
+
+class TilePasses:
+    """The score passes of one pair (``uint8`` codes) on the CPU's tiles, here or on
+    ``client``'s workers: what :func:`long_pair` and :mod:`swdask._long_top` run."""
+
+    def __init__(self, query_codes, target_codes, matrix, gap_open, gap_extend, *,
+                 client=None):
+        self.query = np.ascontiguousarray(query_codes, dtype=np.uint8)
+        self.target = np.ascontiguousarray(target_codes, dtype=np.uint8)
+        self.scoring = (np.ascontiguousarray(matrix, dtype=np.int64), int(gap_open),
+                        int(gap_extend))
+        self.client = client
+        #: the sections of align_long's first pass for top > 1 (swdask._long_top)
+        self.section_columns = _settings.get_int("long.top-section-columns")
+
+    @property
+    def workers(self) -> int:
+        if self.client is None:
+            import numba
+
+            return numba.get_num_threads()
+        return max(1, sum(self.client.nthreads().values()))
+
+    def forward(self, first: int, last: int, *, cuts=None, left=None, keep_columns=False,
+                name="forward", progress=None) -> SectionsPass:
+        """The pass over every query row against target columns ``[first, last)``, from
+        the column ``left`` (None: zeros), in sections cut at ``cuts`` (columns counted from
+        ``first``, 0 and ``last - first`` included; None: the tile grid's)."""
+        target = self.target[first:last]
+        m = self.query.size
+        grid = grid_for(m, target.size, self.workers)
+        if cuts is not None:
+            grid = Grid(grid.rows, np.asarray(cuts, dtype=np.int64))
+        runner = runner_for(self.client, self.query, target, self.scoring, left)
+        return run_pass(self.query, target, self.scoring, grid, runner, name=name,
+                        progress=progress, left=left, keep_columns=keep_columns)
+
+    def start(self, score: int, end_i: int, end_j: int, first: int = 0) -> tuple[int, int]:
+        """``(start_i, start_j)`` of the alignment of ``score`` ending at ``(end_i,
+        end_j)``, the first cell by the tie rule of the matrix from column ``first`` on,
+        with no better cell there: the first cell (column, then row) of the reversed
+        prefixes ``query[end_i::-1]`` x ``target[end_j:first - 1:-1]`` holding the score.
+        No cell there scores above it, and every cell scoring it starts an alignment ending
+        at the end cell (one ending anywhere else would have been the end by the tie rule),
+        so the tiles' rule gives the start align's reverse pass gives."""
+        reversed_query = np.ascontiguousarray(self.query[end_i::-1])
+        reversed_target = np.ascontiguousarray(self.target[first:end_j + 1][::-1])
+        runner = runner_for(self.client, reversed_query, reversed_target, self.scoring)
+        found, row, column = run_pass(
+            reversed_query, reversed_target, self.scoring,
+            grid_for(end_i + 1, reversed_target.size, runner.workers,
+                     first_columns=START_FIRST_COLUMNS),
+            runner, name="start", stop_at=score).best
+        if found != score:  # pragma: no cover - a bug, not bad input
+            raise RuntimeError(f"internal error: the start pass found {found} where the score "
+                               f"is {score}; please report it")
+        return int(end_i - row), int(end_j - column)
 
 
 def long_pair(query_codes, target_codes, matrix, gap_open, gap_extend, *, client=None,
@@ -258,29 +377,13 @@ def long_pair(query_codes, target_codes, matrix, gap_open, gap_extend, *, client
     here or on ``client``'s workers): ``(score, start_i, start_j, end_i, end_j)``, inclusive
     cells by the tie rule, ``-1`` where the score is 0. ``progress(cells)`` as the forward
     pass's tiles finish."""
-    query_codes = np.ascontiguousarray(query_codes, dtype=np.uint8)
-    target_codes = np.ascontiguousarray(target_codes, dtype=np.uint8)
-    m, n = query_codes.size, target_codes.size
+    passes = TilePasses(query_codes, target_codes, matrix, gap_open, gap_extend,
+                        client=client)
+    m, n = passes.query.size, passes.target.size
     if m == 0 or n == 0:
         return 0, -1, -1, -1, -1
-    scoring = (np.ascontiguousarray(matrix, dtype=np.int64), int(gap_open), int(gap_extend))
-    runner = runner_for(client, query_codes, target_codes, scoring)
-    best, end_i, end_j = run_pass(query_codes, target_codes, scoring,
-                                  grid_for(m, n, runner.workers), runner, progress=progress)
+    best, end_i, end_j = passes.forward(0, n, progress=progress).best
     if best <= 0:
         return 0, -1, -1, -1, -1
-    # the start: the first cell (column, then row) of the reversed prefixes holding the
-    # score; no cell there scores above it, and every cell scoring it starts an alignment
-    # ending at the end cell (one ending anywhere else would have been the forward pass's
-    # end by the tie rule), so the tiles' rule gives the start align's reverse pass gives
-    reversed_query = np.ascontiguousarray(query_codes[end_i::-1])
-    reversed_target = np.ascontiguousarray(target_codes[end_j::-1])
-    runner = runner_for(client, reversed_query, reversed_target, scoring)
-    found, row, column = run_pass(
-        reversed_query, reversed_target, scoring,
-        grid_for(end_i + 1, end_j + 1, runner.workers, first_columns=START_FIRST_COLUMNS),
-        runner, name="start", stop_at=best)
-    if found != best:  # pragma: no cover - a bug, not bad input
-        raise RuntimeError(f"internal error: the start pass found {found} where the score is "
-                           f"{best}; please report it")
-    return int(best), int(end_i - row), int(end_j - column), int(end_i), int(end_j)
+    start_i, start_j = passes.start(best, end_i, end_j)
+    return int(best), start_i, start_j, int(end_i), int(end_j)

@@ -42,6 +42,7 @@ This module imports nothing of swdask above it (NumPy, pyarrow and, lazily, pand
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -214,6 +215,19 @@ def column_array(name: str, values, missing):
         return pd.arrays.FloatingArray(np.asarray(values, dtype=np.float64), missing.copy())
     return pd.arrays.IntegerArray(np.asarray(values).astype(np.int64, copy=False),
                                   missing.copy())
+
+
+class SectionsPass(NamedTuple):
+    """What one long pair's local score pass over target sections found (the CPU's tiles,
+    :func:`swdask._long_tiles.run_pass`; the GPU's ``long_sections``): the best cell by the
+    tie rule, ``(score, row, column)`` (``(0, -1, -1)`` when nothing scores above 0); each
+    section's best the same way (columns counted from the pass's first); and where asked,
+    each section's last column, ``(H, E)`` for every query row (``int32`` arrays of the
+    pass's array module), else None."""
+
+    best: tuple
+    sections: list
+    columns: list | None
 
 
 def best_cell(scores, query_cells, target_cells) -> tuple[int, int, int]:

@@ -124,7 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
     long.add_argument("-o", "--output", default="-",
                       help="PAF file; '-' (default) writes to standard output")
     long.add_argument("--top", type=int, default=1,
-                      help="alignments to report (only 1, the best, so far)")
+                      help="alignments to report, best first, no two sharing a target "
+                           "letter (default 1)")
     long.add_argument("--plot", metavar="IMAGE",
                       help="also draw the alignments over the two sequences (PNG, SVG or "
                            "PDF by suffix; needs matplotlib)")

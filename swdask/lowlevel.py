@@ -192,7 +192,7 @@ STAGES = {
     "trace read-back": ("swdask.gpu._traceback", "PendingTraces.collect_traced"),
     # one long pair (align_long): the score pass, its bands, each level's halves (on the GPU with
     # backend="gpu"), the small parts traced on the CPU side by side
-    "long score": ("swdask._long", "_score_pass"),
+    "long score": ("swdask._long", "_score_passes"),
     "long bands": ("swdask._traceback", "_bands_of"),
     "long halves": ("swdask._traceback", "_cuts_of"),
     "long parts": ("swdask._traceback", "_trace_parts"),

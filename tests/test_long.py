@@ -100,6 +100,63 @@ def test_the_start_pass_keeps_the_tie_rule(monkeypatch, first_columns):
                         == want[POSITIONS].iloc[0].tolist()), (query, target, options)
 
 
+def _top_by_pieces(query, target, top, options):
+    """The rule of top > 1 computed the plain way: the best of every piece of the target
+    between the alignments found so far, each piece aligned on its own by ``align``."""
+    pieces, found = [(0, len(target))], []
+    while len(found) < top:
+        bests = []
+        for a, b in pieces:
+            row = swdask.align(query, [target[a:b]], positions=True, **options).iloc[0]
+            if row["score"] > 0:
+                bests.append(((-int(row["score"]), a + int(row["target_end"]),
+                               int(row["query_end"])), a, b, row))
+        if not bests:
+            break
+        _, a, b, row = min(bests, key=lambda item: item[0])
+        hit = [int(row["score"]), int(row["query_start"]), int(row["query_end"]),
+               a + int(row["target_start"]), a + int(row["target_end"])]
+        found.append(hit)
+        pieces.remove((a, b))
+        pieces += [piece for piece in ((a, hit[3]), (hit[4], b)) if piece[1] > piece[0]]
+    return found
+
+
+def _repeats(seed: int, length: int, copies: int, letters: str = "ACGT"):
+    """A query and a target holding ``copies`` mutated copies of parts of it (some nested
+    in others' wakes, some short), between random letters."""
+    rng = np.random.default_rng(seed)
+    query = "".join(rng.choice(list(letters), length))
+    target = ""
+    for _ in range(copies):
+        first = int(rng.integers(0, length - 40))
+        last = int(rng.integers(first + 20, min(length, first + length // 2) + 1))
+        target += "".join(rng.choice(list(letters), int(rng.integers(0, 300))))
+        target += mutate(query[first:last], rng, float(rng.uniform(0.0, 0.1)), letters)
+    return query, target + "".join(rng.choice(list(letters), 50))
+
+
+@pytest.mark.parametrize("seed, copies, top, section_columns, tile_rows", [
+    (21, 6, 8, 64, 16384), (22, 9, 12, 7, 50), (23, 4, 30, 1000, 33), (24, 1, 3, 50, 16384)])
+def test_top_alignments_are_the_best_of_the_pieces_between(seed, copies, top,
+                                                          section_columns, tile_rows):
+    """top > 1: rank k is the best alignment of the target pieces between ranks 1..k-1
+    (equal to aligning every piece on its own), whatever the sections of the first pass and
+    the frames' cuts; every CIGAR re-scores to its score; rank 1 is top=1's."""
+    query, target = _repeats(seed, 400, copies)
+    want = _top_by_pieces(query, target, top, DNA.options)
+    with dask.config.set({"swdask.long.top-section-columns": section_columns,
+                          "swdask.long.tile-rows": tile_rows}):
+        got = swdask.align_long(query, target, top=top, **DNA.options)
+    assert got[POSITIONS].values.tolist() == want
+    assert got["rank"].tolist() == list(range(1, len(want) + 1))
+    assert check_rows(got, [query] * len(got), [target] * len(got), DNA) == len(got)
+    intervals = sorted(zip(got["target_start"], got["target_end"]))
+    assert all(end <= start for (_, end), (start, _) in zip(intervals, intervals[1:]))
+    one = swdask.align_long(query, target, **DNA.options)
+    pd.testing.assert_frame_equal(got.iloc[:1], one)
+
+
 def test_scores_past_16_bits_are_exact():
     query, target = _pair(5, 11000, rate=0.01)
     got = swdask.align_long(query, target, **DNA_WIDE.options)
@@ -191,7 +248,10 @@ def test_no_alignment_gives_no_rows_and_bad_arguments_are_named():
         assert got.empty and list(got.columns) == list(_long.LONG_COLUMNS)
     with pytest.raises(ValueError, match="top must be a positive integer"):
         swdask.align_long("ACGT", "ACGT", top=0, **DNA.options)
-    with pytest.raises(NotImplementedError, match="top=1"):
+    whole = swdask.align_long("ACGT", "ACGT", top=2, **DNA.options)  # no piece left
+    assert whole[POSITIONS].values.tolist() == [[4, 0, 4, 0, 4]]
+    with dask.config.set({"swdask.long.top-section-columns": 0}), \
+            pytest.raises(ValueError, match="top-section-columns .* at least 1"):
         swdask.align_long("ACGT", "ACGT", top=2, **DNA.options)
     with pytest.raises(ValueError, match="target"):
         swdask.align_long("ACGT", "AC GT", **DNA.options)
@@ -235,8 +295,9 @@ def test_align_long_command_plot_and_errors(tmp_path, capsys):
     t = _fasta(tmp_path / "t.fa", [("b", target)])
     image = tmp_path / "dots.png"
     assert main(["align-long", q, t, "--dna", "-o", str(tmp_path / "x.paf"), "--plot",
-                 str(image)]) == 0
+                 str(image), "--top", "3"]) == 0
     assert image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len((tmp_path / "x.paf").read_text().splitlines()) == 3
     assert "score pass" in capsys.readouterr().err  # the progress line
     empty = tmp_path / "empty.fa"
     empty.write_text("")
@@ -244,9 +305,9 @@ def test_align_long_command_plot_and_errors(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "no query record" in err and "Traceback" not in err
     assert not (tmp_path / "y.paf").exists()
-    assert main(["align-long", q, t, "--dna", "--top", "3", "-o",
-                 str(tmp_path / "z.paf")]) == 1
-    assert "top=1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["align-long", q, t, "--dna", "--top", "0", "-o", str(tmp_path / "z.paf")])
+    assert "--top must be at least 1" in capsys.readouterr().err
     assert not (tmp_path / "z.paf").exists()
 
 
@@ -326,11 +387,13 @@ def test_tiles_on_dask_workers_survive_a_lost_worker(long_cluster):
 
 
 def test_align_long_command_on_a_scheduler(long_cluster, tmp_path, capsys):
-    query, target = _pair(9, 900)
+    """The same PAF from the cluster's workers as from this process, with --top 5 (the
+    first pass, the frames after each alignment and the start passes all as tasks)."""
+    query, target = _repeats(25, 900, 5)
     q = _fasta(tmp_path / "q.fa", [("a", query)])
     t = _fasta(tmp_path / "t.fa", [("b", target)])
     options = ["--dna", "--match", "1", "--mismatch", "-3", "--gap-open", "5",
-               "--gap-extend", "2", "--no-progress"]
+               "--gap-extend", "2", "--no-progress", "--top", "5"]
     assert main(["align-long", q, t, "-o", str(tmp_path / "here.paf"), *options]) == 0
     address = long_cluster.scheduler.address
     assert main(["align-long", q, t, "-o", str(tmp_path / "there.paf"), "--scheduler",
@@ -338,6 +401,7 @@ def test_align_long_command_on_a_scheduler(long_cluster, tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"connected to {address}" in err and "cluster " in err.split("phases: ")[1]
     assert (tmp_path / "there.paf").read_text() == (tmp_path / "here.paf").read_text()
+    assert len((tmp_path / "here.paf").read_text().splitlines()) == 5
     for bad in (["--workers", "0"], ["--workers", "2", "--scheduler", address],
                 ["--workers", "2", "--backend", "gpu"]):
         with pytest.raises(SystemExit):
@@ -445,6 +509,26 @@ def test_gpu_start_pass_in_windows(gpu_kind, monkeypatch, window):
         want = swdask.align(query, [target], positions=True, **BLOSUM.options)
         assert got[POSITIONS].iloc[0].tolist() == want[POSITIONS].iloc[0].tolist()
         assert passes.count(True) == reverse_passes, (rate, passes)
+
+
+@pytest.mark.parametrize("scheme, section_columns, launch_columns",
+                         [(DNA, 37, 100), (BLOSUM, 500, 1 << 23)])
+def test_gpu_top_alignments_equal_the_cpu(gpu_kind, setting, monkeypatch, scheme,
+                                          section_columns, launch_columns):
+    """top > 1 on the GPU (long_sections from given columns, its sections' bests and last
+    columns, the frames compared on the GPU; wide passes as launches of a few sections,
+    each from the last's column): the CPU's alignments, in the same order."""
+    from swdask.gpu import _pairs
+
+    monkeypatch.setattr(_pairs, "_SECTIONS_LAUNCH_COLUMNS", launch_columns)
+    letters = "ACGT" if scheme is DNA else "ACDEFGHIKLMNPQRSTVWY"
+    query, target = _repeats(26, 300, 6, letters)
+    setting("gpu.long-top-section-columns", section_columns)
+    setting("long.top-section-columns", 64)
+    cpu = swdask.align_long(query, target, top=9, **scheme.options)
+    gpu = swdask.align_long(query, target, top=9, backend="gpu", **scheme.options)
+    assert len(cpu) == 9
+    pd.testing.assert_frame_equal(gpu, cpu)
 
 
 def test_gpu_align_long_cuts_on_the_gpu(gpu_kind, monkeypatch, setting):

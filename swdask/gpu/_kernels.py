@@ -119,7 +119,10 @@ FASTA_NAMES = ("swdask::fasta_chunks", "swdask::fasta_records", "swdask::lookup_
 PAIRS_KERNELS = {"inter": ("pairs_inter.cu", "pairs_inter"),
                  "intra": ("intra_task.cu", "pairs_intra"),
                  "long": ("long_pair.cu", "long_pair"),
-                 "long_rows": ("long_pair.cu", "long_rows")}
+                 "long_rows": ("long_pair.cu", "long_rows"),
+                 "long_sections": ("long_pair.cu", "long_sections")}
+#: Families with a forward pass only.
+FORWARD_ONLY = frozenset({"long_sections"})
 #: Inter-task pairs shapes (lanes per pair, rows per lane) the router picks
 #: (swdask.gpu._pairs.inter_shape_for: 4 x 8 up to 32 query letters, then 8 lanes and the
 #: fewest rows that hold the query, 8 x 32 in strips beyond 256 letters) ...
@@ -158,9 +161,11 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
                 "reverse.cu": [reverse_name()],
                 "traceback.cu": list(TRACEBACK_NAMES), "fasta.cu": list(FASTA_NAMES)}
     shapes = {"inter": sorted(set(PAIRS_ROUTED_INTER_SHAPES) | set(PAIRS_FORCED_INTER_SHAPES)),
-              "intra": CHAIN_SHAPES, "long": CHAIN_SHAPES, "long_rows": LONG_ROWS_SHAPES}
+              "intra": CHAIN_SHAPES, "long": CHAIN_SHAPES, "long_rows": LONG_ROWS_SHAPES,
+              "long_sections": LONG_ROWS_SHAPES}
     for family, (source_name, _) in PAIRS_KERNELS.items():
         variants.setdefault(source_name, []).extend(
             pairs_name(family, shape, kind, reverse) for shape in shapes[family]
-            for kind in (0, 1) for reverse in (False, True))
+            for kind in (0, 1)
+            for reverse in ((False,) if family in FORWARD_ONLY else (False, True)))
     return variants

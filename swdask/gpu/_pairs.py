@@ -27,8 +27,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _settings
-from .._results import (Alignments, best_cell, empty_alignment_columns, empty_cells, finish,
-                        kernel_mode, put_rows, stack_rows)
+from .._results import (Alignments, SectionsPass, best_cell, empty_alignment_columns,
+                        empty_cells, finish, kernel_mode, put_rows, stack_rows)
 from .._scoring import substitution_table
 from . import _kernels
 from ._runtime import STAGED_UPLOAD_BYTES, get_runtime, on_stream
@@ -412,6 +412,15 @@ def _long_cells(runtime, q_res, qs, m, t_res, ts, n, ks, starts: bool, shape=Non
     score, end_i, end_j = _long_pass(runtime, shape, False, q_res, qs, m, t_res, ts, n, 0, ks)
     if not starts or score <= 0:
         return score, end_i, end_j, None, None
+    start_i, start_j = _long_start(runtime, shape, q_res, qs, t_res, ts, score, end_i, end_j,
+                                   0, ks)
+    return score, end_i, end_j, start_i, start_j
+
+
+def _long_start(runtime, shape, q_res, qs, t_res, ts, score, end_i, end_j, first, ks):
+    """``(start_i, start_j)`` of the alignment of ``score`` ending at ``(end_i, end_j)``,
+    from the matrix of target columns ``first`` on: the reverse pass over the reversed
+    prefixes q[end_i::-1] x t[end_j:first - 1:-1]."""
     # The reverse pass over the reversed prefixes, first over only the `width` target
     # letters before the end: the tie rule takes the start in the smallest reversed column
     # that holds the score, so if that window holds it, the rest cannot change the start.
@@ -419,16 +428,19 @@ def _long_cells(runtime, q_res, qs, m, t_res, ts, n, ks, starts: bool, shape=Non
     # cannot hold it; the first is four times that (an alignment scoring a quarter of the
     # best substitution per letter fits), on a miss it widens four times, and past half the
     # prefix it is the whole prefix.
-    columns = end_j + 1
+    columns = end_j + 1 - first
     width = max(_START_WINDOW, 4 * -(-score // ks.max_substitution))
     while True:
         width = columns if 2 * width >= columns else width
         found, rev_i, rev_j = _long_pass(runtime, shape, True, q_res, qs, end_i + 1, t_res,
-                                         ts + columns - width, width, score, ks)
+                                         ts + first + columns - width, width, score, ks)
         if found == score or width == columns:
             break
         width *= 4
-    return score, end_i, end_j, end_i - rev_i, end_j - rev_j
+    if found != score:  # pragma: no cover - a bug, not bad input
+        raise RuntimeError(f"internal error: the GPU start pass found {found} where the score "
+                           f"is {score}; please report it")
+    return end_i - rev_i, end_j - rev_j
 
 
 #: The narrowest window of target letters the long pair's reverse pass tries first.
@@ -582,6 +594,116 @@ def long_pair(query_codes: np.ndarray, target_codes: np.ndarray, scoring):
     if score <= 0:
         return 0, -1, -1, -1, -1
     return int(score), int(start_i), int(start_j), int(end_i), int(end_j)
+
+
+class LongPasses:
+    """One long pair's local passes over the whole GPU, as
+    :class:`swdask._long_tiles.TilePasses` gives them on the CPU (what
+    :mod:`swdask._long_top` runs for ``top > 1``): ``forward`` over target columns
+    ``[first, last)`` from a given column (long_pair.cu's ``long_sections``: each section's
+    best and, where asked, its last column, kept in GPU memory), ``start`` the reverse pass
+    of an alignment from a given column on."""
+
+    workers = 1  # one launch takes the whole GPU
+
+    def __init__(self, query_codes: np.ndarray, target_codes: np.ndarray, scoring):
+        #: the first pass's sections (the setting; GPU memory: query length x 8 bytes each)
+        self.section_columns = _settings.get_int("gpu.long-top-section-columns")
+        self.runtime = get_runtime()
+        xp = self.runtime.xp
+        self.query = np.ascontiguousarray(query_codes, dtype=np.uint8)
+        self.target = np.ascontiguousarray(target_codes, dtype=np.uint8)
+        self.q_res, self.t_res = xp.asarray(self.query), xp.asarray(self.target)
+        m, n = self.query.size, self.target.size
+        self.ks = kernel_scoring(scoring, scoring.score_bound(m, n), xp)
+        self.shape = long_shape(m)
+
+    def forward(self, first: int, last: int, *, cuts=None, left=None, keep_columns=False,
+                name=None, progress=None) -> SectionsPass:
+        """The pass over every query row against target columns ``[first, last)`` from the
+        column ``left`` (``(H, E)`` int32 arrays of every row, as ``columns`` gives them;
+        None: zeros), in sections ending at ``cuts[1:]`` (columns from ``first``; None: one
+        section). ``name`` is the CPU's task name, unused here. A launch holds slot rows of
+        all its columns for every block (``_long_pass``), so a pass wider than
+        :data:`_SECTIONS_LAUNCH_COLUMNS` runs as launches of whole sections, each from the
+        column the one before ended with."""
+        m, n = self.query.size, int(last - first)
+        ends = [n] if cuts is None else [int(cut) for cut in cuts[1:]]
+        sections, columns, begin = [], [], 0
+        while begin < n:
+            stop = next((k for k, end in enumerate(ends)
+                         if end - begin > _SECTIONS_LAUNCH_COLUMNS and k > 0
+                         and ends[k - 1] > begin), len(ends))
+            group = [end for end in ends[:stop] if end > begin]
+            found, kept = self._launch(first + begin, [end - begin for end in group], left)
+            sections += [_shifted_cell(cell, begin) for cell in found]
+            left = kept[-1]
+            columns += kept if keep_columns else []
+            begin = group[-1]
+        if progress is not None:
+            progress(m * n)
+        best = best_cell(*(np.array(field) for field in zip(*sections)))
+        return SectionsPass(best, sections, columns if keep_columns else None)
+
+    def _launch(self, first: int, ends: list, left):
+        """One long_sections launch over target columns ``[first, first + ends[-1])``:
+        each section's best (columns from ``first``) and its last column."""
+        runtime, xp = self.runtime, self.runtime.xp
+        m, n = self.query.size, ends[-1]
+        w, r = self.shape
+        height = w * 32 * r
+        strips = -(-m // height)
+        blocks = _long_blocks(strips, runtime)
+        nslots = blocks + 1  # a slot is rewritten only after its reader is done
+        slots = _scratch(xp, nslots * n * 2)
+        progress_words = xp.zeros(nslots, dtype=xp.uint64)
+        ticket = xp.zeros(1, dtype=xp.int32)
+        keys = xp.zeros(strips * len(ends), dtype=xp.uint64)
+        columns = xp.empty(len(ends) * m * 2, dtype=xp.int32)
+        edge = np.uint64(0)  # a null pointer: zeros
+        if left is not None:  # H and E interleaved, as the kernel reads an int2
+            edge = xp.empty(2 * m, dtype=xp.int32)
+            edge[0::2], edge[1::2] = left[0], left[1]
+        runtime.launch(
+            _function(runtime, "long_sections", self.shape, self.ks.kind, False), blocks,
+            w * 32,
+            (self.q_res, np.int64(0), np.int32(m), self.t_res, np.int64(first), np.int32(n),
+             np.int32(strips), ticket, slots, np.int32(nslots), progress_words, edge,
+             xp.asarray(np.asarray(ends, dtype=np.int32)), np.int32(len(ends)),
+             np.int32(height.bit_length() - 1), columns, keys, *_args_scoring(self.ks)))
+        sections = _section_cells(runtime.to_host(keys).reshape(strips, len(ends)),
+                                  np.asarray(ends), height)
+        pairs = columns.reshape(len(ends), m, 2)
+        return sections, [(pairs[k, :, 0], pairs[k, :, 1]) for k in range(len(ends))]
+
+    def start(self, score: int, end_i: int, end_j: int, first: int = 0) -> tuple[int, int]:
+        """As :meth:`swdask._long_tiles.TilePasses.start`, on the GPU."""
+        return _long_start(self.runtime, self.shape, self.q_res, 0, self.t_res, 0, score,
+                           end_i, end_j, first, self.ks)
+
+
+#: The widest launch of ``LongPasses.forward`` (its slot rows: blocks + 1 rows of this many
+#: columns, 8 bytes each); a wider pass runs as launches of whole sections, each starting a
+#: wavefront again (a few hundred thousand columns' worth of work idle).
+_SECTIONS_LAUNCH_COLUMNS = 1 << 23
+
+
+def _shifted_cell(cell, columns: int):
+    score, row, column = cell
+    return (score, row, column + columns) if score > 0 else cell
+
+
+def _section_cells(keys: np.ndarray, ends: np.ndarray, height: int) -> list:
+    """Each section's best ``(score, row, column)`` from long_sections' keys (one per strip
+    and section: chain_core.cuh's section_key), by the tie rule over the strips."""
+    score = (keys >> np.uint64(32)).astype(np.int64)
+    order = (np.uint64(0xFFFFFFFF) - (keys & np.uint64(0xFFFFFFFF))).astype(np.int64)
+    bits = height.bit_length() - 1
+    column_in_section = order >> bits
+    row = (order & (height - 1)) + np.arange(keys.shape[0], dtype=np.int64)[:, None] * height
+    firsts = np.concatenate([[0], ends[:-1]]).astype(np.int64)
+    return [best_cell(score[:, k], row[:, k], column_in_section[:, k] + firsts[k])
+            for k in range(ends.size)]
 
 
 def route(q_len: np.ndarray, t_len: np.ndarray, rows: np.ndarray):

@@ -43,11 +43,36 @@ struct GlobalEdges {
   int2* last;
 };
 
+// A local pass over target sections from a given column (long_pair.cu's long_sections, the
+// passes of align_long's top > 1): `left` holds H and E of every query row in the column before
+// the first (null: zeros); the sections end at columns cuts[0] < ... < cuts[ncuts - 1] = n.
+// At each cut every thread adds its best cell of the section (query rows only) to
+// best[strip * ncuts + k] as a key (score, then the smallest column, then row: atomicMax of
+// score << 32 | ~(column in section << strip_bits | row in strip)) and, where `columns`, writes
+// H and E of its rows there (columns[k * m + i]).
+struct Sections {
+  const int2* left;
+  const int* cuts;
+  int ncuts, strip_bits, m;
+  int2* columns;
+  unsigned long long* best;
+};
+
+// The key of a section's cell for atomicMax: higher score, then smaller column, then row.
+__device__ __forceinline__ unsigned long long section_key(int score, int column_in_section,
+                                                          int row_in_strip, int strip_bits) {
+  const unsigned order = ((unsigned)column_in_section << strip_bits) | (unsigned)row_in_strip;
+  return ((unsigned long long)(unsigned)score << 32) | (unsigned long long)(0xffffffffu - order);
+}
+
 // Runs one strip. `ncols`: columns that can still hold the result (the reverse pass lowers it
 // when EARLY). `in`/`out`: the row above / the bottom row (null: zeros / not needed).
 // GLOBAL: the strip of a global alignment (no zero floor, the edges of `edges`, the virtual
-// columns before column 0 skipped rather than computed, no best tracked).
-template <int W, int R, class Sub, bool REV, bool LONG, bool EARLY, bool GLOBAL = false>
+// columns before column 0 skipped rather than computed, no best tracked). SECT: a local strip
+// of long_sections (the left column of `sections`, also skipping the virtual columns; each
+// section's best and, where kept, its last column).
+template <int W, int R, class Sub, bool REV, bool LONG, bool EARLY, bool GLOBAL = false,
+          bool SECT = false>
 __device__ __forceinline__ void chain_strip(ChainShared<W>& sh, const Sub& sub, Best& best,
                                             const u8* q_res, i64 qs, int m, const u8* t_res,
                                             i64 ts, int n, int& ncols, int strip, int target,
@@ -55,7 +80,8 @@ __device__ __forceinline__ void chain_strip(ChainShared<W>& sh, const Sub& sub, 
                                             const volatile u64* in_progress,
                                             volatile u64* out_progress, int gap_open,
                                             int gap_extend,
-                                            GlobalEdges edges = GlobalEdges()) {
+                                            GlobalEdges edges = GlobalEdges(),
+                                            Sections sections = Sections()) {
   constexpr int WARP_LAG = 32 + SWP_WINDOW;
   constexpr int LAST_LAG = (W - 1) * WARP_LAG + 31;  // lag of the block's last thread
   const int w = threadIdx.x >> 5;
@@ -70,7 +96,19 @@ __device__ __forceinline__ void chain_strip(ChainShared<W>& sh, const Sub& sub, 
     q[r] = i < m ? sub.query(letter<REV>(q_res, qs, m, i)) : sub.query_pad();
     hg[r] = GLOBAL ? -(edges.lead + i * gap_extend) - gap_open : -gap_open;
     e[r] = SWP_NEG;
+    if (SECT && sections.left && i < m) {
+      const int2 v = sections.left[i];
+      hg[r] = v.x - gap_open;
+      e[r] = v.y;
+    }
   }
+  // SECT: the thread's best of the current section (query rows only), the section, its end
+  Best section_best;
+  section_best.score = 0;
+  section_best.i = -1;
+  section_best.j = -1;
+  int section = 0, section_end = SECT ? sections.cuts[0] : 0, section_first = 0;
+  const int strip_row0 = strip * (W * 32 * R);
   // GLOBAL: the row of this thread holding the query's last row, if any
   const int keep = GLOBAL ? m - 1 - i0 : -1;
   if (EARLY && threadIdx.x == 0) sh.snap[0] = sh.snap[1] = SWP_NO_HIT;
@@ -110,6 +148,8 @@ __device__ __forceinline__ void chain_strip(ChainShared<W>& sh, const Sub& sub, 
   int hg_out = -gap_open, f_out = SWP_NEG, tc_mine = pad, hg_diag = -gap_open;
   if (GLOBAL)  // the cell before column 0 in the row above this thread's first
     hg_diag = (i0 == 0 ? edges.corner : -(edges.lead + (i0 - 1) * gap_extend)) - gap_open;
+  if (SECT && sections.left && i0 > 0 && i0 <= m)  // (the row above row 0 is the zero edge)
+    hg_diag = sections.left[i0 - 1].x - gap_open;
   int steps = ncols + LAST_LAG + 1;
   for (int s = 0; s < steps; ++s) {
     if (s > 0 && (s & (SWP_WINDOW - 1)) == 0) {
@@ -185,6 +225,43 @@ __device__ __forceinline__ void chain_strip(ChainShared<W>& sh, const Sub& sub, 
           if (j < n) edges.last[j] = make_int2(h_kept, f_kept);
         } else {
           column<R, true>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend);
+        }
+      }
+    } else if (SECT) {
+      // the column before column 0 is `left`, not computed (as GLOBAL's edges)
+      if (j >= 0) {
+        const int d = hg_diag;
+        hg_diag = hv;
+        colmax = column<R>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend);
+        if (j < n) {
+          if (i0 + R <= m) {
+            track<R>(section_best, hg, colmax, gap_open, i0, j);
+          } else {  // the thread holding the query's last row: its padding rows left out
+            int valid = SWP_NEG;
+#pragma unroll
+            for (int r = 0; r < R; ++r)
+              if (i0 + r < m) valid = max(valid, hg[r]);
+            track<R>(section_best, hg, valid, gap_open, i0, j);
+          }
+          if (j == section_end - 1) {
+            if (section_best.score > 0)
+              atomicMax(sections.best + (i64)strip * sections.ncuts + section,
+                        section_key(section_best.score, section_best.j - section_first,
+                                    section_best.i - strip_row0, sections.strip_bits));
+            if (sections.columns) {
+#pragma unroll
+              for (int r = 0; r < R; ++r)
+                if (i0 + r < m)
+                  sections.columns[(i64)section * m + i0 + r] =
+                      make_int2(hg[r] + gap_open, e[r]);
+            }
+            section_best.score = 0;
+            section_best.i = -1;
+            section_best.j = -1;
+            section_first = section_end;
+            ++section;
+            section_end = section < sections.ncuts ? sections.cuts[section] : 0x7fffffff;
+          }
         }
       }
     } else {

@@ -202,6 +202,11 @@ inline int atomicMin(int* p, int v) {
   *p = std::min(old, v);
   return old;
 }
+inline unsigned long long atomicMax(unsigned long long* p, unsigned long long v) {
+  const unsigned long long old = *p;
+  *p = std::max(old, v);
+  return old;
+}
 
 template <class T>
 T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {

@@ -106,6 +106,54 @@ __global__ void __launch_bounds__(W * 32)
   }
 }
 
+// long_pair's forward pass over target sections from a given column (align_long's top > 1:
+// the first pass and the frames of swdask/_long_top.py): `left` (H, E of every query row in the
+// column before column 0; null: zeros), the sections ending at `cuts` (ncuts columns, the last
+// n), each section's best per strip into `section_best` (nstrips * ncuts keys, zeroed by the
+// host: chain_core.cuh's section_key) and, where `columns`, H and E of every row at each cut.
+template <int W, int R, int KIND, bool REV>
+__global__ void __launch_bounds__(W * 32)
+    long_sections(const u8* __restrict__ q_res, long long qs, int m,
+                  const u8* __restrict__ t_res, long long ts, int n, int nstrips, int* ticket,
+                  int2* slots, int nslots, unsigned long long* progress, const int2* left,
+                  const int* __restrict__ cuts, int ncuts, int strip_bits, int2* columns,
+                  unsigned long long* section_best, const int* __restrict__ table, int match,
+                  int mismatch, int limit, int gap_open, int gap_extend) {
+  __shared__ int shared_table[KIND == 1 ? SWP_TABLE_CELLS : 1];
+  __shared__ ChainShared<W> sh;
+  typedef typename SubFor<KIND>::type Sub;
+  const Sub sub =
+      SubFor<KIND>::make(shared_table, table, match + gap_open, mismatch + gap_open, limit);
+  Best unused;
+  unused.score = 0;
+  unused.i = -1;
+  unused.j = -1;
+  Sections sections;
+  sections.left = left;
+  sections.cuts = cuts;
+  sections.ncuts = ncuts;
+  sections.strip_bits = strip_bits;
+  sections.m = m;
+  sections.columns = columns;
+  sections.best = section_best;
+  int ncols = n;
+  StripPart one;
+  one.first = 0;
+  one.nstrips = nstrips;
+  one.n = n;
+  one.nslots = nslots;
+  one.slots = 0;
+  one.progress = 0;
+  take_strips<W>(sh, ticket, 1, nstrips, [&](int) { return one; }, slots, progress,
+                 [&](int, int strip, const int2* in, int2* out, const volatile u64* in_progress,
+                     volatile u64* out_progress) {
+                   chain_strip<W, R, Sub, false, true, false, false, true>(
+                       sh, sub, unused, q_res, qs, m, t_res, ts, n, ncols, strip, 0, in, out,
+                       in_progress, out_progress, gap_open, gap_extend, GlobalEdges(),
+                       sections);
+                 });
+}
+
 // The last rows of a batch of global alignments over the whole GPU (the linear-memory
 // traceback's halves, swdask/gpu/_pairs.py's LongRows: every part of one level of the
 // divide and conquer in one launch): each pair's strips as long_pair runs them, without the

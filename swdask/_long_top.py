@@ -1,0 +1,224 @@
+"""The best ``top`` alignments of one long pair, disjoint in the target: :func:`best_alignments`.
+
+The rule (the GPU Gems chapter's "best 200 end points", made exact): rank 1 is
+:func:`swdask.align_long`'s best alignment; rank k is the best local alignment, by the tie
+rule (highest score, then smallest target end, then query end), whose target interval
+``[target_start, target_end)`` shares no column with those of ranks 1 to k - 1. No target
+letter is in two alignments, so no two share a cell; a query letter may be (the query's
+best places in a long target, as a database search reports one hit per region). Ties
+between equal alignments go by the tie rule; the start is the one nearest the end, as in
+``align``.
+
+So rank k is the best alignment of the query against one of the target's pieces between
+the earlier ranks, and the pieces are kept in a heap by their best. A piece ``[a, b)`` is
+the matrix ``query x target[a:b]``: the whole matrix's values from column ``a`` on, less
+the paths that start before ``a``. Computing each piece anew would cost the whole matrix
+per alignment; instead:
+
+* The first pass over the whole matrix keeps, on a grid of sections of
+  ``swdask.long.top-section-columns`` columns (``swdask.gpu.long-top-section-columns`` on
+  the GPU), each section's best cell and the column before each cut (``H`` and ``E`` of
+  every query row).
+* The matrix from column ``a`` on (a *frame*) is computed section by section from a column
+  of zeros at ``a`` until its column at a cut equals the whole matrix's there: from that cut
+  on the two are the same matrix (a column holds all a later column depends on), so its
+  sections' bests are the first pass's. Past an alignment's end that takes about its score
+  over the gap extension in columns; after a short alignment one or two sections.
+* A piece's best is then the best of its frame's sections inside it; the part of the last
+  section before ``b`` is computed again from the column kept at its left cut.
+* A piece's start comes from the start pass over the reversed prefixes that begin at ``a``.
+
+Every value is the exact matrix's; nothing is bounded or guessed. The passes are the
+backend's: :class:`swdask._long_tiles.TilePasses` (tiles on the cores or on Dask workers) or
+:class:`swdask.gpu._pairs.LongPasses` (the whole GPU, the columns kept in its memory).
+
+Floors: below :mod:`swdask._long` (the call), above the passes.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from ._results import best_cell
+from ._timing import Phases
+
+
+def _section_columns(passes) -> int:
+    value = passes.section_columns
+    if value is None or value < 1:
+        raise ValueError("settings swdask.long.top-section-columns (CPU) and "
+                         "swdask.gpu.long-top-section-columns must be whole numbers of at "
+                         f"least 1, got {value!r}")
+    return value
+
+
+def _first_best(found: list):
+    """The best of ``(score, row, column)`` cells by the tie rule; ``(0, -1, -1)`` if none
+    scores above 0."""
+    if not found:
+        return 0, -1, -1
+    return best_cell(*(np.array(field, dtype=np.int64) for field in zip(*found)))
+
+
+def _shifted(cell, first: int):
+    score, row, column = cell
+    return (int(score), int(row), int(column) + first) if score > 0 else (0, -1, -1)
+
+
+class _Whole:
+    """The first pass's grid: ``cuts`` (0 and the target's length included), each section's
+    best (absolute columns) and the column before every inner cut."""
+
+    def __init__(self, passes, progress):
+        n = passes.target.size
+        self.cuts = np.unique(np.append(np.arange(0, n, _section_columns(passes), dtype=np.int64), n))
+        record = passes.forward(0, n, cuts=self.cuts, keep_columns=True, progress=progress)
+        self.best = _shifted(record.best, 0)
+        bests = [_shifted(cell, 0) for cell in record.sections]
+        self.scores = np.array([cell[0] for cell in bests], dtype=np.int64)
+        self.bests = bests
+        # the column before cut k (k >= 1) is section k - 1's right edge
+        self.columns = {int(cut): column for cut, column in zip(self.cuts[1:], record.columns)}
+        #: the best of the whole matrix's columns [lo, b) (a section's part), by (lo, b):
+        #: frames that joined the whole matrix before lo share it
+        self.parts: dict = {}
+
+    def section_of(self, column: int) -> int:
+        """The section holding ``column``."""
+        return int(np.searchsorted(self.cuts, column, side="right")) - 1
+
+    def best_of_sections(self, first: int, last: int):
+        """The best cell of sections ``[first, last)`` (the first of the highest: the
+        sections go left to right and each holds its own best by the rule)."""
+        if last <= first:
+            return 0, -1, -1
+        k = first + int(np.argmax(self.scores[first:last]))
+        return self.bests[k]
+
+
+class _Frame:
+    """The matrix ``query x target[a:]``: its sections (``bounds``: ``a`` then the grid's cuts
+    after it), swept from zeros at ``a`` until its column at a cut equals the whole matrix's
+    (``joined``, from which cut on it is the whole matrix), with each swept section's best
+    and the column before each swept cut."""
+
+    def __init__(self, passes, whole: _Whole, a: int, until: int):
+        self.a = a
+        self.bounds = [a]
+        self.bests: list = []
+        self.columns: dict = {}
+        self.joined = None
+        n = passes.target.size
+        cuts = [int(cut) for cut in whole.cuts if cut > a]
+        if a == 0:  # the whole matrix itself
+            self.joined = 0
+            return
+        chunk, left, k = max(2, 2 * passes.workers), None, 0
+        enough = next(index for index, cut in enumerate(cuts) if cut >= until) + 1
+        while self.bounds[-1] < until and self.joined is None:
+            first = self.bounds[-1]
+            ends = cuts[k:min(k + chunk, enough)]
+            k += len(ends)
+            record = passes.forward(first, ends[-1], cuts=[0] + [end - first for end in ends],
+                                    left=left, keep_columns=True, name="next")
+            for end, cell, column in zip(ends, record.sections, record.columns):
+                self.bests.append(_shifted(cell, first))
+                self.bounds.append(end)
+                if end < n and _same_state(column, whole.columns[end]):
+                    self.joined = end
+                    break
+                self.columns[end] = column
+                left = column
+            chunk *= 2  # a long alignment's wake takes many sections: fewer, larger passes
+        if self.joined is None and self.bounds[-1] >= n:
+            self.joined = n
+
+    def column_before(self, whole: _Whole, cut: int):
+        """The frame's column before ``cut`` (None at ``a``: zeros)."""
+        if cut == self.a:
+            return None
+        if cut in self.columns:
+            return self.columns[cut]
+        return whole.columns[cut]  # at or past ``joined``: the whole matrix's
+
+
+def _same_state(mine, theirs) -> bool:
+    """Whether two columns give the same matrix after them: the same ``H``, and the same
+    ``E`` where it is above 0 (an ``E`` of 0 or less, and every gap extended from it, is
+    never above the zero floor, so its value cannot matter; the passes may keep it in
+    different forms)."""
+    # (NumPy or CuPy arrays alike)
+    same_gaps = (mine[1] == theirs[1]) | ((mine[1] <= 0) & (theirs[1] <= 0))
+    return bool((mine[0] == theirs[0]).all()) and bool(same_gaps.all())
+
+
+def _piece_best(passes, whole: _Whole, frame: _Frame, b: int):
+    """The best cell of ``query x target[frame.a:b]`` by the tie rule."""
+    found = []
+    # the frame's own sections that end by b
+    for lo, hi, cell in zip(frame.bounds, frame.bounds[1:], frame.bests):
+        if hi > b or (frame.joined is not None and lo >= frame.joined):
+            break
+        found.append(cell)
+    # then the whole matrix's sections from where the frame joined it
+    lo = frame.bounds[len(found)]
+    if frame.joined is not None and lo >= frame.joined:
+        first, last = whole.section_of(lo), whole.section_of(b)
+        found.append(whole.best_of_sections(first, last))
+        lo = max(lo, int(whole.cuts[last]))
+    if lo < b:  # the part of a section before b, again from the column at its left
+        shared = frame.joined is not None and lo >= frame.joined  # the whole matrix's part
+        part = whole.parts.get((lo, b)) if shared else None
+        if part is None:
+            record = passes.forward(lo, b, left=frame.column_before(whole, lo), name="next")
+            part = _shifted(record.best, lo)
+            if shared:
+                whole.parts[(lo, b)] = part
+        found.append(part)
+    return _first_best(found)
+
+
+def best_alignments(passes, top: int, *, progress=None,
+                    phases=None) -> list[tuple[int, int, int, int, int]]:
+    """The best ``top`` alignments by the module's rule, best first: ``(score, start_i,
+    start_j, end_i, end_j)``, inclusive cells; fewer where the target runs out of pieces
+    holding a positive score. ``passes``: the pair's score passes
+    (:class:`swdask._long_tiles.TilePasses`); ``progress(cells)`` as the first pass goes;
+    ``phases`` (a :class:`swdask._timing.Phases`) times "score pass" (the first pass) and
+    "next alignments" (the starts, frames and parts)."""
+    n = passes.target.size
+    if passes.query.size == 0 or n == 0:
+        return []
+    phases = phases if phases is not None else Phases()
+    with phases("score pass"):
+        whole = _Whole(passes, progress)
+    with phases("next alignments"):
+        return _next_alignments(passes, whole, top)
+
+
+def _next_alignments(passes, whole: _Whole, top: int) -> list:
+    n = passes.target.size
+    frames = {0: _Frame(passes, whole, 0, n)}
+    heap: list = []
+
+    def push(a, b, cell):
+        score, row, column = cell
+        if score > 0:
+            heapq.heappush(heap, (-score, column, row, a, b))
+
+    push(0, n, whole.best)
+    found = []
+    while heap and len(found) < top:
+        negative, end_j, end_i, a, b = heapq.heappop(heap)
+        score = -negative
+        start_i, start_j = passes.start(score, end_i, end_j, first=a)
+        found.append((score, start_i, start_j, end_i, end_j))
+        if len(found) == top:
+            break
+        if start_j > a:  # the piece left of it: the same frame, up to its start
+            push(a, start_j, _piece_best(passes, whole, frames[a], start_j))
+        if end_j + 1 < b:  # the piece right of it: a frame of its own
+            frame = frames[end_j + 1] = _Frame(passes, whole, end_j + 1, b)
+            push(end_j + 1, b, _piece_best(passes, whole, frame, b))
+    return found
