@@ -46,6 +46,8 @@ end cell under the strict-improvement rule.
 """
 from __future__ import annotations
 
+import functools
+
 from typing import NamedTuple
 
 import numba as nb
@@ -1613,6 +1615,22 @@ class Tile(NamedTuple):
     bottom: tuple
 
 
+@functools.lru_cache(maxsize=32)
+def _tile_query(query_bytes: bytes, matrix_bytes: bytes, alphabet: int, gap_open: int,
+                gap_extend: int):
+    """A tile's query block laid out for its kernel: ``(profile, striped)``, striped None
+    where the scalar recurrence runs. Kept for the blocks seen last: a long pair's passes
+    (the first, then the pieces' and the frames' of top > 1) run every block of query rows
+    again and again, and laying one out took most of a narrow tile's time."""
+    query_codes = np.frombuffer(query_bytes, dtype=np.uint8)
+    matrix = np.frombuffer(matrix_bytes, dtype=np.int64).reshape(alphabet, -1)
+    profile = query_profile(query_codes, matrix)
+    if profile.lane_table is None or not _gaps_fit_lanes(gap_open, gap_extend):
+        return profile, None
+    return profile, striped_query(profile.scores, gap_open, gap_extend,
+                                  rows=query_codes.size + 1)
+
+
 def long_tile(query_codes, target_codes, matrix, gap_open, gap_extend, left=None,
               top=None) -> Tile:
     """One tile of a long pair's local matrix: ``query_codes`` (its block of query rows)
@@ -1641,14 +1659,15 @@ def long_tile(query_codes, target_codes, matrix, gap_open, gap_extend, left=None
     bottom_H = np.zeros(n, dtype=np.int64)
     bottom_F = np.zeros(n, dtype=np.int64)
     right_corner = int(top_H[-1]) if n else corner
-    profile = query_profile(query_codes, matrix)
+    matrix = np.ascontiguousarray(matrix, dtype=np.int64)
+    profile, striped = _tile_query(query_codes.tobytes(), matrix.tobytes(), matrix.shape[0],
+                                   int(gap_open), int(gap_extend))
     if m == 0 or n == 0:
         best = (0, -1, -1)
-    elif profile.lane_table is None or not _gaps_fit_lanes(gap_open, gap_extend):
+    elif striped is None:
         best = _scalar_tile(profile.scores, m, target_codes, n, gap_open, gap_extend, H, E,
                             top_diag, top_gap, bottom_H, bottom_F)
     else:
-        striped = striped_query(profile.scores, gap_open, gap_extend, rows=m + 1)
         if max(int(top_max.max()), int(H.max())) >= striped.saturation:
             raise _past_lanes(striped.saturation)  # an edge the int32 lanes cannot take
         best = _striped_row(

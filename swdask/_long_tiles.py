@@ -33,10 +33,12 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _cpu, _settings
-from ._results import SectionsPass
+from ._results import SectionsPass, best_cell
 
-#: Reversed columns in the start pass's first section (each next one twice as wide).
+#: Reversed columns in the start pass's first section at most (each next one twice as wide) ...
 START_FIRST_COLUMNS = 4096
+#: ... and at least (a short alignment's start pass: its tiles' calls, not its cells, cost).
+MIN_START_COLUMNS = 256
 #: The narrowest section a pass cut for several workers is given.
 MIN_SECTION_COLUMNS = 4096
 
@@ -313,6 +315,18 @@ def runner_for(client, query_codes, target_codes, scoring: tuple, left=None):
     return DaskRunner(client, tokenize(query_codes, target_codes, *scoring, left))
 
 
+def _tile_width(width: int, sections: int, workers: int, blocks: int) -> int:
+    """The tiles' width in a section of ``width`` columns, one of ``sections`` of a pass of
+    ``blocks`` blocks of rows: at most ``swdask.long.tile-columns``, and where the sections
+    are fewer than two per worker (with several blocks to run side by side), cut so that
+    they make that many, down to MIN_SECTION_COLUMNS."""
+    most = _positive_setting("long.tile-columns")
+    if blocks > 1 and workers > 1 and sections < 2 * workers:
+        pieces = -(-2 * workers // sections)
+        most = min(most, max(MIN_SECTION_COLUMNS, -(-width // pieces)))
+    return max(1, min(width, most))
+
+
 class TilePasses:
     """The score passes of one pair (``uint8`` codes) on the CPU's tiles, here or on
     ``client``'s workers: what :func:`long_pair` and :mod:`swdask._long_top` run."""
@@ -339,15 +353,37 @@ class TilePasses:
                 name="forward", progress=None) -> SectionsPass:
         """The pass over every query row against target columns ``[first, last)``, from
         the column ``left`` (None: zeros), in sections cut at ``cuts`` (columns counted from
-        ``first``, 0 and ``last - first`` included; None: the tile grid's)."""
+        ``first``, 0 and ``last - first`` included; None: the tile grid's). Sections too
+        few to keep the workers busy are cut into narrower tiles (each section's best and
+        last column are its tiles')."""
         target = self.target[first:last]
         m = self.query.size
         grid = grid_for(m, target.size, self.workers)
+        parts = None  # the section each tile column belongs to
         if cuts is not None:
-            grid = Grid(grid.rows, np.asarray(cuts, dtype=np.int64))
+            cuts = np.asarray(cuts, dtype=np.int64)
+            fine = [np.asarray([cuts[0]])]
+            for lo, hi in zip(cuts[:-1], cuts[1:]):
+                width = _tile_width(int(hi - lo), len(cuts) - 1, self.workers,
+                                    len(grid.rows) - 1)
+                fine.append(np.arange(lo + width, hi, width, dtype=np.int64))
+                fine.append(np.asarray([hi]))
+            columns = np.unique(np.concatenate(fine))
+            parts = np.searchsorted(cuts, columns[1:], side="left") - 1
+            grid = Grid(grid.rows, columns)
         runner = runner_for(self.client, self.query, target, self.scoring, left)
-        return run_pass(self.query, target, self.scoring, grid, runner, name=name,
-                        progress=progress, left=left, keep_columns=keep_columns)
+        record = run_pass(self.query, target, self.scoring, grid, runner, name=name,
+                          progress=progress, left=left, keep_columns=keep_columns)
+        if parts is None:
+            return record
+        sections, kept = [], []
+        for k in range(len(cuts) - 1):
+            tiles = np.flatnonzero(parts == k)
+            found = [record.sections[t] for t in tiles]
+            sections.append(best_cell(*(np.array(field) for field in zip(*found))))
+            if keep_columns:
+                kept.append(record.columns[tiles[-1]])
+        return SectionsPass(record.best, sections, kept if keep_columns else None)
 
     def start(self, score: int, end_i: int, end_j: int, first: int = 0) -> tuple[int, int]:
         """``(start_i, start_j)`` of the alignment of ``score`` ending at ``(end_i,
@@ -360,11 +396,22 @@ class TilePasses:
         reversed_query = np.ascontiguousarray(self.query[end_i::-1])
         reversed_target = np.ascontiguousarray(self.target[first:end_j + 1][::-1])
         runner = runner_for(self.client, reversed_query, reversed_target, self.scoring)
+        # the alignment pairs at least score / (the best substitution) letters, so narrower
+        # first sections cannot hold the start; four times that (an alignment scoring a
+        # quarter of the best per letter), at most START_FIRST_COLUMNS, then doubling
+        best_substitution = max(1, int(self.scoring[0].max()))
+        first_columns = min(START_FIRST_COLUMNS,
+                            max(MIN_START_COLUMNS, 4 * -(-score // best_substitution)))
+        grid = grid_for(end_i + 1, reversed_target.size, runner.workers,
+                        first_columns=first_columns)
+        # blocks of rows on the forward passes' boundaries (multiples of the tile height),
+        # so that start passes from different ends share their blocks' layouts
+        height = _positive_setting("long.tile-rows")
+        rows = np.unique(np.append(np.arange(end_i % height + 1, end_i + 1, height), [0,
+                                                                                     end_i + 1]))
         found, row, column = run_pass(
-            reversed_query, reversed_target, self.scoring,
-            grid_for(end_i + 1, reversed_target.size, runner.workers,
-                     first_columns=START_FIRST_COLUMNS),
-            runner, name="start", stop_at=score).best
+            reversed_query, reversed_target, self.scoring, Grid(rows, grid.columns), runner,
+            name="start", stop_at=score).best
         if found != score:  # pragma: no cover - a bug, not bad input
             raise RuntimeError(f"internal error: the start pass found {found} where the score "
                                f"is {score}; please report it")

@@ -114,7 +114,9 @@ class _Frame:
         if a == 0:  # the whole matrix itself
             self.joined = 0
             return
-        chunk, left, k = max(2, 2 * passes.workers), None, 0
+        # after most alignments the frame meets the first pass at the next cut or the one
+        # after: one section first, then twice as many each time
+        chunk, left, k = 1, None, 0
         enough = next(index for index, cut in enumerate(cuts) if cut >= until) + 1
         while self.bounds[-1] < until and self.joined is None:
             first = self.bounds[-1]
