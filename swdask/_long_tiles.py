@@ -35,9 +35,10 @@ import numpy as np
 from . import _cpu, _settings
 from ._results import SectionsPass, best_cell
 
-#: Reversed columns in the start pass's first section at most (each next one twice as wide) ...
+#: Reversed columns in the start pass's first section at most (each next one twice as wide).
 START_FIRST_COLUMNS = 4096
-#: ... and at least (a short alignment's start pass: its tiles' calls, not its cells, cost).
+#: The narrowest window of reversed target letters a start pass tries first (a short
+#: alignment's: its tiles' calls, not its cells, cost).
 MIN_START_COLUMNS = 256
 #: The narrowest section a pass cut for several workers is given.
 MIN_SECTION_COLUMNS = 4096
@@ -392,30 +393,47 @@ class TilePasses:
         prefixes ``query[end_i::-1]`` x ``target[end_j:first - 1:-1]`` holding the score.
         No cell there scores above it, and every cell scoring it starts an alignment ending
         at the end cell (one ending anywhere else would have been the end by the tie rule),
-        so the tiles' rule gives the start align's reverse pass gives."""
-        reversed_query = np.ascontiguousarray(self.query[end_i::-1])
-        reversed_target = np.ascontiguousarray(self.target[first:end_j + 1][::-1])
-        runner = runner_for(self.client, reversed_query, reversed_target, self.scoring)
-        # the alignment pairs at least score / (the best substitution) letters, so narrower
-        # first sections cannot hold the start; four times that (an alignment scoring a
-        # quarter of the best per letter), at most START_FIRST_COLUMNS, then doubling
+        so the tiles' rule gives the start align's reverse pass gives.
+
+        First over a window of the reversed target letters and the reversed query rows
+        that an alignment starting in it can span (:func:`swdask._scoring.start_rows`):
+        the alignment pairs at least score / (the best substitution) letters, so the
+        window is four times that (an alignment scoring a quarter of the best per letter
+        fits), at least MIN_START_COLUMNS; on a miss four times wider; past half the
+        prefix, the whole prefix."""
+        from ._scoring import start_rows
+
         best_substitution = max(1, int(self.scoring[0].max()))
-        first_columns = min(START_FIRST_COLUMNS,
-                            max(MIN_START_COLUMNS, 4 * -(-score // best_substitution)))
-        grid = grid_for(end_i + 1, reversed_target.size, runner.workers,
-                        first_columns=first_columns)
-        # blocks of rows on the forward passes' boundaries (multiples of the tile height),
-        # so that start passes from different ends share their blocks' layouts
-        height = _positive_setting("long.tile-rows")
-        rows = np.unique(np.append(np.arange(end_i % height + 1, end_i + 1, height), [0,
-                                                                                     end_i + 1]))
-        found, row, column = run_pass(
-            reversed_query, reversed_target, self.scoring, Grid(rows, grid.columns), runner,
-            name="start", stop_at=score).best
+        prefix = end_j + 1 - first
+        width = max(MIN_START_COLUMNS, 4 * -(-score // best_substitution))
+        while True:
+            width = prefix if 2 * width >= prefix else width
+            rows = start_rows(score, width, best_substitution, *self.scoring[1:])
+            rows = end_i + 1 if rows is None else min(end_i + 1, rows)
+            found, row, column = self._start_window(score, end_i, end_j, rows, width)
+            if found == score or (width == prefix and rows == end_i + 1):
+                break
+            width *= 4
         if found != score:  # pragma: no cover - a bug, not bad input
             raise RuntimeError(f"internal error: the start pass found {found} where the score "
                                f"is {score}; please report it")
         return int(end_i - row), int(end_j - column)
+
+    def _start_window(self, score, end_i, end_j, rows, width):
+        """The start pass over ``rows`` reversed query rows and ``width`` reversed target
+        letters from the end cell: its best by the tie rule (stopped at ``score``)."""
+        reversed_query = np.ascontiguousarray(self.query[end_i::-1][:rows])
+        reversed_target = np.ascontiguousarray(self.target[end_j - width + 1:end_j + 1][::-1])
+        runner = runner_for(self.client, reversed_query, reversed_target, self.scoring)
+        grid = grid_for(rows, width, runner.workers,
+                        first_columns=min(START_FIRST_COLUMNS, width))
+        # blocks of rows on the forward passes' boundaries (multiples of the tile height),
+        # so that start passes from different ends share their blocks' layouts
+        height = _positive_setting("long.tile-rows")
+        cuts = np.arange(end_i % height + 1, rows, height)
+        blocks = np.unique(np.append(cuts, [0, rows]))
+        return run_pass(reversed_query, reversed_target, self.scoring,
+                        Grid(blocks, grid.columns), runner, name="start", stop_at=score).best
 
 
 def long_pair(query_codes, target_codes, matrix, gap_open, gap_extend, *, client=None,

@@ -97,6 +97,21 @@ def saturation_bound(lane_max: int, max_substitution: int) -> int:
     return int(lane_max) - max(int(max_substitution), 0)
 
 
+def start_rows(score: int, columns: int, best_substitution: int, gap_open: int,
+               gap_extend: int) -> int | None:
+    """The reversed query rows a start pass over ``columns`` reversed target letters needs
+    (None: all, where gaps are free to extend): an alignment of ``score`` whose start lies
+    in those columns spans at most ``columns`` target letters, so one spanning ``r`` query
+    letters puts at least ``r - columns`` of them against gaps and scores at most
+    ``best_substitution * columns - (gap_open + (r - columns - 1) * gap_extend)``; rows
+    past those that leave this below ``score`` cannot hold its start (the long pair's start
+    passes, :mod:`swdask._long_tiles` and :mod:`swdask.gpu._pairs`)."""
+    if gap_extend <= 0:
+        return None
+    excess = max(0, best_substitution * columns - score - gap_open)
+    return columns + 2 + -(-excess // gap_extend)
+
+
 def substitution_table(matrix: np.ndarray, shape, *, pad: int, offset: int = 0,
                        dtype=np.int64) -> np.ndarray:
     """The one builder of every kernel's score table, CPU and GPU: an array of ``shape``

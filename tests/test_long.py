@@ -80,11 +80,14 @@ def test_tiles_give_the_uncut_matrix(tile_rows, tile_columns):
 
 @pytest.mark.parametrize("first_columns", [1, 3, 4096])
 def test_the_start_pass_keeps_the_tie_rule(monkeypatch, first_columns):
-    """The CPU start pass (the tiles over the reversed prefixes, in sections doubling from
-    ``first_columns``, stopped at the first sections holding the score) picks the start
-    that align's scalar reverse pass picks, on pairs of two letters full of equally scoring
-    starts, in blocks of rows as well, and on a scoring the striped row cannot take."""
+    """The CPU start pass (the tiles over the reversed prefixes, in windows from
+    ``first_columns`` widened on a miss, each over the rows an alignment starting in it can
+    span, in sections doubling from ``first_columns``, stopped at the first sections
+    holding the score) picks the start that align's scalar reverse pass picks, on pairs of
+    two letters full of equally scoring starts, in blocks of rows as well, and on a scoring
+    the striped row cannot take."""
     monkeypatch.setattr(_long_tiles, "START_FIRST_COLUMNS", first_columns)
+    monkeypatch.setattr(_long_tiles, "MIN_START_COLUMNS", first_columns)
     rng = np.random.default_rng(12)
     for trial in range(25):
         query = "".join(rng.choice(list("AC"), int(rng.integers(1, 90))))
@@ -511,18 +514,20 @@ def test_gpu_start_pass_in_windows(gpu_kind, monkeypatch, window):
         assert passes.count(True) == reverse_passes, (rate, passes)
 
 
-@pytest.mark.parametrize("scheme, section_columns, launch_columns",
-                         [(DNA, 37, 100), (BLOSUM, 500, 1 << 23)])
-def test_gpu_top_alignments_equal_the_cpu(gpu_kind, setting, monkeypatch, scheme,
+@pytest.mark.parametrize("scheme, length, section_columns, launch_columns",
+                         [(DNA, 300, 37, 100), (BLOSUM, 300, 500, 1 << 23),
+                          (DNA, 700, 97, 1 << 23)])
+def test_gpu_top_alignments_equal_the_cpu(gpu_kind, setting, monkeypatch, scheme, length,
                                           section_columns, launch_columns):
     """top > 1 on the GPU (long_sections from given columns, its sections' bests and last
     columns, the frames compared on the GPU; wide passes as launches of a few sections,
-    each from the last's column): the CPU's alignments, in the same order."""
+    each from the last's column; a query of 512 rows or more in the narrow passes' one-warp
+    strips): the CPU's alignments, in the same order."""
     from swdask.gpu import _pairs
 
     monkeypatch.setattr(_pairs, "_SECTIONS_LAUNCH_COLUMNS", launch_columns)
     letters = "ACGT" if scheme is DNA else "ACDEFGHIKLMNPQRSTVWY"
-    query, target = _repeats(26, 300, 6, letters)
+    query, target = _repeats(26, length, 6, letters)
     setting("gpu.long-top-section-columns", section_columns)
     setting("long.top-section-columns", 64)
     cpu = swdask.align_long(query, target, top=9, **scheme.options)

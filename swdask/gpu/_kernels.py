@@ -135,6 +135,10 @@ CHAIN_SHAPES = tuple((w, r) for w in (1, 2, 4, 8) for r in (4, 8, 16))
 #: The global alignment's last row over the whole GPU (long_rows: the linear-memory
 #: traceback's halves), in the shapes swdask.gpu._pairs.long_shape picks.
 LONG_ROWS_SHAPES = ((1, 4), (2, 8), (4, 8), (4, 16), (8, 16))
+#: align_long's passes of top > 1 (long_sections): long_shape's, and one warp of 16 rows per
+#: thread for the narrow ones (swdask.gpu._pairs.LongPasses).
+NARROW_SHAPE = (1, 16)
+LONG_SECTIONS_SHAPES = LONG_ROWS_SHAPES + (NARROW_SHAPE,)
 
 
 def pairs_name(family: str, shape: tuple[int, int], kind: int, reverse: bool) -> str:
@@ -162,7 +166,7 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
                 "traceback.cu": list(TRACEBACK_NAMES), "fasta.cu": list(FASTA_NAMES)}
     shapes = {"inter": sorted(set(PAIRS_ROUTED_INTER_SHAPES) | set(PAIRS_FORCED_INTER_SHAPES)),
               "intra": CHAIN_SHAPES, "long": CHAIN_SHAPES, "long_rows": LONG_ROWS_SHAPES,
-              "long_sections": LONG_ROWS_SHAPES}
+              "long_sections": LONG_SECTIONS_SHAPES}
     for family, (source_name, _) in PAIRS_KERNELS.items():
         variants.setdefault(source_name, []).extend(
             pairs_name(family, shape, kind, reverse) for shape in shapes[family]

@@ -29,7 +29,7 @@ import numpy as np
 from .. import _settings
 from .._results import (Alignments, SectionsPass, best_cell, empty_alignment_columns,
                         empty_cells, finish, kernel_mode, put_rows, stack_rows)
-from .._scoring import substitution_table
+from .._scoring import start_rows, substitution_table
 from . import _kernels
 from ._runtime import STAGED_UPLOAD_BYTES, get_runtime, on_stream
 
@@ -365,10 +365,10 @@ def _run_intra_rows(runtime, batch: DevicePairs, cells: dict, rows: np.ndarray,
     return [scratch, order_dev] + held
 
 
-def _long_blocks(strips: int, runtime) -> int:
-    """Thread blocks of a long pair's wavefront: the setting's per multiprocessor, at most
-    one per strip."""
-    per_sm = _settings.get_int("gpu.long-pair-blocks-per-sm") or 2
+def _long_blocks(strips: int, runtime, per_sm: int | None = None) -> int:
+    """Thread blocks of a long pair's wavefront: ``per_sm`` (default the setting's) per
+    multiprocessor, at most one per strip."""
+    per_sm = per_sm or _settings.get_int("gpu.long-pair-blocks-per-sm") or 2
     return max(1, min(strips, per_sm * runtime.multiprocessors))
 
 
@@ -408,8 +408,8 @@ def _long_cells(runtime, q_res, qs, m, t_res, ts, n, ks, starts: bool, shape=Non
     """One pair over the whole GPU: ``(score, end_i, end_j, start_i, start_j)``, inclusive
     cells by the tie rule; the start cells ``None`` unless ``starts`` and the score is
     above 0 (the reverse pass from the end cell)."""
-    shape = shape or long_shape(m)
-    score, end_i, end_j = _long_pass(runtime, shape, False, q_res, qs, m, t_res, ts, n, 0, ks)
+    score, end_i, end_j = _long_pass(runtime, shape or long_shape(m), False, q_res, qs, m,
+                                     t_res, ts, n, 0, ks)
     if not starts or score <= 0:
         return score, end_i, end_j, None, None
     start_i, start_j = _long_start(runtime, shape, q_res, qs, t_res, ts, score, end_i, end_j,
@@ -420,21 +420,26 @@ def _long_cells(runtime, q_res, qs, m, t_res, ts, n, ks, starts: bool, shape=Non
 def _long_start(runtime, shape, q_res, qs, t_res, ts, score, end_i, end_j, first, ks):
     """``(start_i, start_j)`` of the alignment of ``score`` ending at ``(end_i, end_j)``,
     from the matrix of target columns ``first`` on: the reverse pass over the reversed
-    prefixes q[end_i::-1] x t[end_j:first - 1:-1]."""
+    prefixes q[end_i::-1] x t[end_j:first - 1:-1], in ``shape`` (None: the one for its
+    rows)."""
     # The reverse pass over the reversed prefixes, first over only the `width` target
     # letters before the end: the tie rule takes the start in the smallest reversed column
     # that holds the score, so if that window holds it, the rest cannot change the start.
     # The alignment pairs at least score / max_substitution letters, so narrower windows
     # cannot hold it; the first is four times that (an alignment scoring a quarter of the
     # best substitution per letter fits), on a miss it widens four times, and past half the
-    # prefix it is the whole prefix.
+    # prefix it is the whole prefix. Its rows: those an alignment starting in the window
+    # can span (swdask._scoring.start_rows), in the shape for that many.
     columns = end_j + 1 - first
     width = max(_START_WINDOW, 4 * -(-score // ks.max_substitution))
     while True:
         width = columns if 2 * width >= columns else width
-        found, rev_i, rev_j = _long_pass(runtime, shape, True, q_res, qs, end_i + 1, t_res,
+        rows = start_rows(score, width, ks.max_substitution, ks.gap_open, ks.gap_extend)
+        rows = end_i + 1 if rows is None else min(end_i + 1, rows)
+        found, rev_i, rev_j = _long_pass(runtime, long_shape(rows) if shape is None else shape,
+                                         True, q_res, qs + end_i + 1 - rows, rows, t_res,
                                          ts + first + columns - width, width, score, ks)
-        if found == score or width == columns:
+        if found == score or (width == columns and rows == end_i + 1):
             break
         width *= 4
     if found != score:  # pragma: no cover - a bug, not bad input
@@ -650,10 +655,19 @@ class LongPasses:
         each section's best (columns from ``first``) and its last column."""
         runtime, xp = self.runtime, self.runtime.xp
         m, n = self.query.size, ends[-1]
-        w, r = self.shape
+        # A strip starts its sweep once the strip above is its lag ahead (a warp's width per
+        # warp), so a launch over few columns keeps only columns / lag strips at work: the
+        # narrow ones run in one-warp strips, whose lag is the shortest, many per
+        # multiprocessor.
+        narrow = _settings.get_int("gpu.long-top-narrow-columns") or 0
+        shape, per_sm = self.shape, None
+        if n <= narrow and m >= 32 * _kernels.NARROW_SHAPE[1]:
+            shape = _kernels.NARROW_SHAPE
+            per_sm = _settings.get_int("gpu.long-top-narrow-blocks-per-sm")
+        w, r = shape
         height = w * 32 * r
         strips = -(-m // height)
-        blocks = _long_blocks(strips, runtime)
+        blocks = _long_blocks(strips, runtime, per_sm)
         nslots = blocks + 1  # a slot is rewritten only after its reader is done
         slots = _scratch(xp, nslots * n * 2)
         progress_words = xp.zeros(nslots, dtype=xp.uint64)
@@ -665,8 +679,7 @@ class LongPasses:
             edge = xp.empty(2 * m, dtype=xp.int32)
             edge[0::2], edge[1::2] = left[0], left[1]
         runtime.launch(
-            _function(runtime, "long_sections", self.shape, self.ks.kind, False), blocks,
-            w * 32,
+            _function(runtime, "long_sections", shape, self.ks.kind, False), blocks, w * 32,
             (self.q_res, np.int64(0), np.int32(m), self.t_res, np.int64(first), np.int32(n),
              np.int32(strips), ticket, slots, np.int32(nslots), progress_words, edge,
              xp.asarray(np.asarray(ends, dtype=np.int32)), np.int32(len(ends)),
@@ -678,8 +691,8 @@ class LongPasses:
 
     def start(self, score: int, end_i: int, end_j: int, first: int = 0) -> tuple[int, int]:
         """As :meth:`swdask._long_tiles.TilePasses.start`, on the GPU."""
-        return _long_start(self.runtime, self.shape, self.q_res, 0, self.t_res, 0, score,
-                           end_i, end_j, first, self.ks)
+        return _long_start(self.runtime, None, self.q_res, 0, self.t_res, 0, score, end_i,
+                           end_j, first, self.ks)
 
 
 #: The widest launch of ``LongPasses.forward`` (its slot rows: blocks + 1 rows of this many
