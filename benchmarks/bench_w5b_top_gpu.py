@@ -12,8 +12,8 @@ Scoring: match 1, mismatch -3, a gap of length k scoring -(5 + (k-1) x 2) (CUDAl
 One run, the whole command in a new process (``--backend gpu`` by default; ``--backend cpu``
 for a small case): ``swdask align-long query.fa target.fa --top 200 -v``, its wall clock
 from process start to PAF written, its phases (``-v``: read, score pass = the first pass over
-the whole matrix, next alignments = the starts and the target pieces between alignments,
-traceback, write), peak host memory and the GPU's peak used memory (``nvidia-smi``, sampled).
+the whole matrix, then starts, frames and pieces = the alignments' start passes and the
+target pieces between them, traceback, write), peak host memory and the GPU's peak used memory (``nvidia-smi``, sampled).
 Checked: rank 1 is the planted alignment (its target interval inside HS11286's chromosome at
 letters 2,000,000-2,999,999, its query interval the whole query but for trimmed ends), every
 CIGAR re-scores to its score and spans its positions, and no two alignments share a target
@@ -127,15 +127,17 @@ def write_fasta(path: Path, name: str, letters: str) -> None:
 
 def rescore(cigar: str, query: str, target: str, row: dict) -> int:
     """The CIGAR walked over the sequences: its score (asserting that ``=``/``X`` are right
-    and that it spans its positions)."""
+    and that it spans its positions). ``N`` scores the mismatch against every letter,
+    itself included (swdask's DNA scoring); ``=`` still marks it against itself."""
     i, j, score = row["query_start"], row["target_start"], 0
     for count, op in re.findall(r"(\d+)([=XID])", cigar):
         count = int(count)
         if op in "=X":
-            same = np.frombuffer(query[i:i + count].encode(), np.uint8) == \
-                np.frombuffer(target[j:j + count].encode(), np.uint8)
+            letters = np.frombuffer(query[i:i + count].encode(), np.uint8)
+            same = letters == np.frombuffer(target[j:j + count].encode(), np.uint8)
             assert same.all() if op == "=" else not same.any(), (op, i, j)
-            score += count * (SCORING["match"] if op == "=" else SCORING["mismatch"])
+            matched = int((same & (letters != ord("N"))).sum())
+            score += matched * SCORING["match"] + (count - matched) * SCORING["mismatch"]
             i, j = i + count, j + count
         else:
             score -= SCORING["gap_open"] + (count - 1) * SCORING["gap_extend"]
@@ -217,7 +219,8 @@ def main() -> None:
               "wall_seconds": wall, "phases": phases,
               "score_seconds": phases.get("score pass"),
               "tcups": cells / phases["score pass"] / 1e12 if phases.get("score pass") else None,
-              "next_seconds": phases.get("next alignments"),
+              "next_seconds": sum(phases.get(name, 0.0)
+                                  for name in ("starts", "frames", "pieces")),
               "traceback_seconds": phases.get("traceback"),
               "peak_host_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
               "peak_gpu_used_bytes": peak[0] or None, "gpu_used_before_bytes": baseline,

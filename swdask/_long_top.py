@@ -187,19 +187,19 @@ def best_alignments(passes, top: int, *, progress=None,
     start_j, end_i, end_j)``, inclusive cells; fewer where the target runs out of pieces
     holding a positive score. ``passes``: the pair's score passes
     (:class:`swdask._long_tiles.TilePasses`); ``progress(cells)`` as the first pass goes;
-    ``phases`` (a :class:`swdask._timing.Phases`) times "score pass" (the first pass) and
-    "next alignments" (the starts, frames and parts)."""
+    ``phases`` (a :class:`swdask._timing.Phases`) times "score pass" (the first pass),
+    "starts" (the alignments' start passes), "frames" (the matrices after each alignment,
+    until they meet the first pass) and "pieces" (the pieces' last partial sections)."""
     n = passes.target.size
     if passes.query.size == 0 or n == 0:
         return []
     phases = phases if phases is not None else Phases()
     with phases("score pass"):
         whole = _Whole(passes, progress)
-    with phases("next alignments"):
-        return _next_alignments(passes, whole, top)
+    return _next_alignments(passes, whole, top, phases)
 
 
-def _next_alignments(passes, whole: _Whole, top: int) -> list:
+def _next_alignments(passes, whole: _Whole, top: int, phases) -> list:
     n = passes.target.size
     frames = {0: _Frame(passes, whole, 0, n)}
     heap: list = []
@@ -214,13 +214,17 @@ def _next_alignments(passes, whole: _Whole, top: int) -> list:
     while heap and len(found) < top:
         negative, end_j, end_i, a, b = heapq.heappop(heap)
         score = -negative
-        start_i, start_j = passes.start(score, end_i, end_j, first=a)
+        with phases("starts"):
+            start_i, start_j = passes.start(score, end_i, end_j, first=a)
         found.append((score, start_i, start_j, end_i, end_j))
         if len(found) == top:
             break
         if start_j > a:  # the piece left of it: the same frame, up to its start
-            push(a, start_j, _piece_best(passes, whole, frames[a], start_j))
+            with phases("pieces"):
+                push(a, start_j, _piece_best(passes, whole, frames[a], start_j))
         if end_j + 1 < b:  # the piece right of it: a frame of its own
-            frame = frames[end_j + 1] = _Frame(passes, whole, end_j + 1, b)
-            push(end_j + 1, b, _piece_best(passes, whole, frame, b))
+            with phases("frames"):
+                frame = frames[end_j + 1] = _Frame(passes, whole, end_j + 1, b)
+            with phases("pieces"):
+                push(end_j + 1, b, _piece_best(passes, whole, frame, b))
     return found
