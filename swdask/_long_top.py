@@ -19,11 +19,13 @@ per alignment; instead:
   ``swdask.long.top-section-columns`` columns (``swdask.gpu.long-top-section-columns`` on
   the GPU), each section's best cell and the column before each cut (``H`` and ``E`` of
   every query row).
-* The matrix from column ``a`` on (a *frame*) is computed section by section from a column
-  of zeros at ``a`` until its column at a cut equals the whole matrix's there: from that cut
-  on the two are the same matrix (a column holds all a later column depends on), so its
-  sections' bests are the first pass's. Past an alignment's end that takes about its score
-  over the gap extension in columns; after a short alignment one or two sections.
+* The matrix from column ``a`` on (a *frame*), ``a`` just past an alignment, is computed
+  section by section from a column of zeros at ``a`` until its column at a cut equals that
+  of the matrix of the piece it was cut from (the whole matrix, or that piece's frame):
+  from that cut on the two are the same matrix (a column holds all a later column depends
+  on), so its sections' bests are that matrix's. Past a long alignment's end that takes
+  about its score over the gap extension in columns (once: a later alignment in its wake
+  meets the wake's frame); after a short alignment one or two sections.
 * A piece's best is then the best of its frame's sections inside it; the part of the last
   section before ``b`` is computed again from the column kept at its left cut.
 * A piece's start comes from the start pass over the reversed prefixes that begin at ``a``.
@@ -80,8 +82,8 @@ class _Whole:
         self.bests = bests
         # the column before cut k (k >= 1) is section k - 1's right edge
         self.columns = {int(cut): column for cut, column in zip(self.cuts[1:], record.columns)}
-        #: the best of the whole matrix's columns [lo, b) (a section's part), by (lo, b):
-        #: frames that joined the whole matrix before lo share it
+        #: the best of columns [lo, b) (a section's part) by (the matrix whose column at lo
+        #: it starts from, lo, b): frames that joined that matrix before lo share it
         self.parts: dict = {}
 
     def section_of(self, column: int) -> int:
@@ -98,24 +100,23 @@ class _Whole:
 
 
 class _Frame:
-    """The matrix ``query x target[a:]``: its sections (``bounds``: ``a`` then the grid's cuts
-    after it), swept from zeros at ``a`` until its column at a cut equals the whole matrix's
-    (``joined``, from which cut on it is the whole matrix), with each swept section's best
-    and the column before each swept cut."""
+    """The matrix ``query x target[a:]`` of a piece right of an alignment: its sections
+    (``bounds``: ``a`` then the grid's cuts after it), swept from zeros at ``a`` until its
+    column at a cut equals that of the matrix it lies in (``within``: the frame of the piece
+    it was cut from, None for the whole matrix): from that cut (``joined``) on the two are
+    the same matrix. Each swept section's best, and the column before each swept cut."""
 
-    def __init__(self, passes, whole: _Whole, a: int, until: int):
-        self.a = a
+    def __init__(self, passes, whole: _Whole, a: int, until: int, within):
+        self.a, self.within = a, within
         self.bounds = [a]
         self.bests: list = []
         self.columns: dict = {}
         self.joined = None
         n = passes.target.size
         cuts = [int(cut) for cut in whole.cuts if cut > a]
-        if a == 0:  # the whole matrix itself
-            self.joined = 0
-            return
-        # after most alignments the frame meets the first pass at the next cut or the one
-        # after: one section first, then twice as many each time
+        # after most alignments the frame meets its piece's matrix at the next cut or the
+        # one after (in a long alignment's wake, the wake's frame: that of the piece); one
+        # section first, then twice as many each time
         chunk, left, k = 1, None, 0
         enough = next(index for index, cut in enumerate(cuts) if cut >= until) + 1
         while self.bounds[-1] < until and self.joined is None:
@@ -127,22 +128,26 @@ class _Frame:
             for end, cell, column in zip(ends, record.sections, record.columns):
                 self.bests.append(_shifted(cell, first))
                 self.bounds.append(end)
-                if end < n and _same_state(column, whole.columns[end]):
+                if end < n and _same_state(column, _state_at(within, whole, end)[1]):
                     self.joined = end
                     break
                 self.columns[end] = column
                 left = column
             chunk *= 2  # a long alignment's wake takes many sections: fewer, larger passes
-        if self.joined is None and self.bounds[-1] >= n:
-            self.joined = n
+        self.index = {bound: k for k, bound in enumerate(self.bounds)}
 
-    def column_before(self, whole: _Whole, cut: int):
-        """The frame's column before ``cut`` (None at ``a``: zeros)."""
-        if cut == self.a:
-            return None
-        if cut in self.columns:
-            return self.columns[cut]
-        return whole.columns[cut]  # at or past ``joined``: the whole matrix's
+
+def _state_at(frame, whole: _Whole, cut: int):
+    """The column before ``cut`` of ``frame``'s matrix (None: the whole matrix's) and the
+    matrix whose record holds it, its key for the pieces' cache: ``(key, column)``, the
+    column None at a frame's own ``a`` (zeros)."""
+    while frame is not None:
+        if cut == frame.a:
+            return id(frame), None
+        if cut in frame.columns:
+            return id(frame), frame.columns[cut]
+        frame = frame.within  # at or past where it joined that matrix
+    return None, whole.columns.get(cut)  # (none before column 0: zeros)
 
 
 def _same_state(mine, theirs) -> bool:
@@ -155,28 +160,35 @@ def _same_state(mine, theirs) -> bool:
     return bool((mine[0] == theirs[0]).all()) and bool(same_gaps.all())
 
 
-def _piece_best(passes, whole: _Whole, frame: _Frame, b: int):
-    """The best cell of ``query x target[frame.a:b]`` by the tie rule."""
-    found = []
-    # the frame's own sections that end by b
-    for lo, hi, cell in zip(frame.bounds, frame.bounds[1:], frame.bests):
-        if hi > b or (frame.joined is not None and lo >= frame.joined):
+def _piece_best(passes, whole: _Whole, frame, a: int, b: int):
+    """The best cell of ``query x target[a:b]`` by the tie rule (``frame``: the piece's
+    matrix, ``frames[a]``; None for the whole matrix's, a = 0)."""
+    found, lo, matrix = [], a, frame
+    around = (0, -1, -1)  # the best of the section holding b, where it reaches past b
+    while lo < b:
+        while matrix is not None and matrix.joined is not None and lo >= matrix.joined:
+            matrix = matrix.within  # the matrix it joined, from its cut on
+        if matrix is None:  # the whole matrix's sections, from the first pass
+            first, last = whole.section_of(lo), whole.section_of(b)
+            found.append(whole.best_of_sections(first, last))
+            lo = max(lo, int(whole.cuts[last]))
+            if lo < b:
+                around = whole.bests[last]
             break
-        found.append(cell)
-    # then the whole matrix's sections from where the frame joined it
-    lo = frame.bounds[len(found)]
-    if frame.joined is not None and lo >= frame.joined:
-        first, last = whole.section_of(lo), whole.section_of(b)
-        found.append(whole.best_of_sections(first, last))
-        lo = max(lo, int(whole.cuts[last]))
-    if lo < b:  # the part of a section before b, again from the column at its left
-        shared = frame.joined is not None and lo >= frame.joined  # the whole matrix's part
-        part = whole.parts.get((lo, b)) if shared else None
+        k = matrix.index[lo]
+        if matrix.bounds[k + 1] > b:
+            around = matrix.bests[k]
+            break
+        found.append(matrix.bests[k])
+        lo = matrix.bounds[k + 1]
+    if lo < b and 0 < around[0] and around[2] < b:
+        found.append(around)  # that section's best lies before b: the part's best too
+    elif lo < b:  # the part of a section before b, again from the column at its left
+        key, column = _state_at(frame, whole, lo)
+        part = whole.parts.get((key, lo, b))
         if part is None:
-            record = passes.forward(lo, b, left=frame.column_before(whole, lo), name="next")
-            part = _shifted(record.best, lo)
-            if shared:
-                whole.parts[(lo, b)] = part
+            record = passes.forward(lo, b, left=column, name="next")
+            part = whole.parts[(key, lo, b)] = _shifted(record.best, lo)
         found.append(part)
     return _first_best(found)
 
@@ -201,7 +213,7 @@ def best_alignments(passes, top: int, *, progress=None,
 
 def _next_alignments(passes, whole: _Whole, top: int, phases) -> list:
     n = passes.target.size
-    frames = {0: _Frame(passes, whole, 0, n)}
+    frames = {0: None}  # a piece's first column -> its matrix (None: the whole's)
     heap: list = []
 
     def push(a, b, cell):
@@ -219,12 +231,12 @@ def _next_alignments(passes, whole: _Whole, top: int, phases) -> list:
         found.append((score, start_i, start_j, end_i, end_j))
         if len(found) == top:
             break
-        if start_j > a:  # the piece left of it: the same frame, up to its start
+        if start_j > a:  # the piece left of it: the same matrix, up to its start
             with phases("pieces"):
-                push(a, start_j, _piece_best(passes, whole, frames[a], start_j))
-        if end_j + 1 < b:  # the piece right of it: a frame of its own
+                push(a, start_j, _piece_best(passes, whole, frames[a], a, start_j))
+        if end_j + 1 < b:  # the piece right of it: a matrix of its own
             with phases("frames"):
-                frame = frames[end_j + 1] = _Frame(passes, whole, end_j + 1, b)
+                frame = frames[end_j + 1] = _Frame(passes, whole, end_j + 1, b, frames[a])
             with phases("pieces"):
-                push(end_j + 1, b, _piece_best(passes, whole, frame, b))
+                push(end_j + 1, b, _piece_best(passes, whole, frame, end_j + 1, b))
     return found

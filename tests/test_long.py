@@ -160,6 +160,32 @@ def test_top_alignments_are_the_best_of_the_pieces_between(seed, copies, top,
     pd.testing.assert_frame_equal(got.iloc[:1], one)
 
 
+def test_top_alignments_in_a_long_alignments_wake(monkeypatch):
+    """Short copies right after a long alignment lie in its wake (the matrix from its end
+    differs from the whole one there): each later piece's matrix meets that of the piece it
+    was cut from, not the whole matrix's, and the result is still the pieces' own."""
+    from swdask import _long_top
+
+    rng = np.random.default_rng(27)
+    query = "".join(rng.choice(list("ACGT"), 600))
+    target = mutate(query, rng, 0.01, "ACGT") + "".join(rng.choice(list("ACGT"), 20))
+    for first in (50, 200, 350, 420, 500):
+        target += query[first:first + 30] + "".join(rng.choice(list("ACGT"), 25))
+    target += "".join(rng.choice(list("ACGT"), 400))
+    joined = []
+    original = _long_top._Frame.__init__
+
+    def recorded(self, *args):
+        original(self, *args)
+        joined.append(self.joined is not None and self.within is not None)
+
+    monkeypatch.setattr(_long_top._Frame, "__init__", recorded)
+    with dask.config.set({"swdask.long.top-section-columns": 40}):
+        got = swdask.align_long(query, target, top=8, traceback=False, **DNA.options)
+    assert got[POSITIONS].values.tolist() == _top_by_pieces(query, target, 8, DNA.options)
+    assert any(joined)
+
+
 def test_scores_past_16_bits_are_exact():
     query, target = _pair(5, 11000, rate=0.01)
     got = swdask.align_long(query, target, **DNA_WIDE.options)
