@@ -395,25 +395,17 @@ class TilePasses:
         at the end cell (one ending anywhere else would have been the end by the tie rule),
         so the tiles' rule gives the start align's reverse pass gives.
 
-        First over a window of the reversed target letters and the reversed query rows
-        that an alignment starting in it can span (:func:`swdask._scoring.start_rows`):
-        the alignment pairs at least score / (the best substitution) letters, so the
-        window is four times that (an alignment scoring a quarter of the best per letter
-        fits), at least MIN_START_COLUMNS; on a miss four times wider; past half the
-        prefix, the whole prefix."""
-        from ._scoring import start_rows
+        Window by window (:func:`swdask._scoring.start_windows`, from MIN_START_COLUMNS):
+        a window holding the score holds the start."""
+        from ._scoring import start_windows
 
-        best_substitution = max(1, int(self.scoring[0].max()))
-        prefix = end_j + 1 - first
-        width = max(MIN_START_COLUMNS, 4 * -(-score // best_substitution))
-        while True:
-            width = prefix if 2 * width >= prefix else width
-            rows = start_rows(score, width, best_substitution, *self.scoring[1:])
-            rows = end_i + 1 if rows is None else min(end_i + 1, rows)
+        best_substitution = int(self.scoring[0].max())
+        for rows, width in start_windows(score, end_i + 1, end_j + 1 - first,
+                                         best_substitution, *self.scoring[1:],
+                                         MIN_START_COLUMNS):
             found, row, column = self._start_window(score, end_i, end_j, rows, width)
-            if found == score or (width == prefix and rows == end_i + 1):
+            if found == score:
                 break
-            width *= 4
         if found != score:  # pragma: no cover - a bug, not bad input
             raise RuntimeError(f"internal error: the start pass found {found} where the score "
                                f"is {score}; please report it")

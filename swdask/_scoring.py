@@ -97,6 +97,26 @@ def saturation_bound(lane_max: int, max_substitution: int) -> int:
     return int(lane_max) - max(int(max_substitution), 0)
 
 
+def start_windows(score: int, rows_before: int, prefix: int, best_substitution: int,
+                  gap_open: int, gap_extend: int, narrowest: int):
+    """The windows ``(rows, columns)`` a long pair's start pass tries in turn, from the end
+    cell back (``rows_before`` query rows and ``prefix`` target letters there): the
+    alignment pairs at least score / best_substitution letters, so narrower windows cannot
+    hold its start; the first is four times that (an alignment scoring a quarter of the
+    best substitution per letter fits), at least ``narrowest``; each next one four times
+    wider; past half the prefix the whole prefix. Its rows: those an alignment starting in
+    it can span (:func:`start_rows`). The last window is the whole prefix."""
+    width = max(narrowest, 4 * -(-score // max(1, best_substitution)))
+    while True:
+        width = prefix if 2 * width >= prefix else width
+        rows = start_rows(score, width, best_substitution, gap_open, gap_extend)
+        rows = rows_before if rows is None else min(rows_before, rows)
+        yield rows, width
+        if width == prefix and rows == rows_before:
+            return
+        width *= 4
+
+
 def start_rows(score: int, columns: int, best_substitution: int, gap_open: int,
                gap_extend: int) -> int | None:
     """The reversed query rows a start pass over ``columns`` reversed target letters needs

@@ -431,6 +431,9 @@ def test_align_long_command_on_a_scheduler(long_cluster, tmp_path, capsys):
     assert f"connected to {address}" in err and "cluster " in err.split("phases: ")[1]
     assert (tmp_path / "there.paf").read_text() == (tmp_path / "here.paf").read_text()
     assert len((tmp_path / "here.paf").read_text().splitlines()) == 5
+    prefixes = long_cluster.run_on_scheduler(lambda dask_scheduler: set(
+        dask_scheduler.task_prefixes))
+    assert {"swdask-long-forward", "swdask-long-start", "swdask-long-next"} <= prefixes
     for bad in (["--workers", "0"], ["--workers", "2", "--scheduler", address],
                 ["--workers", "2", "--backend", "gpu"]):
         with pytest.raises(SystemExit):

@@ -29,7 +29,7 @@ import numpy as np
 from .. import _settings
 from .._results import (Alignments, SectionsPass, best_cell, empty_alignment_columns,
                         empty_cells, finish, kernel_mode, put_rows, stack_rows)
-from .._scoring import start_rows, substitution_table
+from .._scoring import start_windows, substitution_table
 from . import _kernels
 from ._runtime import STAGED_UPLOAD_BYTES, get_runtime, on_stream
 
@@ -422,26 +422,18 @@ def _long_start(runtime, shape, q_res, qs, t_res, ts, score, end_i, end_j, first
     from the matrix of target columns ``first`` on: the reverse pass over the reversed
     prefixes q[end_i::-1] x t[end_j:first - 1:-1], in ``shape`` (None: the one for its
     rows)."""
-    # The reverse pass over the reversed prefixes, first over only the `width` target
-    # letters before the end: the tie rule takes the start in the smallest reversed column
-    # that holds the score, so if that window holds it, the rest cannot change the start.
-    # The alignment pairs at least score / max_substitution letters, so narrower windows
-    # cannot hold it; the first is four times that (an alignment scoring a quarter of the
-    # best substitution per letter fits), on a miss it widens four times, and past half the
-    # prefix it is the whole prefix. Its rows: those an alignment starting in the window
-    # can span (swdask._scoring.start_rows), in the shape for that many.
+    # The reverse pass over the reversed prefixes, window by window
+    # (swdask._scoring.start_windows): the tie rule takes the start in the smallest reversed
+    # column that holds the score, so if a window holds it, the rest cannot change the
+    # start. Each window in the shape for its rows.
     columns = end_j + 1 - first
-    width = max(_START_WINDOW, 4 * -(-score // ks.max_substitution))
-    while True:
-        width = columns if 2 * width >= columns else width
-        rows = start_rows(score, width, ks.max_substitution, ks.gap_open, ks.gap_extend)
-        rows = end_i + 1 if rows is None else min(end_i + 1, rows)
+    for rows, width in start_windows(score, end_i + 1, columns, ks.max_substitution,
+                                     ks.gap_open, ks.gap_extend, _START_WINDOW):
         found, rev_i, rev_j = _long_pass(runtime, long_shape(rows) if shape is None else shape,
                                          True, q_res, qs + end_i + 1 - rows, rows, t_res,
                                          ts + first + columns - width, width, score, ks)
-        if found == score or (width == columns and rows == end_i + 1):
+        if found == score:
             break
-        width *= 4
     if found != score:  # pragma: no cover - a bug, not bad input
         raise RuntimeError(f"internal error: the GPU start pass found {found} where the score "
                            f"is {score}; please report it")

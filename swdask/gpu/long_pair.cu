@@ -25,6 +25,27 @@ struct StripPart {
   i64 slots, progress;
 };
 
+// No cell yet: the tie rule's start.
+__device__ __forceinline__ Best no_best() {
+  Best none;
+  none.score = 0;
+  none.i = -1;
+  none.j = -1;
+  return none;
+}
+
+// A launch's one pair: its strips are the jobs [0, nstrips), its slots the first.
+__device__ __forceinline__ StripPart one_part(int nstrips, int n, int nslots) {
+  StripPart one;
+  one.first = 0;
+  one.nstrips = nstrips;
+  one.n = n;
+  one.nslots = nslots;
+  one.slots = 0;
+  one.progress = 0;
+  return one;
+}
+
 // The strips of a batch of pairs (nparts, `jobs` strips in all; part_at(p) the StripPart of
 // pair p, in job order), taken from one counter by the blocks in turn:
 // body(p, strip, in, out, in_progress, out_progress) runs each with its slots (the row above,
@@ -79,18 +100,9 @@ __global__ void __launch_bounds__(W * 32)
   typedef typename SubFor<KIND>::type Sub;
   const Sub sub =
       SubFor<KIND>::make(shared_table, table, match + gap_open, mismatch + gap_open, limit);
-  Best best;
-  best.score = 0;
-  best.i = -1;
-  best.j = -1;
+  Best best = no_best();
   int ncols = n;
-  StripPart one;
-  one.first = 0;
-  one.nstrips = nstrips;
-  one.n = n;
-  one.nslots = nslots;
-  one.slots = 0;
-  one.progress = 0;
+  const StripPart one = one_part(nstrips, n, nslots);
   take_strips<W>(sh, ticket, 1, nstrips, [&](int) { return one; }, slots, progress,
                  [&](int, int strip, const int2* in, int2* out, const volatile u64* in_progress,
                      volatile u64* out_progress) {
@@ -124,10 +136,7 @@ __global__ void __launch_bounds__(W * 32)
   typedef typename SubFor<KIND>::type Sub;
   const Sub sub =
       SubFor<KIND>::make(shared_table, table, match + gap_open, mismatch + gap_open, limit);
-  Best unused;
-  unused.score = 0;
-  unused.i = -1;
-  unused.j = -1;
+  Best unused = no_best();
   Sections sections;
   sections.left = left;
   sections.cuts = cuts;
@@ -137,13 +146,7 @@ __global__ void __launch_bounds__(W * 32)
   sections.columns = columns;
   sections.best = section_best;
   int ncols = n;
-  StripPart one;
-  one.first = 0;
-  one.nstrips = nstrips;
-  one.n = n;
-  one.nslots = nslots;
-  one.slots = 0;
-  one.progress = 0;
+  const StripPart one = one_part(nstrips, n, nslots);
   take_strips<W>(sh, ticket, 1, nstrips, [&](int) { return one; }, slots, progress,
                  [&](int, int strip, const int2* in, int2* out, const volatile u64* in_progress,
                      volatile u64* out_progress) {
