@@ -13,7 +13,8 @@ One run, the whole command in a new process (``--backend gpu`` by default; ``--b
 for a small case): ``swdask align-long query.fa target.fa --top 200 -v``, its wall clock
 from process start to PAF written, its phases (``-v``: read, score pass = the first pass over
 the whole matrix, then starts, frames and pieces = the alignments' start passes and the
-target pieces between them, traceback, write), peak host memory and the GPU's peak used memory (``nvidia-smi``, sampled).
+target pieces between them, traceback, write), peak host memory and the GPU's peak used
+memory (``nvidia-smi``, sampled).
 Checked: rank 1 is the planted alignment (its target interval inside HS11286's chromosome at
 letters 2,000,000-2,999,999, its query interval the whole query but for trimmed ends), every
 CIGAR re-scores to its score and spans its positions, and no two alignments share a target
@@ -212,8 +213,9 @@ def main() -> None:
               "cpu": cpu_model(), "backend": args.backend, "query_length": len(query),
               "target_length": len(target), "cells": cells, "top": args.top,
               "alignments": len(hits), "scoring": SCORING,
-              "query": f"HS11286 chromosome {PLANTED_FROM:,}-{PLANTED_FROM + args.query_length - 1:,}"
-                       " with 1% substitutions and 0.1% indels of 1-3 (seed 1)",
+              "query": f"HS11286 chromosome {PLANTED_FROM:,}-"
+                       f"{PLANTED_FROM + args.query_length - 1:,} with 1% substitutions and "
+                       "0.1% indels of 1-3 (seed 1)",
               "target": "every record of the four kleborate-examples assemblies, then each "
                         "reverse complement, concatenated",
               "wall_seconds": wall, "phases": phases,

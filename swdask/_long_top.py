@@ -74,7 +74,8 @@ class _Whole:
 
     def __init__(self, passes, progress):
         n = passes.target.size
-        self.cuts = np.unique(np.append(np.arange(0, n, _section_columns(passes), dtype=np.int64), n))
+        width = _section_columns(passes)
+        self.cuts = np.unique(np.append(np.arange(0, n, width, dtype=np.int64), n))
         record = passes.forward(0, n, cuts=self.cuts, keep_columns=True, progress=progress)
         self.best = _shifted(record.best, 0)
         bests = [_shifted(cell, 0) for cell in record.sections]
@@ -201,7 +202,8 @@ def best_alignments(passes, top: int, *, progress=None,
     (:class:`swdask._long_tiles.TilePasses`); ``progress(cells)`` as the first pass goes;
     ``phases`` (a :class:`swdask._timing.Phases`) times "score pass" (the first pass),
     "starts" (the alignments' start passes), "frames" (the matrices after each alignment,
-    until they meet the first pass) and "pieces" (the pieces' last partial sections)."""
+    until they meet that of the piece they were cut from) and "pieces" (the pieces' last
+    partial sections)."""
     n = passes.target.size
     if passes.query.size == 0 or n == 0:
         return []
