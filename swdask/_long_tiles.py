@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _cpu, _settings
-from ._results import SectionsPass, best_cell
+from ._results import SectionsPass, best_of_cells
 
 #: Reversed columns in the start pass's first section at most (each next one twice as wide).
 START_FIRST_COLUMNS = 4096
@@ -381,7 +381,7 @@ class TilePasses:
         for k in range(len(cuts) - 1):
             tiles = np.flatnonzero(parts == k)
             found = [record.sections[t] for t in tiles]
-            sections.append(best_cell(*(np.array(field) for field in zip(*found))))
+            sections.append(best_of_cells(found))
             if keep_columns:
                 kept.append(record.columns[tiles[-1]])
         return SectionsPass(record.best, sections, kept if keep_columns else None)

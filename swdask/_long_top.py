@@ -42,7 +42,7 @@ import heapq
 
 import numpy as np
 
-from ._results import best_cell
+from ._results import best_of_cells, shifted_cell
 from ._timing import Phases
 
 
@@ -55,19 +55,6 @@ def _section_columns(passes) -> int:
     return value
 
 
-def _first_best(found: list):
-    """The best of ``(score, row, column)`` cells by the tie rule; ``(0, -1, -1)`` if none
-    scores above 0."""
-    if not found:
-        return 0, -1, -1
-    return best_cell(*(np.array(field, dtype=np.int64) for field in zip(*found)))
-
-
-def _shifted(cell, first: int):
-    score, row, column = cell
-    return (int(score), int(row), int(column) + first) if score > 0 else (0, -1, -1)
-
-
 class _Whole:
     """The first pass's grid: ``cuts`` (0 and the target's length included), each section's
     best (absolute columns) and the column before every inner cut."""
@@ -77,10 +64,9 @@ class _Whole:
         width = _section_columns(passes)
         self.cuts = np.unique(np.append(np.arange(0, n, width, dtype=np.int64), n))
         record = passes.forward(0, n, cuts=self.cuts, keep_columns=True, progress=progress)
-        self.best = _shifted(record.best, 0)
-        bests = [_shifted(cell, 0) for cell in record.sections]
-        self.scores = np.array([cell[0] for cell in bests], dtype=np.int64)
-        self.bests = bests
+        self.best = shifted_cell(record.best, 0)
+        self.bests = [shifted_cell(cell, 0) for cell in record.sections]
+        self.scores = np.array([cell[0] for cell in self.bests], dtype=np.int64)
         # the column before cut k (k >= 1) is section k - 1's right edge
         self.columns = {int(cut): column for cut, column in zip(self.cuts[1:], record.columns)}
         #: the best of columns [lo, b) (a section's part) by (the matrix whose column at lo
@@ -114,12 +100,12 @@ class _Frame:
         self.columns: dict = {}
         self.joined = None
         n = passes.target.size
-        cuts = [int(cut) for cut in whole.cuts if cut > a]
+        cuts = whole.cuts[np.searchsorted(whole.cuts, a, side="right"):].tolist()
         # after most alignments the frame meets its piece's matrix at the next cut or the
         # one after (in a long alignment's wake, the wake's frame: that of the piece); one
         # section first, then twice as many each time
         chunk, left, k = 1, None, 0
-        enough = next(index for index, cut in enumerate(cuts) if cut >= until) + 1
+        enough = int(np.searchsorted(cuts, until, side="left")) + 1  # through the cut >= until
         while self.bounds[-1] < until and self.joined is None:
             first = self.bounds[-1]
             ends = cuts[k:min(k + chunk, enough)]
@@ -127,7 +113,7 @@ class _Frame:
             record = passes.forward(first, ends[-1], cuts=[0] + [end - first for end in ends],
                                     left=left, keep_columns=True, name="next")
             for end, cell, column in zip(ends, record.sections, record.columns):
-                self.bests.append(_shifted(cell, first))
+                self.bests.append(shifted_cell(cell, first))
                 self.bounds.append(end)
                 if end < n and _same_state(column, _state_at(within, whole, end)[1]):
                     self.joined = end
@@ -189,9 +175,9 @@ def _piece_best(passes, whole: _Whole, frame, a: int, b: int):
         part = whole.parts.get((key, lo, b))
         if part is None:
             record = passes.forward(lo, b, left=column, name="next")
-            part = whole.parts[(key, lo, b)] = _shifted(record.best, lo)
+            part = whole.parts[(key, lo, b)] = shifted_cell(record.best, lo)
         found.append(part)
-    return _first_best(found)
+    return best_of_cells(found)
 
 
 def best_alignments(passes, top: int, *, progress=None,

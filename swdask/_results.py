@@ -244,6 +244,21 @@ def best_cell(scores, query_cells, target_cells) -> tuple[int, int, int]:
     return top, int(query_cells[k]), int(target_cells[k])
 
 
+def best_of_cells(cells) -> tuple[int, int, int]:
+    """The tie rule over a list of ``(score, row, column)`` cells (:func:`best_cell`);
+    ``(0, -1, -1)`` for none or where none scores above 0."""
+    if not cells:
+        return 0, -1, -1
+    return best_cell(*(np.array(field, dtype=np.int64) for field in zip(*cells)))
+
+
+def shifted_cell(cell, columns: int) -> tuple[int, int, int]:
+    """A ``(score, row, column)`` cell with its column moved ``columns`` on (a pass over a
+    slice of the target reports columns from the slice's first); no cell stays no cell."""
+    score, row, column = cell
+    return (int(score), int(row), int(column) + columns) if score > 0 else (0, -1, -1)
+
+
 def top_candidates(alignments: "Alignments", top: int):
     """The rows of the ``top`` best hits, best first: rows with a hit (valid, score above 0)
     by score descending, then row ascending (the record order: the search's tie rule). Rows

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _settings
-from .._results import (Alignments, SectionsPass, best_cell, empty_alignment_columns,
-                        empty_cells, finish, kernel_mode, put_rows, stack_rows)
+from .._results import (Alignments, SectionsPass, best_cell, best_of_cells,
+                        empty_alignment_columns, empty_cells, finish, kernel_mode, put_rows,
+                        shifted_cell, stack_rows)
 from .._scoring import start_windows, substitution_table
 from . import _kernels
 from ._runtime import STAGED_UPLOAD_BYTES, get_runtime, on_stream
@@ -633,13 +634,13 @@ class LongPasses:
                          and ends[k - 1] > begin), len(ends))
             group = [end for end in ends[:stop] if end > begin]
             found, kept = self._launch(first + begin, [end - begin for end in group], left)
-            sections += [_shifted_cell(cell, begin) for cell in found]
+            sections += [shifted_cell(cell, begin) for cell in found]
             left = kept[-1]
             columns += kept if keep_columns else []
             begin = group[-1]
         if progress is not None:
             progress(m * n)
-        best = best_cell(*(np.array(field) for field in zip(*sections)))
+        best = best_of_cells(sections)
         return SectionsPass(best, sections, columns if keep_columns else None)
 
     def _launch(self, first: int, ends: list, left):
@@ -691,11 +692,6 @@ class LongPasses:
 #: columns, 8 bytes each); a wider pass runs as launches of whole sections, each starting a
 #: wavefront again (a few hundred thousand columns' worth of work idle).
 _SECTIONS_LAUNCH_COLUMNS = 1 << 23
-
-
-def _shifted_cell(cell, columns: int):
-    score, row, column = cell
-    return (score, row, column + columns) if score > 0 else cell
 
 
 def _section_cells(keys: np.ndarray, ends: np.ndarray, height: int) -> list:
