@@ -134,10 +134,14 @@ def case_files(folder: str, query: str, target: str) -> list[str]:
     return paths
 
 
-def command_phases(stderr: str) -> dict:
-    """The phases ``-v`` printed: ``{name: seconds}``."""
+def command_phases(stderr: str, in_tasks: bool = False) -> dict:
+    """The phases ``-v`` printed: ``{name: seconds}`` (``in_tasks``: the thread-seconds
+    printed after them instead, ``{}`` if none)."""
     line = stderr.split("swdask: phases: ")[1].splitlines()[0]
-    return {part.rsplit(" ", 2)[0]: float(part.rsplit(" ", 2)[1]) for part in line.split(", ")}
+    line, _, inside = line.partition("; inside the search (thread-seconds): ")
+    line = inside if in_tasks else line
+    return {part.rsplit(" ", 2)[0]: float(part.rsplit(" ", 2)[1])
+            for part in line.split(", ") if part}
 
 
 def check_paf(paf: Path, call: dict) -> None:

@@ -12,14 +12,16 @@ Scoring: match 1, mismatch -3, a gap of length k scoring -(5 + (k-1) x 2) (CUDAl
 One run, the whole command in a new process (``--backend gpu`` by default; ``--backend cpu``
 for a small case): ``swdask align-long query.fa target.fa --top 200 -v``, its wall clock
 from process start to PAF written, its phases (``-v``: read, score pass = the first pass over
-the whole matrix, then starts, frames and pieces = the alignments' start passes and the
-target pieces between them, traceback, write), peak host memory and the GPU's peak used
-memory (``nvidia-smi``, sampled).
+the whole matrix, next alignments = the alignments' start passes and the target pieces
+between them, several side by side, with the thread-seconds of starts, frames and pieces,
+traceback, write), peak host memory and the GPU's peak used memory (``nvidia-smi``,
+sampled).
 Checked: rank 1 is the planted alignment (its target interval inside HS11286's chromosome at
 letters 2,000,000-2,999,999, its query interval the whole query but for trimmed ends), every
 CIGAR re-scores to its score and spans its positions, and no two alignments share a target
 letter. One ``long-w5b-<device>-<date>.json`` record: ``workload``, ``device``, ``gpus``,
-``cells``, ``score_seconds`` (the first pass) and ``tcups`` over it, ``next_seconds``,
+``cells``, ``score_seconds`` (the first pass) and ``tcups`` over it, ``next_seconds`` (and
+``next_thread_seconds``),
 ``traceback_seconds``, ``wall_seconds``, the planted alignment's score, positions and
 coverage, and per rank the score, positions and a SHA-256 of the CIGAR.
 
@@ -221,8 +223,8 @@ def main() -> None:
               "wall_seconds": wall, "phases": phases,
               "score_seconds": phases.get("score pass"),
               "tcups": cells / phases["score pass"] / 1e12 if phases.get("score pass") else None,
-              "next_seconds": sum(phases.get(name, 0.0)
-                                  for name in ("starts", "frames", "pieces")),
+              "next_seconds": phases.get("next alignments"),
+              "next_thread_seconds": command_phases(finished.stderr, in_tasks=True),
               "traceback_seconds": phases.get("traceback"),
               "peak_host_bytes": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024,
               "peak_gpu_used_bytes": peak[0] or None, "gpu_used_before_bytes": baseline,

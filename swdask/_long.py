@@ -41,7 +41,8 @@ def _score_passes(query_codes, target_codes, scoring, top: int, backend: str, cl
                   progress, phases: Phases) -> list:
     """``(score, start_i, start_j, end_i, end_j)`` of the best ``top`` alignments (inclusive
     cells), best first, by :mod:`swdask._long_top`'s rule; none scoring 0. Timed as
-    ``phases`` "score pass" (and for top > 1 "starts", "frames" and "pieces")."""
+    ``phases`` "score pass" (and for top > 1 "next alignments", with the thread-seconds of
+    "starts", "frames" and "pieces" in its ``in_tasks``)."""
     if query_codes.size == 0 or target_codes.size == 0:  # an empty sequence scores 0
         return []
     if top > 1:
@@ -143,7 +144,7 @@ def align_long(query: str, target: str, *, top: int = 1, matrix="BLOSUM62", gap_
 def run_long(query, target, *, top, backend, traceback, progress, client=None, phases=None,
              **scoring_options) -> pd.DataFrame:
     """:func:`align_long`'s work, its passes and traceback timed as ``phases`` ("score
-    pass", for top > 1 "starts", "frames" and "pieces", then "traceback": a
+    pass", for top > 1 "next alignments", then "traceback": a
     :class:`swdask._timing.Phases`, the command's ``--verbose``)."""
     phases = phases if phases is not None else Phases()
     if isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1:

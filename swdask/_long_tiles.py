@@ -27,13 +27,14 @@ Floors: below :mod:`swdask._long` (the call), above the kernels (:mod:`swdask._c
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import operator
 from typing import NamedTuple
 
 import numpy as np
 
 from . import _cpu, _settings
-from ._results import SectionsPass, best_of_cells
+from ._results import IN_ORDER, SectionsPass, best_of_cells
 
 #: Reversed columns in the start pass's first section at most (each next one twice as wide).
 START_FIRST_COLUMNS = 4096
@@ -341,6 +342,12 @@ class TilePasses:
         self.client = client
         #: the sections of align_long's first pass for top > 1 (swdask._long_top)
         self.section_columns = _settings.get_int("long.top-section-columns")
+
+    @contextlib.contextmanager
+    def side_by_side(self):
+        """Pieces one at a time (:data:`swdask._results.IN_ORDER`): each pass's tiles
+        already fill the cores or the cluster."""
+        yield IN_ORDER
 
     @property
     def workers(self) -> int:

@@ -39,6 +39,9 @@ Floors: below :mod:`swdask._long` (the call), above the passes.
 from __future__ import annotations
 
 import heapq
+import threading
+import time
+from concurrent import futures
 
 import numpy as np
 
@@ -186,23 +189,78 @@ def best_alignments(passes, top: int, *, progress=None,
     start_j, end_i, end_j)``, inclusive cells; fewer where the target runs out of pieces
     holding a positive score. ``passes``: the pair's score passes
     (:class:`swdask._long_tiles.TilePasses`); ``progress(cells)`` as the first pass goes;
-    ``phases`` (a :class:`swdask._timing.Phases`) times "score pass" (the first pass),
-    "starts" (the alignments' start passes), "frames" (the matrices after each alignment,
-    until they meet that of the piece they were cut from) and "pieces" (the pieces' last
-    partial sections)."""
+    ``phases`` (a :class:`swdask._timing.Phases`) times "score pass" (the first pass) and
+    "next alignments" (the rest: the alignments' start passes, the matrices after each
+    alignment until they meet that of the piece they were cut from, the pieces' last
+    partial sections), and adds the thread-seconds of those three to its ``in_tasks`` as
+    "starts", "frames" and "pieces" (several alignments are worked on side by side)."""
     n = passes.target.size
     if passes.query.size == 0 or n == 0:
         return []
     phases = phases if phases is not None else Phases()
     with phases("score pass"):
         whole = _Whole(passes, progress)
-    return _next_alignments(passes, whole, top, phases)
+    with phases("next alignments"):
+        return _next_alignments(passes, whole, top, phases)
+
+
+class _Pieces:
+    """The pieces of the target between the alignments found so far, by their best: the
+    work of one alignment (its start, then the bests of the pieces left and right of it)
+    given the piece it is the best of."""
+
+    def __init__(self, passes, whole: _Whole, phases):
+        self.passes, self.whole, self.phases = passes, whole, phases
+        self.frames = {0: None}  # a piece's first column -> its matrix (None: the whole's)
+        self.lock = threading.Lock()  # the thread-seconds
+
+    def _timed(self, name: str, work):
+        began = time.perf_counter()
+        try:
+            return work()
+        finally:
+            with self.lock:
+                self.phases.add_in_tasks({name: time.perf_counter() - began})
+
+    def expand(self, node, split: bool):
+        """The alignment of ``node`` (a heap entry ``(-score, end_j, end_i, a, b)``) and,
+        where ``split``, the pieces it leaves: ``(alignment, [(a, b, best cell), ...])``."""
+        passes, whole = self.passes, self.whole
+        negative, end_j, end_i, a, b = node
+        score = -negative
+        start_i, start_j = self._timed(
+            "starts", lambda: passes.start(score, end_i, end_j, first=a))
+        pieces = []
+        if split and start_j > a:  # the piece left of it: the same matrix, up to its start
+            pieces.append((a, start_j, self._timed(
+                "pieces", lambda: _piece_best(passes, whole, self.frames[a], a, start_j))))
+        if split and end_j + 1 < b:  # the piece right of it: a matrix of its own
+            frame = self._timed(
+                "frames", lambda: _Frame(passes, whole, end_j + 1, b, self.frames[a]))
+            self.frames[end_j + 1] = frame
+            pieces.append((end_j + 1, b, self._timed(
+                "pieces", lambda: _piece_best(passes, whole, frame, end_j + 1, b))))
+        return (score, start_i, start_j, end_i, end_j), pieces
 
 
 def _next_alignments(passes, whole: _Whole, top: int, phases) -> list:
+    """Every alignment after the first pass, best first.
+
+    The pieces form a tree (an alignment's pieces are parts of the piece it came from, so
+    their bests rank after it, by the tie rule too), and the answer is that tree's best
+    ``top`` nodes: a piece's work needs nothing from any other piece's, so up to
+    ``passes.side_by_side`` pieces are worked on at once (the GPU's narrow passes each
+    leave most of it idle; on the CPU one at a time, each pass filling the cores). Every
+    piece not yet worked on is in the heap or a descendant of one there, so it ranks after
+    the heap's best: the alignments found that rank ahead of the heap's best are final, and
+    the heap's best is taken while fewer than ``top`` alignments found or under way rank
+    ahead of it (an alignment under way may rank after it: a piece pushed since it was
+    taken can hold a better one). Some pieces may be worked on that the answer does not
+    need (at most one per worker at a time); the answer is the same as taking the pieces one
+    by one."""
     n = passes.target.size
-    frames = {0: None}  # a piece's first column -> its matrix (None: the whole's)
-    heap: list = []
+    pieces = _Pieces(passes, whole, phases)
+    heap: list = []  # (-score, end_j, end_i, a, b): the tie rule's order, then the piece
 
     def push(a, b, cell):
         score, row, column = cell
@@ -210,21 +268,27 @@ def _next_alignments(passes, whole: _Whole, top: int, phases) -> list:
             heapq.heappush(heap, (-score, column, row, a, b))
 
     push(0, n, whole.best)
-    found = []
-    while heap and len(found) < top:
-        negative, end_j, end_i, a, b = heapq.heappop(heap)
-        score = -negative
-        with phases("starts"):
-            start_i, start_j = passes.start(score, end_i, end_j, first=a)
-        found.append((score, start_i, start_j, end_i, end_j))
-        if len(found) == top:
-            break
-        if start_j > a:  # the piece left of it: the same matrix, up to its start
-            with phases("pieces"):
-                push(a, start_j, _piece_best(passes, whole, frames[a], a, start_j))
-        if end_j + 1 < b:  # the piece right of it: a matrix of its own
-            with phases("frames"):
-                frame = frames[end_j + 1] = _Frame(passes, whole, end_j + 1, b, frames[a])
-            with phases("pieces"):
-                push(end_j + 1, b, _piece_best(passes, whole, frame, end_j + 1, b))
-    return found
+    found: list = []  # (order key, alignment)
+    working: dict = {}  # future -> node
+    with passes.side_by_side() as workers:
+        while True:
+            while heap and len(working) < workers.count:
+                # the alignments found or under way that rank ahead of the heap's best
+                ahead = sum(1 for key, _ in found if key < heap[0][:3]) + sum(
+                    1 for node in working.values() if node[:3] < heap[0][:3])
+                if ahead >= top:
+                    break
+                node = heapq.heappop(heap)
+                # as the top-th (or later) it needs no pieces after it
+                working[workers.submit(pieces.expand, node, ahead + 1 < top)] = node
+            if not working:
+                break
+            done, _ = futures.wait(working, return_when=futures.FIRST_COMPLETED)
+            for future in done:
+                node = working.pop(future)
+                alignment, parts = future.result()
+                found.append((node[:3], alignment))
+                for a, b, cell in parts:
+                    push(a, b, cell)
+    found.sort(key=lambda item: item[0])
+    return [alignment for _, alignment in found[:top]]

@@ -41,6 +41,8 @@ This module imports nothing of swdask above it (NumPy, pyarrow and, lazily, pand
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent import futures
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -228,6 +230,31 @@ class SectionsPass(NamedTuple):
     best: tuple
     sections: list
     columns: list | None
+
+
+class SideBySide(NamedTuple):
+    """Where :mod:`swdask._long_top` works on the pieces of a long pair's target: up to
+    ``count`` at once, each through ``submit(function, *args)`` (a
+    :class:`concurrent.futures.Future` back, as an executor's). The passes give it
+    (``side_by_side()``): the GPU's a pool of threads on a stream each, the CPU's
+    :data:`IN_ORDER`."""
+
+    count: int
+    submit: Callable
+
+
+def _run_now(function, *args) -> futures.Future:
+    """``function(*args)`` done before it returns, as a finished future."""
+    future = futures.Future()
+    try:
+        future.set_result(function(*args))
+    except Exception as error:  # noqa: BLE001 - handed on: future.result() raises it
+        future.set_exception(error)
+    return future
+
+
+#: One piece at a time, each done as it is given (passes whose every pass fills the machine).
+IN_ORDER = SideBySide(1, _run_now)
 
 
 def best_cell(scores, query_cells, target_cells) -> tuple[int, int, int]:

@@ -8,6 +8,9 @@ forced by a tiny ``swdask.traceback.max-cells`` must give an optimal path of the
 """
 from __future__ import annotations
 
+import contextlib
+import time
+
 import dask
 import numba
 import numpy as np
@@ -158,6 +161,37 @@ def test_top_alignments_are_the_best_of_the_pieces_between(seed, copies, top,
     assert all(end <= start for (_, end), (start, _) in zip(intervals, intervals[1:]))
     one = swdask.align_long(query, target, **DNA.options)
     pd.testing.assert_frame_equal(got.iloc[:1], one)
+
+
+@pytest.mark.parametrize("workers, seed, copies, top", [(2, 21, 6, 8), (5, 22, 9, 12),
+                                                       (16, 23, 4, 30), (3, 26, 6, 9)])
+def test_top_alignments_from_pieces_worked_on_side_by_side(monkeypatch, workers, seed,
+                                                           copies, top):
+    """Pieces worked on by several threads at once (as the GPU's are), finishing in a
+    random order: still the pieces' own best alignments, in order, exactly ``top``."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from swdask import _long_tiles, _long_top
+    from swdask._results import SideBySide
+
+    @contextlib.contextmanager
+    def threads(self):
+        with ThreadPoolExecutor(workers) as pool:
+            yield SideBySide(workers, pool.submit)
+
+    rng = np.random.default_rng(seed)
+    expand = _long_top._Pieces.expand
+
+    def late(self, node, split):
+        time.sleep(float(rng.uniform(0, 0.004)))
+        return expand(self, node, split)
+
+    monkeypatch.setattr(_long_tiles.TilePasses, "side_by_side", threads)
+    monkeypatch.setattr(_long_top._Pieces, "expand", late)
+    query, target = _repeats(seed, 400, copies)
+    with dask.config.set({"swdask.long.top-section-columns": 64}):
+        got = swdask.align_long(query, target, top=top, traceback=False, **DNA.options)
+    assert got[POSITIONS].values.tolist() == _top_by_pieces(query, target, top, DNA.options)
 
 
 def test_top_alignments_in_a_long_alignments_wake(monkeypatch):
@@ -543,21 +577,23 @@ def test_gpu_start_pass_in_windows(gpu_kind, monkeypatch, window):
         assert passes.count(True) == reverse_passes, (rate, passes)
 
 
-@pytest.mark.parametrize("scheme, length, section_columns, launch_columns",
-                         [(DNA, 300, 37, 100), (BLOSUM, 300, 500, 1 << 23),
-                          (DNA, 700, 97, 1 << 23)])
+@pytest.mark.parametrize("scheme, length, section_columns, launch_columns, concurrent",
+                         [(DNA, 300, 37, 100, 4), (BLOSUM, 300, 500, 1 << 23, 1),
+                          (DNA, 700, 97, 1 << 23, 16)])
 def test_gpu_top_alignments_equal_the_cpu(gpu_kind, setting, monkeypatch, scheme, length,
-                                          section_columns, launch_columns):
+                                          section_columns, launch_columns, concurrent):
     """top > 1 on the GPU (long_sections from given columns, its sections' bests and last
     columns, the frames compared on the GPU; wide passes as launches of a few sections,
     each from the last's column; a query of 512 rows or more in the narrow passes' one-warp
-    strips): the CPU's alignments, in the same order."""
+    strips; ``concurrent`` pieces at once, threads on a stream each): the CPU's
+    alignments, in the same order."""
     from swdask.gpu import _pairs
 
     monkeypatch.setattr(_pairs, "_SECTIONS_LAUNCH_COLUMNS", launch_columns)
     letters = "ACGT" if scheme is DNA else "ACDEFGHIKLMNPQRSTVWY"
     query, target = _repeats(26, length, 6, letters)
     setting("gpu.long-top-section-columns", section_columns)
+    setting("gpu.long-top-concurrent", concurrent)
     setting("long.top-section-columns", 64)
     cpu = swdask.align_long(query, target, top=9, **scheme.options)
     gpu = swdask.align_long(query, target, top=9, backend="gpu", **scheme.options)

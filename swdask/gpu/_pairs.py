@@ -21,15 +21,16 @@ docs/notes/gpu-pairs-and-long-pairs.md gives the measurements behind them.
 from __future__ import annotations
 
 import functools
-from contextlib import nullcontext
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
 
 from .. import _settings
-from .._results import (Alignments, SectionsPass, best_cell, best_of_cells,
-                        empty_alignment_columns, empty_cells, finish, kernel_mode, put_rows,
-                        shifted_cell, stack_rows)
+from .._results import (IN_ORDER, Alignments, SectionsPass, SideBySide, best_cell,
+                        best_of_cells, empty_alignment_columns, empty_cells, finish,
+                        kernel_mode, put_rows, shifted_cell, stack_rows)
 from .._scoring import start_windows, substitution_table
 from . import _kernels
 from ._runtime import STAGED_UPLOAD_BYTES, get_runtime, on_stream
@@ -616,6 +617,20 @@ class LongPasses:
         self.ks = kernel_scoring(scoring, scoring.score_bound(m, n), xp)
         self.shape = long_shape(m)
 
+    @contextmanager
+    def side_by_side(self):
+        """The pieces of top > 1 on up to the setting ``gpu.long-top-concurrent`` threads,
+        each on a stream of its own: a narrow pass keeps only its wavefront's few strips at
+        work, so several at once fill the GPU."""
+        count = max(1, _settings.get_int("gpu.long-top-concurrent") or 1)
+        if count == 1:
+            yield IN_ORDER
+            return
+        with ThreadPoolExecutor(count, thread_name_prefix="swdask-long-top",
+                                initializer=self.runtime.use_own_stream,
+                                initargs=(self.runtime.current_device(),)) as pool:
+            yield SideBySide(count, pool.submit)
+
     def forward(self, first: int, last: int, *, cuts=None, left=None, keep_columns=False,
                 name=None, progress=None) -> SectionsPass:
         """The pass over every query row against target columns ``[first, last)`` from the
@@ -661,6 +676,11 @@ class LongPasses:
         height = w * 32 * r
         strips = -(-m // height)
         blocks = _long_blocks(strips, runtime, per_sm)
+        if shape == _kernels.NARROW_SHAPE:
+            # A strip of one warp starts about 64 steps after the one above and takes n + 32
+            # steps, so about n / 64 blocks keep the wavefront going; twice that, and the
+            # rest of the GPU stays free for the passes of other pieces (side_by_side).
+            blocks = min(blocks, -(-n // 32) + 2)
         nslots = blocks + 1  # a slot is rewritten only after its reader is done
         slots = _scratch(xp, nslots * n * 2)
         progress_words = xp.zeros(nslots, dtype=xp.uint64)

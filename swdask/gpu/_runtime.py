@@ -178,6 +178,15 @@ class CudaRuntime:
         restored on exit). Kernels, streams and CuPy's memory pool are per device already."""
         return self.xp.cuda.Device(int(index))
 
+    def use_own_stream(self, device: int) -> None:
+        """From now on this thread's arrays and launches go to device ``device``, on a
+        non-blocking stream of its own (a pool thread's start: on the default stream the
+        threads' launches would wait for each other)."""
+        cupy = self.xp
+        cupy.cuda.Device(int(device)).use()
+        _STREAMS.own = cupy.cuda.Stream(non_blocking=True)  # held for the thread's life
+        _STREAMS.own.use()
+
     def own_pool(self):
         """The context in which this thread's CuPy arrays come from CuPy's own memory pool
         where CuPy's allocator is RMM's on a resource that asks the driver for every
@@ -642,6 +651,11 @@ class EmulationRuntime:
     def own_pool():
         """Nothing to choose: the emulation's arrays are NumPy's."""
         return nullcontext()
+
+    def use_own_stream(self, device: int) -> None:
+        """From now on this thread pretends to work on device ``device`` (one stream of work
+        on the CPU: the launches of all threads run one at a time)."""
+        _EMULATED_DEVICE.index = int(device)
 
     @contextmanager
     def on_device(self, index: int):
