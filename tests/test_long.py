@@ -168,7 +168,8 @@ def test_top_alignments_are_the_best_of_the_pieces_between(seed, copies, top,
 def test_top_alignments_from_pieces_worked_on_side_by_side(monkeypatch, workers, seed,
                                                            copies, top):
     """Pieces worked on by several threads at once (as the GPU's are), finishing in a
-    random order: still the pieces' own best alignments, in order, exactly ``top``."""
+    random order, each alignment traced in the thread that found it: still the pieces' own
+    best alignments, in order, exactly ``top``, each CIGAR re-scoring to its score."""
     from concurrent.futures import ThreadPoolExecutor
 
     from swdask import _long_tiles, _long_top
@@ -190,8 +191,9 @@ def test_top_alignments_from_pieces_worked_on_side_by_side(monkeypatch, workers,
     monkeypatch.setattr(_long_top._Pieces, "expand", late)
     query, target = _repeats(seed, 400, copies)
     with dask.config.set({"swdask.long.top-section-columns": 64}):
-        got = swdask.align_long(query, target, top=top, traceback=False, **DNA.options)
+        got = swdask.align_long(query, target, top=top, **DNA.options)
     assert got[POSITIONS].values.tolist() == _top_by_pieces(query, target, top, DNA.options)
+    assert check_rows(got, [query] * len(got), [target] * len(got), DNA) == len(got)
 
 
 def test_top_alignments_in_a_long_alignments_wake(monkeypatch):
