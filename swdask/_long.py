@@ -38,12 +38,11 @@ def _codes(sequence, scoring, what: str) -> np.ndarray:
 
 
 def _score_passes(query_codes, target_codes, scoring, top: int, backend: str, client,
-                  progress, phases: Phases, on_found=None) -> list:
+                  progress, phases: Phases) -> list:
     """``(score, start_i, start_j, end_i, end_j)`` of the best ``top`` alignments (inclusive
     cells), best first, by :mod:`swdask._long_top`'s rule; none scoring 0. Timed as
     ``phases`` "score pass" (and for top > 1 "next alignments", with the thread-seconds of
-    "starts", "frames" and "pieces" in its ``in_tasks``). ``on_found``: for top > 1, called
-    with each alignment as it is found (:func:`swdask._long_top.best_alignments`)."""
+    "starts", "frames" and "pieces" in its ``in_tasks``)."""
     if query_codes.size == 0 or target_codes.size == 0:  # an empty sequence scores 0
         return []
     if top > 1:
@@ -58,8 +57,7 @@ def _score_passes(query_codes, target_codes, scoring, top: int, backend: str, cl
 
             passes = TilePasses(query_codes, target_codes, scoring.matrix, scoring.gap_open,
                                 scoring.gap_extend, client=client)
-        found = best_alignments(passes, top, progress=progress, phases=phases,
-                                on_found=on_found)
+        found = best_alignments(passes, top, progress=progress, phases=phases)
     elif backend == "gpu":
         from .gpu import _pairs
 
@@ -162,30 +160,12 @@ def run_long(query, target, *, top, backend, traceback, progress, client=None, p
     target_codes = _codes(target, scoring, "target")
     total = int(query_codes.size) * int(target_codes.size)
     report = None if progress is None else (lambda done: progress(int(done), total))
-    from ._traceback import trace_long
-
-    traced: dict = {}  # (score, start_i, start_j, end_i, end_j) -> its alignment columns
-    halves = None
-
-    def trace(hit):
-        score, start_i, start_j, end_i, end_j = (np.array([value], dtype=np.int64)
-                                                 for value in hit)
-        traced[hit] = trace_long(query_codes, target_codes,
-                                 {"score": score, "query_start": start_i,
-                                  "query_end": end_i + 1, "target_start": start_j,
-                                  "target_end": end_j + 1}, scoring, halves)
-
-    on_found = None
-    if traceback and top > 1:
-        # each path traced as soon as its alignment is found, beside the work on the other
-        # pieces of the target (the GPU's passes leave room, and the CPU's traceback is one
-        # thread per part)
-        halves = _gpu_halves(query_codes, target_codes, scoring) if backend == "gpu" else None
-        on_found = trace
     hits = _score_passes(query_codes, target_codes, scoring, top, backend, client, report,
-                         phases, on_found)
+                         phases)
     if not hits:
         return pd.DataFrame({name: pd.Series([], dtype=_dtype(name)) for name in LONG_COLUMNS})
+    from ._traceback import trace_long
+
     score, start_i, start_j, end_i, end_j = (np.array(field, dtype=np.int64)
                                              for field in zip(*hits))
     frame = {"rank": np.arange(1, len(hits) + 1), "score": score, "query_start": start_i,
@@ -193,13 +173,12 @@ def run_long(query, target, *, top, backend, traceback, progress, client=None, p
     if not traceback:
         frame.update({name: [None] * len(hits) for name in ALIGNMENT_COLUMNS})
     else:
-        with phases("traceback"):  # (for top > 1 only what is left: nothing)
-            if halves is None and backend == "gpu":
-                halves = _gpu_halves(query_codes, target_codes, scoring)
-            for hit in hits:
-                if hit not in traced:
-                    trace(hit)
-            traced = [traced[hit] for hit in hits]
+        with phases("traceback"):
+            halves = (_gpu_halves(query_codes, target_codes, scoring) if backend == "gpu"
+                      else None)
+            traced = [trace_long(query_codes, target_codes,
+                                 {name: frame[name][k:k + 1] for name in COLUMNS}, scoring,
+                                 halves) for k in range(len(hits))]
         for name in ALIGNMENT_COLUMNS:
             values = [row[name][0] for row in traced] if name != "cigar" else \
                 [value for row in traced for value in row[name].to_pylist()]

@@ -183,8 +183,8 @@ def _piece_best(passes, whole: _Whole, frame, a: int, b: int):
     return best_of_cells(found)
 
 
-def best_alignments(passes, top: int, *, progress=None, phases=None,
-                    on_found=None) -> list[tuple[int, int, int, int, int]]:
+def best_alignments(passes, top: int, *, progress=None,
+                    phases=None) -> list[tuple[int, int, int, int, int]]:
     """The best ``top`` alignments by the module's rule, best first: ``(score, start_i,
     start_j, end_i, end_j)``, inclusive cells; fewer where the target runs out of pieces
     holding a positive score. ``passes``: the pair's score passes
@@ -193,11 +193,7 @@ def best_alignments(passes, top: int, *, progress=None, phases=None,
     "next alignments" (the rest: the alignments' start passes, the matrices after each
     alignment until they meet that of the piece they were cut from, the pieces' last
     partial sections), and adds the thread-seconds of those three to its ``in_tasks`` as
-    "starts", "frames" and "pieces" (several alignments are worked on side by side).
-    ``on_found(alignment)``, if given, is called with each alignment as soon as it is known,
-    in the thread that found it, side by side with the work on other pieces (its
-    thread-seconds as "traceback": align_long traces the paths so); it may be called for a
-    few alignments that the answer leaves out."""
+    "starts", "frames" and "pieces" (several alignments are worked on side by side)."""
     n = passes.target.size
     if passes.query.size == 0 or n == 0:
         return []
@@ -205,7 +201,7 @@ def best_alignments(passes, top: int, *, progress=None, phases=None,
     with phases("score pass"):
         whole = _Whole(passes, progress)
     with phases("next alignments"):
-        return _next_alignments(passes, whole, top, phases, on_found)
+        return _next_alignments(passes, whole, top, phases)
 
 
 class _Pieces:
@@ -213,8 +209,8 @@ class _Pieces:
     work of one alignment (its start, then the bests of the pieces left and right of it)
     given the piece it is the best of."""
 
-    def __init__(self, passes, whole: _Whole, phases, on_found):
-        self.passes, self.whole, self.phases, self.on_found = passes, whole, phases, on_found
+    def __init__(self, passes, whole: _Whole, phases):
+        self.passes, self.whole, self.phases = passes, whole, phases
         self.frames = {0: None}  # a piece's first column -> its matrix (None: the whole's)
         self.lock = threading.Lock()  # the thread-seconds
 
@@ -234,9 +230,6 @@ class _Pieces:
         score = -negative
         start_i, start_j = self._timed(
             "starts", lambda: passes.start(score, end_i, end_j, first=a))
-        alignment = (score, start_i, start_j, end_i, end_j)
-        if self.on_found is not None:
-            self._timed("traceback", lambda: self.on_found(alignment))
         pieces = []
         if split and start_j > a:  # the piece left of it: the same matrix, up to its start
             pieces.append((a, start_j, self._timed(
@@ -247,10 +240,10 @@ class _Pieces:
             self.frames[end_j + 1] = frame
             pieces.append((end_j + 1, b, self._timed(
                 "pieces", lambda: _piece_best(passes, whole, frame, end_j + 1, b))))
-        return alignment, pieces
+        return (score, start_i, start_j, end_i, end_j), pieces
 
 
-def _next_alignments(passes, whole: _Whole, top: int, phases, on_found=None) -> list:
+def _next_alignments(passes, whole: _Whole, top: int, phases) -> list:
     """Every alignment after the first pass, best first.
 
     The pieces form a tree (an alignment's pieces are parts of the piece it came from, so
@@ -266,7 +259,7 @@ def _next_alignments(passes, whole: _Whole, top: int, phases, on_found=None) -> 
     need (at most one per worker at a time); the answer is the same as taking the pieces one
     by one."""
     n = passes.target.size
-    pieces = _Pieces(passes, whole, phases, on_found)
+    pieces = _Pieces(passes, whole, phases)
     heap: list = []  # (-score, end_j, end_i, a, b): the tie rule's order, then the piece
 
     def push(a, b, cell):

@@ -46,7 +46,6 @@ hits; parasail's traceback is not exposed with our tie rule and conventions.
 from __future__ import annotations
 
 import os
-import threading
 
 import numba as nb
 import numpy as np
@@ -671,13 +670,6 @@ def _cuts_of(halves, parts, origin, gap_open: int, gap_extend: int) -> list:
     return cuts
 
 
-#: One numba parallel kernel at a time: align_long's top > 1 traces alignments from several
-#: threads at once (swdask._long_top), and numba's workqueue threading layer (a pip
-#: install's default where no OpenMP is found) aborts the process when two threads launch
-#: parallel kernels together. The parts of one call already take every core.
-_PARALLEL_KERNEL = threading.Lock()
-
-
 def trace_long(query_codes, target_codes, columns: dict, scoring, halves=None) -> dict:
     """The alignment columns (:data:`~swdask._results.ALIGNMENT_COLUMNS`, one row) of one
     long pair's hit, ``columns`` holding its score and positions (one-element arrays, the
@@ -735,9 +727,8 @@ def trace_long(query_codes, target_codes, columns: dict, scoring, halves=None) -
     np.cumsum(parts[:, 1] - parts[:, 0] + parts[:, 3] - parts[:, 2], out=offsets[1:])
     raw_parts = np.empty(int(offsets[-1]), dtype=np.uint8)
     counts = np.zeros(len(parts), dtype=np.int64)
-    with _PARALLEL_KERNEL:
-        _trace_parts(a, b, matrix, gap_open, gap_extend, int(max_cells), parts, offsets,
-                     raw_parts, counts)
+    _trace_parts(a, b, matrix, gap_open, gap_extend, int(max_cells), parts, offsets, raw_parts,
+                 counts)
     raw = np.concatenate([raw_parts[offsets[k]:offsets[k] + counts[k]]
                           for k in range(len(parts))]) if len(parts) else raw_parts
     count = raw.size

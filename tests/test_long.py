@@ -168,8 +168,8 @@ def test_top_alignments_are_the_best_of_the_pieces_between(seed, copies, top,
 def test_top_alignments_from_pieces_worked_on_side_by_side(monkeypatch, workers, seed,
                                                            copies, top):
     """Pieces worked on by several threads at once (as the GPU's are), finishing in a
-    random order, each alignment traced in the thread that found it: still the pieces' own
-    best alignments, in order, exactly ``top``, each CIGAR re-scoring to its score."""
+    random order: still the pieces' own best alignments, in order, exactly ``top``, each
+    CIGAR re-scoring to its score."""
     from concurrent.futures import ThreadPoolExecutor
 
     from swdask import _long_tiles, _long_top
