@@ -95,7 +95,8 @@ def align_prepared(query: PreparedQuery, targets, options: Options, names=None):
     encoded, backend, owner, fingerprint, library = column_targets(targets, query.scoring,
                                                                    options)
     result = _engine.align_many(query, encoded, options.mode, backend=backend, owner=owner,
-                                fingerprint=fingerprint, strings=options.aligned_strings)
+                                fingerprint=fingerprint, strings=options.aligned_strings,
+                                strand=options.strand)
     return to_frame(result, library, _index_of(targets), names)
 
 
@@ -110,7 +111,7 @@ def align_pairs_with(queries, targets, options: Options, names=None):
             column, scoring, options, what)
         encoded.append(sequences() if callable(sequences) else sequences)
     result = _engine.align_pairs(*encoded, scoring, options.mode, backend=backend,
-                                 strings=options.aligned_strings)
+                                 strings=options.aligned_strings, strand=options.strand)
     return to_frame(result, library, index, names)
 
 

@@ -50,11 +50,12 @@ from typing import Callable, ContextManager, Iterator, Protocol
 
 import numpy as np
 
-from ._results import (ALIGNMENT_COLUMNS, COLUMNS, TEXT_COLUMNS, Alignments,
-                       empty_alignment_columns, empty_cells, finish, host_array, kernel_mode,
-                       on_device, put_rows, top_candidates_many, untraced)
+from ._results import (ALIGNMENT_COLUMNS, COLUMNS, STRAND, TEXT_COLUMNS, Alignments,
+                       better_strand, empty_alignment_columns, empty_cells, finish, host_array,
+                       kernel_mode, on_device, put_rows, top_candidates_many, untraced)
 from ._scoring import Scoring
-from ._sequences import EncodedSequences, PreparedQuery, encode, query_column
+from ._sequences import (EncodedSequences, PreparedQuery, encode, query_column,
+                         reverse_complement, stack_sequences)
 
 # The numba kernels are parallel (prange) already; two threads entering them at once (Dask's
 # threaded scheduler) gain nothing and can abort numba's fallback "workqueue" threading layer.
@@ -308,40 +309,63 @@ def start_driver(name: str, device: int = 0) -> None:
 
 
 def align_many(query: PreparedQuery, targets, mode: str, *, backend: str = "auto",
-               owner=None, fingerprint: tuple = (), strings: bool = False) -> Alignments:
+               owner=None, fingerprint: tuple = (), strings: bool = False,
+               strand: str = "plus") -> Alignments:
     """One prepared query against every row of ``targets`` (EncodedSequences, or a callable
     returning them, called only when needed). ``owner``/``fingerprint`` let a backend keep
     the targets' kernel layout for the next query against the same column (the GPU does).
-    With ``strings`` (mode ``"alignment"``), also the aligned strings."""
+    With ``strings`` (mode ``"alignment"``), also the aligned strings. With ``strand="both"``
+    the query's reverse complement too, each row the better (:func:`better_strand`), the
+    alignments traced for the strand that won."""
     residues = None if callable(targets) else targets.residues
     chosen = get_backend(backend, residues)
-    found = chosen.one_against_many(query, targets, kernel_mode(mode), owner=owner,
-                                    fingerprint=fingerprint)
+    strands = [query] if strand == "plus" else [query, query.reverse_complement]
+    found = [chosen.one_against_many(each, targets, kernel_mode(mode), owner=owner,
+                                     fingerprint=fingerprint) for each in strands]
+    found = found[0] if len(found) == 1 else better_strand(*found)
     if mode != "alignment":
         return found
     targets = targets() if callable(targets) else targets
     rows = np.arange(len(targets), dtype=np.int64)
-    queries = query_column([query])
-    found = with_alignments(queries, np.zeros_like(rows), targets, rows, found, query.scoring,
-                            chosen)
-    return (with_aligned_strings(queries, np.zeros_like(rows), targets, rows, found,
+    queries = query_column(strands)
+    query_rows = _strand_rows(found, np.zeros_like(rows), 1)
+    found = with_alignments(queries, query_rows, targets, rows, found, query.scoring, chosen)
+    return (with_aligned_strings(queries, query_rows, targets, rows, found,
                                  query.scoring) if strings else found)
 
 
+def _strand_rows(found: Alignments, rows, minus_offset: int):
+    """Each result row's query row: ``rows``, moved ``minus_offset`` on where the minus
+    strand won (its query is the reverse complement, stacked after the queries)."""
+    strand = found.columns.get(STRAND)
+    if strand is None:
+        return rows
+    return rows + minus_offset * np.asarray(host_array(strand), dtype=np.int64)
+
+
 def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: Scoring,
-                mode: str, *, backend: str = "auto", strings: bool = False) -> Alignments:
+                mode: str, *, backend: str = "auto", strings: bool = False,
+                strand: str = "plus") -> Alignments:
     """Row-wise: row ``r`` aligns ``queries[r]`` against ``targets[r]``; with ``strings``
-    (mode ``"alignment"``), also the aligned strings."""
+    (mode ``"alignment"``), also the aligned strings; with ``strand="both"`` also the
+    reverse complement of ``queries[r]``, the better of the two per row."""
     if len(queries) != len(targets):
         raise ValueError(f"align_pairs needs as many queries as targets, got {len(queries)} "
                          f"and {len(targets)}")
     chosen = get_backend(backend, queries.residues, targets.residues)
-    found = chosen.pairs(queries, targets, scoring, mode)
+    if strand == "plus":
+        found = chosen.pairs(queries, targets, scoring, mode)
+    else:  # both strands' scores and positions; only the better's alignment is traced
+        reverse = reverse_complement(queries, scoring)
+        found = better_strand(chosen.pairs(queries, targets, scoring, kernel_mode(mode)),
+                              chosen.pairs(reverse, targets, scoring, kernel_mode(mode)))
+        queries = stack_sequences(queries, reverse)
     if mode != "alignment":
         return found
     rows = np.arange(len(targets), dtype=np.int64)
-    found = with_alignments(queries, rows, targets, rows, found, scoring, chosen)
-    return (with_aligned_strings(queries, rows, targets, rows, found, scoring) if strings
+    query_rows = _strand_rows(found, rows, len(targets))
+    found = with_alignments(queries, query_rows, targets, rows, found, scoring, chosen)
+    return (with_aligned_strings(queries, query_rows, targets, rows, found, scoring) if strings
             else found)
 
 
@@ -372,7 +396,8 @@ def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSeque
             {name: np.asarray(host.columns[name])[hit] for name in COLUMNS}, scoring)
         put_rows(columns, hit, {name: traced[name] for name in ALIGNMENT_COLUMNS})
         hit = hit[untraced(traced["cigar"])]
-    kept = {name: values for name, values in host.columns.items() if name in COLUMNS}
+    kept = {name: values for name, values in host.columns.items()
+            if name in COLUMNS + (STRAND,)}
     return Alignments({**kept, **columns}, host.valid, "alignment")
 
 

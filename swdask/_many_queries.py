@@ -35,9 +35,9 @@ import pandas as pd
 from . import _engine
 from ._api import column_targets, is_cudf
 from ._metrics import column_total
-from ._results import (ALIGNED_STRINGS, ALIGNMENT_COLUMNS, COLUMNS, TEXT_COLUMNS,
-                       TOP_GROUP_SCORES, PartialHits, array_module, column_array, host_array,
-                       result_columns)
+from ._results import (ALIGNED_STRINGS, ALIGNMENT_COLUMNS, COLUMNS, STRAND, TEXT_COLUMNS,
+                       TOP_GROUP_SCORES, PartialHits, array_module, better_strand, column_array,
+                       host_array, result_columns)
 from ._scoring import ScoringError
 from ._sequences import EncodedSequences, SequenceError, prepare_query, query_column
 from ._statistics import SCORE_BINS, KarlinAltschul, blast_parameters, fit_scores, score_summary
@@ -45,7 +45,7 @@ from ._timing import stage
 
 def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "auto",
                    owner=None, fingerprint: tuple = (), summaries: bool = False,
-                   strings: bool = False) -> dict:
+                   strings: bool = False, strand: str = "plus") -> dict:
     """The ``top`` best hits of each prepared query in ``queries`` against ``targets``
     (EncodedSequences, or a callable giving them): host arrays by name, ``query`` (number in
     ``queries``), ``row`` (in ``targets``), then ``mode``'s result columns (API conventions),
@@ -53,13 +53,26 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     for the GPU layout cache (without them the layout is kept for this batch only). With
     ``summaries``, also ``score_counts`` and ``length_sums`` (``queries x SCORE_BINS``): each
     query's :func:`~swdask._statistics.score_summary` over every row, for fitted statistics.
-    With ``strings`` (mode ``"alignment"``), also the hits' aligned strings.
+    With ``strings`` (mode ``"alignment"``), also the hits' aligned strings. With
+    ``strand="both"`` each query's reverse complement is scanned right after it, the two
+    scans merged row by row (:func:`~swdask._results.better_strand`) before the top rows
+    are picked, and a hit's positions and alignment come from the strand that won, with
+    ``strand`` (1: minus).
 
     Every query scans the column for scores and end cells; its ``top`` rows stay where the
     scan ran. Start positions (mode ``"full"``), and the alignments (``"alignment"``), then
     come from one row-wise batch of every query's top rows (``backend.pairs``: one launch
     for the whole batch rather than one small search per query; the pair kernels keep the
-    same tie rule, so the positions are those a full search of the row gives)."""
+    same tie rule, so the positions are those a full search of the row gives).
+
+    Both strands stay exact under the scan's floors (a backend exact only on each scan's own
+    ``top`` rows): a row among the merged ``top`` has its better strand's score among that
+    strand's ``top`` (every row ahead of it there is ahead of it in the merge), so that
+    score is exact, and every other row's merged score is at most its own."""
+    both = strand == "both"
+    strands = 2 if both else 1
+    scanned_queries = ([each for query in queries for each in (query, query.reverse_complement)]
+                       if both else list(queries))
     with stage("encode"):
         encoded = targets() if callable(targets) else targets
     chosen = _engine.get_backend(backend, encoded.residues)
@@ -68,7 +81,7 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     with chosen.own_pool():
         if owner is None:  # keep the layout for this batch: it dies with ``encoded``
             owner, fingerprint = encoded, ("batch",)
-        names = ("query", "row") + result_columns(mode, strings) + (
+        names = ("query", "row") + result_columns(mode, strings, both) + (
             ("target_length",) if mode == "alignment" else ())
         found = {name: np.zeros(0, dtype=np.int64) for name in names}
         lengths = usable = None
@@ -84,15 +97,16 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
         # is counted (the summaries)
         needed = None if summaries else top
 
-        def scan(query, checks=None):  # one query searched alone
-            return kept([chosen.one_against_many(query, encoded, scan_mode, owner=owner,
-                                                 fingerprint=fingerprint, checks=checks,
-                                                 top=needed)])[0]
+        def scan(k):  # query k searched alone (both strands, merged)
+            found = [chosen.one_against_many(each, encoded, scan_mode, owner=owner,
+                                             fingerprint=fingerprint, top=needed)
+                     for each in scanned_queries[strands * k:strands * (k + 1)]]
+            return kept([found[0] if len(found) == 1 else better_strand(*found)])[0]
 
         def kept(group):  # consecutive queries' top rows (and summaries), nothing read back
             picked = chosen.top_rows(group, top)
             return [(int(rows.shape[0]), rows, is_hit,
-                     alignments.take(rows) if mode != "full" else None,
+                     alignments.take(rows) if mode != "full" or both else None,
                      score_summary(alignments.columns["score"], lengths, usable, alignments.xp)
                      if summaries else None)
                     for alignments, (rows, is_hit) in zip(group, picked)]
@@ -103,22 +117,28 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                 # backend's checks too, read once after the last query), so the GPU goes from
                 # one query to the next without waiting for the host; the top rows of a few
                 # consecutive queries are picked together (backend.top_rows)
-                checks = [[] for _ in queries]
-                scans, group = [], []
+                checks = [[] for _ in scanned_queries]
+                scans, group, pending = [], [], []
                 # (on the CPU grouping saves nothing: one query's rows at a time)
                 most = max(1, TOP_GROUP_SCORES // max(1, len(encoded))) \
                     if chosen.name == "gpu" else 1
-                for result in chosen.many_against_many(queries, encoded, scan_mode,
+                for result in chosen.many_against_many(scanned_queries, encoded, scan_mode,
                                                        owner=owner, fingerprint=fingerprint,
                                                        checks=checks, top=needed):
-                    group.append(result)
+                    pending.append(result)
+                    if len(pending) < strands:
+                        continue
+                    group.append(pending[0] if strands == 1 else better_strand(*pending))
+                    pending = []
                     if len(group) >= most:
                         scans += kept(group)
                         group = []
                 scans += kept(group)
-                for k, again in enumerate(chosen.failed_checks(checks)):
-                    if again:  # its fast path could not tell: searched again, checked at once
-                        scans[k] = scan(queries[k])
+                failed = chosen.failed_checks(checks)
+                for k in range(len(queries)):
+                    if any(failed[strands * k:strands * (k + 1)]):
+                        # its fast path could not tell: searched again, checked at once
+                        scans[k] = scan(k)
                 counts, picked, is_hit, scanned, summary = (list(c) for c in zip(*scans)) \
                     if scans else ([], [], [], [], [])
                 if summaries:
@@ -133,20 +153,23 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                                    for r in picked])[keep]
             if not rows.size:
                 return found
+            scanned_columns = result_columns(mode if mode == "end" else "none", False, both)
+            columns = {name: np.concatenate([np.asarray(host_array(s.columns[name]))
+                                             for s in scanned])[keep]
+                       for name in scanned_columns} if mode != "full" or both else {}
             if mode in ("full", "alignment"):
+                # each hit against the strand that won: its query's row in scanned_queries
+                strand_of_hit = columns[STRAND].astype(np.int64) if both else 0
                 with stage("positions" if mode == "full" else "alignments"):
                     hits = _engine.align_pairs(
-                        query_column(queries).take(query_of_hit), chosen.take(encoded, rows),
-                        queries[0].scoring, mode, backend=chosen.name,
-                        strings=strings).to_host()
-                columns = hits.columns
-            else:
-                columns = {name: np.concatenate([np.asarray(host_array(s.columns[name]))
-                                                 for s in scanned])[keep]
-                           for name in result_columns(mode)}
+                        query_column(scanned_queries).take(strands * query_of_hit
+                                                           + strand_of_hit),
+                        chosen.take(encoded, rows), queries[0].scoring, mode,
+                        backend=chosen.name, strings=strings).to_host()
+                columns = {**hits.columns, **({STRAND: columns[STRAND]} if both else {})}
         found.update({"query": query_of_hit, "row": rows})
         found.update({name: columns[name] if name in TEXT_COLUMNS else np.asarray(columns[name])
-                      for name in result_columns(mode, strings)})
+                      for name in result_columns(mode, strings, both)})
         if mode == "alignment":
             lengths = encoded.offsets[1:] - encoded.offsets[:-1]
             found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]
@@ -169,7 +192,8 @@ def _stack_summaries(summary, count: int) -> dict:
 HITS_COLUMNS = ("query_id", "rank", "target_index") + COLUMNS
 #: The columns a search adds to :data:`HITS_COLUMNS` as its options ask: the statistics, the
 #: alignment and its strings, and the target's length.
-ADDED_COLUMNS = ("bitscore", "evalue") + ALIGNMENT_COLUMNS + ALIGNED_STRINGS + ("target_length",)
+ADDED_COLUMNS = (("bitscore", "evalue", STRAND) + ALIGNMENT_COLUMNS + ALIGNED_STRINGS
+                 + ("target_length",))
 #: Sort keys that travel with a column's hits until they are ranked (then dropped): the
 #: query's number, the column's number (Dask partition), the row's number in it.
 _KEYS = ("_query", "_partition", "_row")
@@ -234,7 +258,7 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
                                                                     options)
     found = search_encoded(queries, targets, top, options.mode, backend=backend, owner=owner,
                            fingerprint=fingerprint, summaries=summaries,
-                           strings=options.aligned_strings)
+                           strings=options.aligned_strings, strand=options.strand)
     rows = found["row"]
     labels = column.index.take(rows) if hasattr(column, "index") else pd.Index(rows)
     if is_cudf(labels):

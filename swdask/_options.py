@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._results import position_mode, result_columns
+from ._results import check_strand, position_mode, result_columns
 from ._scoring import Scoring, make_scoring
 
 #: Values of ``backend=``: where the kernels run (``"auto"``: where the data lives).
@@ -36,6 +36,14 @@ SCORING_DOC = """
             in a cuDF column; else the CPU), ``"cpu"`` (numba) or ``"gpu"`` (CUDA via CuPy).
         aligned_strings: with ``positions="alignment"``, also the gapped strings
             ``query_aligned`` and ``target_aligned`` (BLAST's qseq and sseq).
+        strand: ``"plus"`` (the query as given) or ``"both"`` (DNA: the query's reverse
+            complement is aligned too, IUPAC codes complemented, and each row reports the
+            better of the two, the plus strand on a tie, with a ``strand`` column, ``"+"``
+            or ``"-"``). A minus-strand row's positions, CIGAR and aligned strings are those
+            of the reverse complement as aligned: ``revcomp(query)[query_start:query_end]``
+            aligns to ``target[target_start:target_end]`` (on the query as given that is
+            ``len(query) - query_end`` to ``len(query) - query_start``; the BLAST and SAM
+            writers convert).
 """
 
 RESULT_DOC = """
@@ -84,17 +92,19 @@ class Options:
     """One call's options: ``scoring`` (a :class:`~swdask.Scoring`), ``mode`` (``"full"``,
     ``"end"``, ``"none"`` or ``"alignment"``: what is computed, see
     :mod:`swdask._results`), ``backend`` (``"auto"``, ``"cpu"`` or ``"gpu"``) and
-    ``aligned_strings`` (mode ``"alignment"``: the gapped strings too)."""
+    ``aligned_strings`` (mode ``"alignment"``: the gapped strings too) and ``strand``
+    (``"plus"`` or ``"both"``: :data:`~swdask._results.STRANDS`)."""
 
     scoring: Scoring
     mode: str = "full"
     backend: str = "auto"
     aligned_strings: bool = False
+    strand: str = "plus"
 
     @classmethod
     def parse(cls, matrix="BLOSUM62", *, gap_open=11, gap_extend=1, match=None, mismatch=None,
               on_unknown="substitute", positions=True, backend="auto",
-              aligned_strings=False) -> "Options":
+              aligned_strings=False, strand="plus") -> "Options":
         """Validate the public keyword arguments (raising ``ValueError``/``ScoringError``
         naming the parameter) and build the options."""
         scoring = make_scoring(matrix, gap_open=gap_open, gap_extend=gap_extend, match=match,
@@ -105,9 +115,16 @@ class Options:
         if aligned_strings and mode != "alignment":
             raise ValueError("aligned_strings=True needs positions='alignment' (the strings "
                              "are written from the alignment's CIGAR)")
-        return cls(scoring, mode, check_backend(backend), bool(aligned_strings))
+        if check_strand(strand) == "both":
+            scoring.complement_codes  # noqa: B018 - a protein scoring fails here, named
+        return cls(scoring, mode, check_backend(backend), bool(aligned_strings), strand)
+
+    @property
+    def both_strands(self) -> bool:
+        """Whether the query's reverse complement is aligned too (``strand="both"``)."""
+        return self.strand == "both"
 
     @property
     def columns(self) -> tuple[str, ...]:
         """The result columns these options produce, in order."""
-        return result_columns(self.mode, self.aligned_strings)
+        return result_columns(self.mode, self.aligned_strings, self.both_strands)

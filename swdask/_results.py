@@ -62,6 +62,13 @@ ALIGNMENT_COLUMNS = ("cigar", "alignment_length", "matches", "mismatches", "gap_
 ALIGNED_STRINGS = ("query_aligned", "target_aligned")
 #: The columns held as Arrow ``large_string`` arrays (the others are NumPy or CuPy arrays).
 TEXT_COLUMNS = ("cigar",) + ALIGNED_STRINGS
+#: What ``strand="both"`` adds after the positions: the strand of the query that aligned,
+#: an ``int8`` array here (0 the query as given, 1 its reverse complement) and ``"+"``/``"-"``
+#: in frames (:func:`column_array`).
+STRAND = "strand"
+#: Values of ``strand=``: ``"plus"`` the query as given, ``"both"`` also its reverse
+#: complement, the better of the two per row (DNA).
+STRANDS = ("plus", "both")
 _COLUMNS_OF = {
     "none": ("score",),
     "end": ("score", "query_end", "target_end"),
@@ -91,11 +98,47 @@ def kernel_mode(mode: str) -> str:
     return "full" if mode == "alignment" else mode
 
 
-def result_columns(mode: str, strings: bool = False) -> tuple[str, ...]:
+def result_columns(mode: str, strings: bool = False, strand: bool = False) -> tuple[str, ...]:
     """The columns a call in ``mode`` returns, in order (``mode`` as :func:`position_mode`
-    gives it; a ``positions=`` value is accepted too), with ``strings`` (mode
-    ``"alignment"`` only) the :data:`ALIGNED_STRINGS` last."""
-    return _COLUMNS_OF[position_mode(mode)] + (ALIGNED_STRINGS if strings else ())
+    gives it; a ``positions=`` value is accepted too), with ``strand`` (``strand="both"``)
+    :data:`STRAND` after the positions, with ``strings`` (mode ``"alignment"`` only) the
+    :data:`ALIGNED_STRINGS` last."""
+    mode = position_mode(mode)
+    columns = _COLUMNS_OF[mode]
+    if strand:
+        split = len(columns) - (len(ALIGNMENT_COLUMNS) if mode == "alignment" else 0)
+        columns = columns[:split] + (STRAND,) + columns[split:]
+    return columns + (ALIGNED_STRINGS if strings else ())
+
+
+def check_strand(strand) -> str:
+    """``strand=`` validated: one of :data:`STRANDS`, or a ValueError naming it."""
+    if not isinstance(strand, str) or strand not in STRANDS:
+        raise ValueError(f"strand must be 'plus' (the query as given) or 'both' (also its "
+                         f"reverse complement; DNA), got {strand!r}")
+    return strand
+
+
+def better_strand(plus: "Alignments", minus: "Alignments") -> "Alignments":
+    """Row by row the better of two results of the same rows (``plus``: the query as given,
+    ``minus``: its reverse complement; same mode, same array module): ``minus``'s row where
+    it scores higher, else ``plus``'s (a tie goes to the plus strand), with :data:`STRAND`
+    saying which (``int8``, 1 for minus). Text columns are picked by Arrow, the others where
+    they live."""
+    xp = plus.xp
+    take_minus = minus.columns["score"] > plus.columns["score"]
+    columns = {}
+    for name, values in plus.columns.items():
+        other = minus.columns[name]
+        if isinstance(values, pa.Array):
+            import pyarrow.compute as pc
+
+            columns[name] = pc.if_else(pa.array(np.asarray(host_array(take_minus))), other,
+                                       values)
+        else:
+            columns[name] = xp.where(take_minus, other, values)
+    columns[STRAND] = take_minus.astype(xp.int8)
+    return Alignments(columns, plus.valid, plus.mode)
 
 
 def array_module(array):
@@ -205,6 +248,10 @@ def column_array(name: str, values, missing):
     import pandas as pd
 
     missing = np.asarray(missing, dtype=bool)
+    if name == STRAND:  # "+" / "-", as BLAST, SAM and PAF write strands
+        values = pa.array(np.where(np.asarray(values) == 1, "-", "+"), type=pa.large_string(),
+                          mask=missing)
+        return pd.array(values, dtype=pd.StringDtype("pyarrow"))
     if name in TEXT_COLUMNS:
         import pyarrow.compute as pc
 
@@ -338,7 +385,8 @@ class Alignments:
         return int(self.valid.shape[0])
 
     def __getattr__(self, name):
-        if name in COLUMNS + ALIGNMENT_COLUMNS + ALIGNED_STRINGS:  # None when not computed
+        if name in COLUMNS + ALIGNMENT_COLUMNS + ALIGNED_STRINGS + (STRAND,):  # None when
+            # not computed
             return self.__dict__["columns"].get(name)
         raise AttributeError(name)
 
@@ -393,7 +441,14 @@ class Alignments:
             frame = cudf.DataFrame({
                 (names or {}).get(name, name): cudf.Series(values).where(
                     valid if name == "score" else has_hit)
-                for name, values in self.columns.items()})
+                for name, values in self.columns.items() if name != STRAND})
+            if STRAND in self.columns:  # "+"/"-" text: built on the host (a byte per row)
+                import pandas as pd
+
+                strand = column_array(STRAND, self.columns[STRAND].get(),
+                                      ~self.has_hit.get())
+                frame[(names or {}).get(STRAND, STRAND)] = cudf.from_pandas(pd.Series(strand))
+                frame = frame[[(names or {}).get(name, name) for name in self.columns]]
         if index is not None:
             frame.index = index
         return frame
@@ -454,7 +509,8 @@ class PartialHits:
 
 
 __all__ = ["ALIGNED_STRINGS", "ALIGNMENT_COLUMNS", "Alignments", "COLUMNS", "MODES",
-           "PartialHits", "TEXT_COLUMNS", "arrow_strings", "best_cell", "column_array",
+           "PartialHits", "STRAND", "STRANDS", "TEXT_COLUMNS", "arrow_strings", "best_cell",
+           "better_strand", "check_strand", "column_array",
            "empty_alignment_columns", "empty_cells", "finish", "host_array", "kernel_mode",
            "position_mode", "put_rows", "result_columns", "stack_rows", "top_candidates",
            "top_candidates_many", "untraced"]

@@ -19,6 +19,11 @@ UNKNOWN_CODE = 255
 MAX_ALPHABET = 32
 
 _DNA_ALPHABET = "ACGTN"
+#: IUPAC nucleotide codes and their complements (Cornish-Bowden 1985: a code stands for a
+#: set of bases, its complement for their complements; N, S and W are their own). Written
+#: here rather than taken from Biopython's ``Bio.Seq`` tables: the scoring needs it as a
+#: code table over its own alphabet, built once, and Biopython's is the same 16 letters.
+IUPAC_COMPLEMENT = dict(zip("ACGTURYSWKMBDHVN", "TGCAAYRSWMKVHDBN"))
 
 
 class ScoringError(ValueError):
@@ -87,6 +92,32 @@ class Scoring:
     @property
     def unknown_code(self) -> int:
         return UNKNOWN_CODE if self.unknown is None else self.alphabet.index(self.unknown)
+
+    @property
+    def is_nucleotide(self) -> bool:
+        """Whether every letter of the alphabet is an IUPAC nucleotide code (``ACGTN`` of
+        ``matrix=None``, or a nucleotide matrix file such as NCBI's NUC.4.4)."""
+        return set(self.alphabet) <= set(IUPAC_COMPLEMENT)
+
+    @property
+    def complement_codes(self) -> np.ndarray:
+        """``uint8[len(alphabet)]``: the code of each code's complement (the IUPAC
+        complement of its letter read through :attr:`lookup`, as that letter in a sequence
+        would be: outside the alphabet, the unknown letter). For nucleotide
+        alphabets only (:attr:`is_nucleotide`); a :class:`ScoringError` otherwise."""
+        if not self.is_nucleotide:
+            raise ScoringError(
+                f"strand='both' is for DNA: {self.name}'s letters are not nucleotide codes; "
+                "pass matrix=None with match=/mismatch= (or a nucleotide matrix file), or "
+                "strand='plus'")
+        codes = np.array([self.lookup[ord(IUPAC_COMPLEMENT[letter])] for letter in
+                          self.alphabet], dtype=np.uint8)
+        missing = [letter for letter, code in zip(self.alphabet, codes) if code == UNKNOWN_CODE]
+        if missing:  # only a matrix file lacking a complement, with on_unknown="raise"
+            raise ScoringError(
+                f"strand='both': the complement of {', '.join(missing)} is not a letter of "
+                f"{self.name}; use a matrix holding both, or on_unknown='substitute'")
+        return codes
 
 
 
@@ -281,11 +312,14 @@ def _make_scoring_cached(matrix, gap_open, gap_extend, match, mismatch, on_unkno
             raise ScoringError(f"matrix={matrix!r} has {len(alphabet)} letters; at most {MAX_ALPHABET} are supported")
         table = values.astype(np.int32)
         name = _known_name(matrix) or matrix
-        unknown_letter = "X" if "X" in alphabet else None
+        # X for a protein matrix; N for a nucleotide one (every letter an IUPAC code, as in
+        # NCBI's NUC.4.4), as for matrix=None
+        unknown_letter = "X" if "X" in alphabet else (
+            "N" if "N" in alphabet and set(alphabet) <= set(IUPAC_COMPLEMENT) else None)
         if on_unknown == "substitute" and unknown_letter is None:
             raise ScoringError(
-                f"matrix={matrix!r} has no 'X' to substitute unknown residues with; "
-                "pass on_unknown='raise'"
+                f"matrix={matrix!r} has no 'X' (nor, for nucleotides, 'N') to substitute "
+                "unknown residues with; pass on_unknown='raise'"
             )
     unknown = unknown_letter if on_unknown == "substitute" else None
     table.setflags(write=False)

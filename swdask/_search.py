@@ -20,13 +20,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from ._api import OPTION_PARAMETERS
 from ._fasta import expand_paths, parse_blocksize
 from ._many_queries import check_top, hit_statistics, prepare_queries
 from ._options import Options
-from ._results import ALIGNED_STRINGS, ALIGNMENT_COLUMNS
+from ._results import ALIGNED_STRINGS, ALIGNMENT_COLUMNS, STRAND
 from ._runners import SearchJob, pick_runner, run
 from ._timing import Phases, process_age
 
@@ -54,6 +55,8 @@ def hits_table(hits: pd.DataFrame) -> pd.DataFrame:
     table = table.astype({"query_id": strings, "target_id": strings,
                           "target_description": strings})
     columns = list(HIT_COLUMNS)
+    if STRAND in table.columns:  # strand="both": after the positions it qualifies
+        columns.insert(columns.index("target_end") + 1, STRAND)
     columns[4:4] = [c for c in _STATISTICS_COLUMNS if c in table.columns]
     columns[-1:-1] = [c for c in ALIGNMENT_COLUMNS + ALIGNED_STRINGS + ("target_length",)
                       if c in table.columns]
@@ -130,24 +133,42 @@ def check_statistics(fmt: str, evalue, scoring, source: str = "blast"):
     return "blast"
 
 
-def blast6_table(hits: pd.DataFrame) -> pd.DataFrame:
+def blast6_table(hits: pd.DataFrame, queries: pd.DataFrame | None = None) -> pd.DataFrame:
     """The hits (with alignments and statistics) as BLAST's 12 tabular columns, formatted as
     BLAST writes them: pident with 3 decimals, E-values as ``%.2e`` (0.0 below the smallest
     double), bit scores with one decimal; coordinates 1-based, inclusive. A statistic the
     search could not give (``statistics="search"`` for a query that met too few rows to fit)
-    is written ``NA``."""
+    is written ``NA``. A minus-strand hit (``strand`` ``"-"``, which needs the ``queries``
+    frame for the query's length) is written as blastn writes one: qstart < qend on the query
+    as given, sstart > send."""
     def evalue_text(value):
         if pd.isna(value):
             return "NA"
         return "0.0" if value == 0 else f"{value:.2e}"
 
+    query_start, query_end = hits["query_start"] + 1, hits["query_end"]
+    target_start, target_end = hits["target_start"] + 1, hits["target_end"]
+    if STRAND in hits.columns:
+        minus = (hits[STRAND] == "-").to_numpy(dtype=bool, na_value=False)
+        # the positions are on the reverse complement as aligned: on the query as given the
+        # segment is [length - query_end, length - query_start), and its first letter
+        # aligns with the target segment's last
+        if queries is None:
+            raise ValueError("blast6 output of minus-strand hits needs the queries (their "
+                             "lengths): pass queries= to write_hits")
+        lengths = dict(zip(queries["id"].astype(str), queries["sequence"].str.len()))
+        length = hits["query_id"].astype(str).map(lengths).to_numpy(dtype=np.int64)
+        query_start, query_end = (query_start.where(~minus, length - hits["query_end"] + 1),
+                                  query_end.where(~minus, length - hits["query_start"]))
+        target_start, target_end = (target_start.where(~minus, hits["target_end"]),
+                                    target_end.where(~minus, hits["target_start"] + 1))
     return pd.DataFrame({
         "qseqid": hits["query_id"], "sseqid": hits["target_id"],
         "pident": [f"{100 * v:.3f}" for v in hits["identity"]],
         "length": hits["alignment_length"], "mismatch": hits["mismatches"],
-        "gapopen": hits["gap_opens"], "qstart": hits["query_start"] + 1,
-        "qend": hits["query_end"], "sstart": hits["target_start"] + 1,
-        "send": hits["target_end"], "evalue": [evalue_text(v) for v in hits["evalue"]],
+        "gapopen": hits["gap_opens"], "qstart": query_start, "qend": query_end,
+        "sstart": target_start, "send": target_end,
+        "evalue": [evalue_text(v) for v in hits["evalue"]],
         "bitscore": ["NA" if pd.isna(v) else f"{v:.1f}" for v in hits["bitscore"]]})
 
 
@@ -168,8 +189,11 @@ def sam_text(hits: pd.DataFrame, queries: pd.DataFrame, command: str = "") -> st
     primary line (FLAG 0), the others secondary (FLAG 256); the query as given, forward strand;
     the CIGAR of the alignment with the query's unaligned ends soft-clipped (``S``), so it
     spans the whole read; ``AS:i`` the score, ``NM:i`` the edit distance (mismatches and gap
-    residues); POS 1-based; MAPQ 255 (not computed); QUAL ``*``."""
+    residues); POS 1-based; MAPQ 255 (not computed); QUAL ``*``. A minus-strand hit
+    (``strand`` ``"-"``) has FLAG 16 and the read's reverse complement as SEQ, which its
+    positions and CIGAR already describe."""
     from . import __version__
+    from ._sequences import reverse_complement_text
 
     sequences = dict(zip(queries["id"].astype(str), queries["sequence"].astype(str)))
     lines = ["@HD\tVN:1.6\tSO:unsorted"]
@@ -178,14 +202,19 @@ def sam_text(hits: pd.DataFrame, queries: pd.DataFrame, command: str = "") -> st
               for name, length in zip(targets["target_id"], targets["target_length"])]
     lines.append(f"@PG\tID:swdask\tPN:swdask\tVN:{__version__}"
                  + (f"\tCL:{command}" if command else ""))
-    for hit in hits.itertuples(index=False):
+    minus_strand = (hits[STRAND] == "-").to_numpy(dtype=bool, na_value=False) \
+        if STRAND in hits.columns else np.zeros(len(hits), dtype=bool)
+    for hit, minus in zip(hits.itertuples(index=False), minus_strand):
         read = sequences[str(hit.query_id)]
+        if minus:
+            read = reverse_complement_text(read)
         clip_left, clip_right = int(hit.query_start), len(read) - int(hit.query_end)
         cigar = ((f"{clip_left}S" if clip_left else "") + hit.cigar
                  + (f"{clip_right}S" if clip_right else ""))
         edits = int(hit.alignment_length) - int(hit.matches)
+        flag = (0 if hit.rank == 1 else 256) | (16 if minus else 0)
         lines.append("\t".join((
-            str(hit.query_id), "0" if hit.rank == 1 else "256", str(hit.target_id),
+            str(hit.query_id), str(flag), str(hit.target_id),
             str(int(hit.target_start) + 1), "255", cigar, "*", "0", "0", read, "*",
             f"AS:i:{int(hit.score)}", f"NM:i:{edits}")))
     return "\n".join(lines) + "\n"
@@ -194,7 +223,7 @@ def sam_text(hits: pd.DataFrame, queries: pd.DataFrame, command: str = "") -> st
 def write_hits(hits: pd.DataFrame, output: str, fmt: str = "auto", stdout=None,
                queries: pd.DataFrame | None = None, command: str = "") -> None:
     """Write the hits table to ``output`` in ``fmt`` (:func:`output_format`; SAM needs the
-    ``queries`` frame), whole or not at all: a file is written under a temporary name beside
+    ``queries`` frame, and so does blast6 with minus-strand hits), whole or not at all: a file is written under a temporary name beside
     it, then renamed."""
     import sys
 
@@ -228,7 +257,7 @@ def _write(hits: pd.DataFrame, target, fmt: str, compression_of=None, queries=No
     elif fmt == "parquet":
         hits.to_parquet(target, index=False)
     elif fmt == "blast6":
-        blast6_table(hits).to_csv(target, sep="\t", index=False, header=False,
+        blast6_table(hits, queries).to_csv(target, sep="\t", index=False, header=False,
                                   compression=compression)
     else:
         hits.to_csv(target, sep="," if fmt == "csv" else "\t", index=False,

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from ._results import array_module
-from ._scoring import UNKNOWN_CODE, Scoring, ScoringError
+from ._scoring import IUPAC_COMPLEMENT, UNKNOWN_CODE, Scoring, ScoringError
 
 
 class SequenceError(ValueError):
@@ -216,6 +216,48 @@ class PreparedQuery:
 
     def __len__(self) -> int:
         return len(self.codes)
+
+    @cached_property
+    def reverse_complement(self) -> "PreparedQuery":
+        """The query's reverse complement under the same scoring (nucleotide scorings only:
+        :attr:`~swdask.Scoring.complement_codes`), made once (it travels with the query to
+        Dask workers)."""
+        return PreparedQuery(self.scoring.complement_codes[self.codes[::-1]], self.scoring)
+
+
+def reverse_complement(encoded: EncodedSequences, scoring: Scoring) -> EncodedSequences:
+    """Every row of ``encoded`` reverse-complemented in code space (its arrays' module, NumPy
+    or CuPy: a column on the GPU stays there), nulls kept: the same as encoding each row's
+    IUPAC reverse complement (:func:`reverse_complement_text`)."""
+    xp = array_module(encoded.offsets)
+    offsets = xp.asarray(encoded.offsets, dtype=xp.int64)
+    position = xp.arange(int(offsets[-1]), dtype=xp.int64)
+    # letter i of row r (offsets[r] <= i < offsets[r + 1]) is letter offsets[r] + offsets[r + 1]
+    # - 1 - i of the row read backwards (the row by a search: CuPy's repeat takes no array)
+    row = xp.searchsorted(offsets[1:], position, side="right")
+    mirror = offsets[row] + offsets[row + 1] - 1 - position
+    table = xp.asarray(scoring.complement_codes)
+    return EncodedSequences(table[encoded.residues[mirror]], encoded.offsets, encoded.valid)
+
+
+def stack_sequences(first: EncodedSequences, second: EncodedSequences) -> EncodedSequences:
+    """The rows of ``first`` then those of ``second`` as one column (same array module)."""
+    xp = array_module(first.offsets)
+    return EncodedSequences(
+        xp.concatenate([first.residues, second.residues]),
+        xp.concatenate([first.offsets[:-1], second.offsets + first.offsets[-1]]),
+        xp.concatenate([xp.asarray(first.valid), xp.asarray(second.valid)]))
+
+
+_COMPLEMENT_TEXT = str.maketrans({**IUPAC_COMPLEMENT,
+                                  **{a.lower(): b.lower() for a, b in IUPAC_COMPLEMENT.items()}})
+
+
+def reverse_complement_text(sequence: str) -> str:
+    """A DNA string's reverse complement: IUPAC codes complemented, case kept (``U`` reads
+    as ``T``: its complement is ``A``), other characters as they are (SAM's SEQ of a
+    minus-strand hit)."""
+    return sequence.translate(_COMPLEMENT_TEXT)[::-1]
 
 
 def query_column(queries) -> EncodedSequences:

@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--aligned-strings", action="store_true",
                         help="also the gapped strings query_aligned and target_aligned "
                              "(implies --alignment; tsv, csv or parquet output)")
+    search.add_argument("--strand", choices=("plus", "both"), default="plus",
+                        help="DNA: also align each query's reverse complement and report the "
+                             "better strand per target (a strand column; blast6 writes "
+                             "sstart > send and SAM flag 16 for minus-strand hits; default "
+                             "plus)")
     search.add_argument("--evalue", type=float, metavar="MAX",
                         help="keep only hits with an E-value of at most MAX (needs E-values: "
                              "a scoring with published statistics, or --statistics search)")
@@ -271,7 +276,10 @@ def _search_command(args, parser, argv) -> int:
         positions = ("alignment" if args.alignment or args.aligned_strings
                      or fmt in ("blast6", "sam") else True)
         queries = args.queries
-        if fmt == "sam" or args.strip_gaps:  # read here: SAM writes the reads
+        # read here where the writer needs the queries: SAM writes the reads, and blast6
+        # gives a minus-strand hit's query positions on the query as given (its length)
+        writes_queries = fmt == "sam" or (fmt == "blast6" and args.strand == "both")
+        if writes_queries or args.strip_gaps:
             with phases("queries"):
                 queries = read_queries(args.queries, scoring, strip_gaps=args.strip_gaps)
         hits = search(queries, args.database, top=args.top, blocksize=args.blocksize,
@@ -279,10 +287,10 @@ def _search_command(args, parser, argv) -> int:
                       progress=not args.no_progress, backend=args.backend, phases=phases,
                       positions=positions, statistics=statistics, evalue=args.evalue,
                       strip_gaps=args.strip_gaps, aligned_strings=args.aligned_strings,
-                      **options)
+                      strand=args.strand, **options)
         with phases("write"):
             write_hits(hits, args.output, fmt,
-                       queries=queries if fmt == "sam" else None,
+                       queries=queries if writes_queries else None,
                        command=" ".join(["swdask", *(argv if argv is not None
                                                       else sys.argv[1:])]))
     except (ValueError, OSError, GpuUnavailableError) as exc:

@@ -251,13 +251,14 @@ class DevicePairs:
 
 def to_device(queries, targets, runtime=None, rows=None, residues=None) -> DevicePairs:
     """Copy (or wrap, when already there) two EncodedSequences columns to the device:
-    rows ``rows = (first, stop)`` of them, else all; ``residues``: both columns' residues
+    rows ``rows = (first, stop)`` of both, else all of each (a traceback's columns may
+    differ in length: its hits name their rows); ``residues``: both columns' residues
     already on the device whole (a staged upload), which the rows' starts index."""
     runtime = runtime or get_runtime()
     xp = runtime.xp
-    first, stop = rows if rows is not None else (0, len(queries))
     parts = []
     for k, enc in enumerate((queries, targets)):
+        first, stop = rows if rows is not None else (0, len(enc))
         offsets = runtime.to_host(enc.offsets).astype(np.int64, copy=False)[first:stop + 1]
         lengths = np.diff(offsets)
         if residues is not None:  # the whole column's, indexed by the rows' own offsets
