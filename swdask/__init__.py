@@ -10,6 +10,7 @@ Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFr
     best = swdask.align_long(chromosome_a, chromosome_b, matrix=None, match=1, mismatch=-3)
     hits = swdask.align_long(query, genomes, top=200, backend="gpu")  # disjoint in the target
     ddf = swdask.read_fasta("db.fasta.gz")                   # Dask: id, description, sequence
+    reads = swdask.read_fastq("reads.fastq.gz")              # ... and quality
     with swdask.cluster() as client:                         # local cluster, or scheduler=ADDRESS
         ddf = swdask.persist_balanced(ddf, client)           # equal residues on every worker
         hits = ddf.sw.align(query).compute()
@@ -26,7 +27,9 @@ end, ``"end"``, ``False``: score only, ``"alignment"``: also ``cigar`` with ``=`
 ``D``, ``I`` a query residue against a gap, and the identity counts), ``backend``
 (``"auto"``, ``"cpu"``, ``"gpu"``: where the kernels run) and ``aligned_strings`` (with
 ``"alignment"``: also ``query_aligned``/``target_aligned``, the segments with ``-`` against
-gaps). ``.sw.search`` adds ``bitscore``
+gaps) and ``strand`` (``"plus"``; ``"both"`` for DNA: the query's reverse complement too,
+each row the better strand, with a ``strand`` column ``"+"``/``"-"``; a minus row's positions
+and CIGAR are those of the reverse complement as aligned). ``.sw.search`` adds ``bitscore``
 and ``evalue`` (``statistics="auto"``: NCBI BLAST's published parameters; ``"search"``: fitted
 to the search's own scores; BLAST's gap cost 11/1 is ``gap_open=12, gap_extend=1`` here).
 
@@ -47,6 +50,7 @@ from ._sequences import SequenceError
 from . import _accessor  # noqa: F401  (registers the pandas accessor)
 from ._imports import when_imported as _when_imported
 from ._fasta import FastaError, read_fasta
+from ._fastq import read_fastq
 from ._balance import balance_by_residues
 from ._cluster import cluster
 from ._metrics import task_totals
@@ -88,6 +92,7 @@ __all__ = [
     "make_scoring",
     "persist_balanced",
     "read_fasta",
+    "read_fastq",
     "register_cudf",
     "Scoring",
     "ScoringError",

@@ -146,6 +146,7 @@ def blast6_table(hits: pd.DataFrame, queries: pd.DataFrame | None = None) -> pd.
             return "NA"
         return "0.0" if value == 0 else f"{value:.2e}"
 
+    hits = hits[(hits["score"] > 0).to_numpy(dtype=bool, na_value=False)]  # hits only
     query_start, query_end = hits["query_start"] + 1, hits["query_end"]
     target_start, target_end = hits["target_start"] + 1, hits["target_end"]
     if STRAND in hits.columns:
@@ -168,8 +169,10 @@ def blast6_table(hits: pd.DataFrame, queries: pd.DataFrame | None = None) -> pd.
         "length": hits["alignment_length"], "mismatch": hits["mismatches"],
         "gapopen": hits["gap_opens"], "qstart": query_start, "qend": query_end,
         "sstart": target_start, "send": target_end,
-        "evalue": [evalue_text(v) for v in hits["evalue"]],
-        "bitscore": ["NA" if pd.isna(v) else f"{v:.1f}" for v in hits["bitscore"]]})
+        # no statistics at all (swdask pairs): NA, as for a query too small to fit
+        "evalue": [evalue_text(v) for v in hits.get("evalue", [pd.NA] * len(hits))],
+        "bitscore": ["NA" if pd.isna(v) else f"{v:.1f}"
+                     for v in hits.get("bitscore", [pd.NA] * len(hits))]})
 
 
 def check_format(fmt: str, scoring_options: dict, aligned_strings: bool = False) -> None:
@@ -189,33 +192,47 @@ def sam_text(hits: pd.DataFrame, queries: pd.DataFrame, command: str = "") -> st
     primary line (FLAG 0), the others secondary (FLAG 256); the query as given, forward strand;
     the CIGAR of the alignment with the query's unaligned ends soft-clipped (``S``), so it
     spans the whole read; ``AS:i`` the score, ``NM:i`` the edit distance (mismatches and gap
-    residues); POS 1-based; MAPQ 255 (not computed); QUAL ``*``. A minus-strand hit
+    residues); POS 1-based; MAPQ 255 (not computed); QUAL the read's qualities where the
+    queries came from FASTQ (``quality``), else ``*``. A row that did not align (a pair of
+    ``swdask pairs`` scoring 0) is an unmapped read (FLAG 4, no position). A minus-strand hit
     (``strand`` ``"-"``) has FLAG 16 and the read's reverse complement as SEQ, which its
     positions and CIGAR already describe."""
     from . import __version__
     from ._sequences import reverse_complement_text
 
     sequences = dict(zip(queries["id"].astype(str), queries["sequence"].astype(str)))
+    qualities = (dict(zip(queries["id"].astype(str), queries["quality"].astype(str)))
+                 if "quality" in queries.columns else {})
     lines = ["@HD\tVN:1.6\tSO:unsorted"]
-    targets = hits.drop_duplicates("target_id")
+    aligned = (hits["score"] > 0).to_numpy(dtype=bool, na_value=False)
+    targets = hits[aligned].drop_duplicates("target_id")
     lines += [f"@SQ\tSN:{name}\tLN:{int(length)}"
               for name, length in zip(targets["target_id"], targets["target_length"])]
     lines.append(f"@PG\tID:swdask\tPN:swdask\tVN:{__version__}"
                  + (f"\tCL:{command}" if command else ""))
     minus_strand = (hits[STRAND] == "-").to_numpy(dtype=bool, na_value=False) \
         if STRAND in hits.columns else np.zeros(len(hits), dtype=bool)
-    for hit, minus in zip(hits.itertuples(index=False), minus_strand):
+    for hit, minus, hit_aligned in zip(hits.itertuples(index=False), minus_strand, aligned):
         read = sequences[str(hit.query_id)]
+        quality = qualities.get(str(hit.query_id), "*")
+        if not hit_aligned:  # a pair that did not align (swdask pairs): unmapped, FLAG 4
+            lines.append("\t".join((str(hit.query_id), "4", "*", "0", "0", "*", "*", "0",
+                                    "0", read or "*", quality or "*")))
+            continue
         if minus:
             read = reverse_complement_text(read)
+            quality = quality[::-1] if quality != "*" else quality
         clip_left, clip_right = int(hit.query_start), len(read) - int(hit.query_end)
         cigar = ((f"{clip_left}S" if clip_left else "") + hit.cigar
                  + (f"{clip_right}S" if clip_right else ""))
         edits = int(hit.alignment_length) - int(hit.matches)
-        flag = (0 if hit.rank == 1 else 256) | (16 if minus else 0)
+        # ranks after the first are secondary; a table without ranks (swdask pairs) holds
+        # each read's one alignment
+        flag = (0 if getattr(hit, "rank", 1) == 1 else 256) | (16 if minus else 0)
         lines.append("\t".join((
             str(hit.query_id), str(flag), str(hit.target_id),
-            str(int(hit.target_start) + 1), "255", cigar, "*", "0", "0", read, "*",
+            str(int(hit.target_start) + 1), "255", cigar, "*", "0", "0", read,
+            quality or "*",
             f"AS:i:{int(hit.score)}", f"NM:i:{edits}")))
     return "\n".join(lines) + "\n"
 
@@ -280,14 +297,28 @@ def check_database(paths) -> None:
         raise ValueError(f"the database ({names}) is empty: no FASTA record to search")
 
 
-def read_queries(path, scoring, strip_gaps: bool = False):
-    """The query file as a pandas frame (``id``, ``description``, ``sequence``), every query
-    checked under ``scoring``: an empty file or a bad query is a ValueError naming it."""
+def read_sequences(path, strip_gaps: bool = False) -> pd.DataFrame:
+    """A FASTA or FASTQ file (told apart by its first character, ``>`` or ``@``; compressed
+    too) as a pandas frame: ``id``, ``description``, ``sequence``, and for FASTQ
+    ``quality``."""
+    from ._fastq import is_fastq, read_fastq_frame
+
+    if is_fastq(path):
+        if strip_gaps:
+            raise ValueError(f"{path} is FASTQ: --strip-gaps is for aligned FASTA")
+        return read_fastq_frame(path)
     from ._fasta import read_fasta_frame
 
-    queries = read_fasta_frame(path, blocksize=None, threads=1, strip_gaps=strip_gaps)
+    return read_fasta_frame(path, blocksize=None, threads=1, strip_gaps=strip_gaps)
+
+
+def read_queries(path, scoring, strip_gaps: bool = False):
+    """The query file (FASTA or FASTQ: :func:`read_sequences`) as a pandas frame, every
+    query checked under ``scoring``: an empty file or a bad query is a ValueError naming
+    it."""
+    queries = read_sequences(path, strip_gaps)
     if queries.empty:
-        raise ValueError(f"{path}: no query records (the file holds no '>' header)")
+        raise ValueError(f"{path}: no query records (the file holds no '>' or '@' header)")
     try:
         prepare_queries(queries, scoring)  # a bad query fails here, named
     except ValueError as exc:

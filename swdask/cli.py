@@ -1,5 +1,5 @@
 """The ``swdask`` command line: ``swdask search QUERIES.fasta DB.fasta --top 10 -o hits.tsv``,
-``swdask align-long A.fa B.fa -o best.paf``.
+``swdask pairs READS.fq REGIONS.fa -o pairs.sam``, ``swdask align-long A.fa B.fa -o best.paf``.
 
 argparse (the standard library) rather than click: the CLI is one subcommand with plain
 options, and argparse adds no dependency (click is not one of ours). The job itself lives in
@@ -33,8 +33,13 @@ and inclusive. swdask's gap costs are gap_open + (k-1) * gap_extend: BLAST's and
 "-gapopen 11 -gapextend 1" (-f -11 -g -1) is --gap-open 12 --gap-extend 1 here.
 
 --format sam (or -o *.sam), with --dna: the queries as reads aligned to the database's
-sequences (forward strand), SAM 1.6 with @SQ lines for the targets hit, the CIGAR soft-clipped
-to the whole read, AS:i (score) and NM:i (edit distance); rank 1 primary, others secondary.
+sequences, SAM 1.6 with @SQ lines for the targets hit, the CIGAR soft-clipped to the whole
+read, AS:i (score) and NM:i (edit distance); rank 1 primary, others secondary; FLAG 16 and
+the read reverse-complemented for minus-strand hits (--strand both); QUAL from FASTQ queries.
+
+--strand both (DNA): each query's reverse complement is aligned too and every target reports
+its better strand, in a strand column (+/-); a minus hit's query positions are on the reverse
+complement as aligned (blast6 converts them to the query as given, with sstart > send).
 
 example:
   swdask search examples/data/queries.fasta examples/data/db.fasta --top 10 -o hits.tsv
@@ -53,7 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "of each query.",
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     search.add_argument("queries",
-                        help="FASTA file of queries (.gz and other compressions by suffix)")
+                        help="FASTA or FASTQ file of queries (.gz and other compressions by "
+                             "suffix)")
     search.add_argument("database", nargs="+",
                         help="FASTA file(s) or glob(s) of the database")
     search.add_argument("-o", "--output", default="-",
@@ -117,6 +123,37 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-v", "--verbose", action="store_true",
                      help="print the seconds of each phase (start-up, queries, search, "
                           "writing) on standard error")
+    pairs = commands.add_parser(
+        "pairs", help="record i of one file against record i of another",
+        description="Align record i of QUERIES against record i of TARGETS (exact "
+                    "Smith-Waterman, affine gaps; FASTA or FASTQ, compressed by suffix) and "
+                    "write one row per pair, in file order: a pair that does not align has "
+                    "null positions (tsv, csv, parquet), no line (blast6) or an unmapped "
+                    "line (sam, FLAG 4).")
+    pairs.add_argument("queries", help="FASTA or FASTQ file of the pairs' first sequences")
+    pairs.add_argument("targets", help="FASTA or FASTQ file of their second sequences, as "
+                                       "many records in the same order")
+    pairs.add_argument("-o", "--output", default="-",
+                       help="output file, format by suffix as for search (.tsv, .csv, "
+                            ".parquet, .m8, .sam; '-' TSV on standard output)")
+    pairs.add_argument("--format", choices=("auto", "tsv", "csv", "parquet", "blast6", "sam"),
+                       default="auto", help="output format (default: from the suffix)")
+    pairs.add_argument("--alignment", action="store_true",
+                       help="add the CIGAR, alignment length, matches, mismatches, gap opens "
+                            "and identity (blast6 and sam imply it)")
+    pairs.add_argument("--aligned-strings", action="store_true",
+                       help="add the two gapped segments (tsv, csv, parquet)")
+    pairs.add_argument("--strand", choices=("plus", "both"), default="plus",
+                       help="DNA: also align each query's reverse complement, the better "
+                            "strand per pair (default plus)")
+    pairs.add_argument("--strip-gaps", action="store_true",
+                       help="remove '-' and '.' from FASTA sequences (aligned FASTA)")
+    pairs.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
+                       help="cpu (numba) or gpu (CUDA through CuPy); auto is the CPU")
+    pairs.add_argument("-v", "--verbose", action="store_true",
+                       help="print the seconds of each phase (start-up, read, align, write) "
+                            "on standard error")
+    add_scoring_arguments(pairs)
     long = commands.add_parser(
         "align-long", help="the best alignment of two long sequences (chromosomes), as PAF",
         description="Align the first record of QUERY against the first record of TARGET "
@@ -216,6 +253,8 @@ def main(argv=None) -> int:
     try:
         if args.command == "align-long":
             return _align_long_command(args, parser)
+        if args.command == "pairs":
+            return _pairs_command(args, parser, argv)
         return _search_command(args, parser, argv)
     except KeyboardInterrupt:
         print("swdask: interrupted; no output written", file=sys.stderr)
@@ -303,6 +342,39 @@ def _search_command(args, parser, argv) -> int:
     if args.output != "-":
         print(f"swdask: wrote {len(hits)} hits ({hits['query_id'].nunique()} queries with "
               f"hits) to {args.output}", file=sys.stderr)
+    return 0
+
+
+def _pairs_command(args, parser, argv) -> int:
+    from ._options import Options
+    from ._pairs_job import run as run_job
+    from ._search import check_format, check_output, output_format
+    from ._timing import Phases
+    from .gpu import GpuUnavailableError
+
+    options = scoring_options(args, parser)
+    phases = Phases()
+    phases.process_start()
+    try:
+        check_output(args.output)
+        fmt = output_format(args.output, args.format)
+        check_format(fmt, options, args.aligned_strings)
+        positions = ("alignment" if args.alignment or args.aligned_strings
+                     or fmt in ("blast6", "sam") else True)
+        parsed = Options.parse(**options, positions=positions, backend=args.backend,
+                               aligned_strings=args.aligned_strings, strand=args.strand)
+        count = run_job(args.queries, args.targets, args.output, fmt, parsed, phases=phases,
+                        strip_gaps=args.strip_gaps,
+                        command=" ".join(["swdask", *(argv if argv is not None
+                                                      else sys.argv[1:])]))
+    except (ValueError, OSError, GpuUnavailableError) as exc:
+        message = " ".join(str(exc).split())
+        print(f"swdask: error: {message}", file=sys.stderr)
+        return 1
+    if args.verbose:
+        print(f"swdask: phases: {phases.line()}", file=sys.stderr)
+    if args.output != "-":
+        print(f"swdask: wrote {count} pairs to {args.output}", file=sys.stderr)
     return 0
 
 
