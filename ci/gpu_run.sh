@@ -56,6 +56,10 @@
 #           their reverse complements (44.6 Mbp), the whole `swdask align-long --top 200`
 #           command -> long-w5b-*.json, w5b.log (needs $CARRY/kleborate: prepare_carry.sh
 #           copies the package's four .fna.xz there)
+#   reads   benchmarks/bench_reads_job.py (issue 47): gasic-examples' 100,000 FASTQ reads
+#           against its four genomes, `swdask search --top 1 -o hits.sam` with one strand and
+#           both, the whole command and its scan -> reads-job-gpu-*.json, reads.log (needs
+#           $CARRY/gasic: prepare_carry.sh copies the package's files there)
 #   venvcudf  ci/steps/venv_cudf.sh (needs cuDF staged with ci/cudf-extra-wheels.txt): a
 #           fresh virtual environment installs .[cudf] from the staged and carried wheels
 #           and runs the cuDF tests -> venv-cudf.log
@@ -122,7 +126,7 @@ else
   export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-STEPS=(setup startup tests w1 search abkernels w1long w2 w5b profile daskcudf scaling recipe notebook venvcudf)
+STEPS=(setup startup tests w1 search abkernels w1long w2 w5b reads profile daskcudf scaling recipe notebook venvcudf)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -182,6 +186,12 @@ step_w5b() {
   timeout "${W5B_TIMEOUT:-540}" python3 benchmarks/bench_w5b_top_gpu.py \
     --data "$CARRY/kleborate" --out "$OUT" --commit "$COMMIT" ${W5B_ARGS:-} \
     2>&1 | tee "$OUT/w5b.log"
+}
+
+step_reads() {
+  [ -d "$CARRY/gasic" ] || { echo "no $CARRY/gasic: run ci/prepare_carry.sh"; return 1; }
+  timeout "${READS_TIMEOUT:-400}" python3 benchmarks/bench_reads_job.py --data "$CARRY/gasic" \
+    --backend gpu --out "$OUT" --commit "$COMMIT" ${READS_ARGS:-} 2>&1 | tee "$OUT/reads.log"
 }
 
 step_w1() {

@@ -11,6 +11,7 @@
 #               the CPU engine's results for W2's checked rows (bench_w2_gpu.py reference;
 #               used on the GPU machine only where the SHA-256 of the regenerated data matches),
 #               kleborate/: the four genomes of Debian's kleborate-examples (W5b).
+#               gasic/: gasic-examples' 100,000 reads and four genomes (the reads job).
 #
 #   bash ci/prepare_carry.sh              # from anywhere; writes into the repository root
 #   SKIP_REF=1 bash ci/prepare_carry.sh   # keep .devcarry/w2/ref as it is (the slow part)
@@ -26,6 +27,7 @@ DEST=${DEST:-$ROOT}
 SHARED=${SHARED:-$ROOT/../shared}
 MMSEQS_DB=${MMSEQS_DB:-/usr/share/doc/mmseqs2/example-data/DB.fasta.gz}
 KLEBORATE=${KLEBORATE:-/usr/share/doc/kleborate/examples/data}
+GASIC=${GASIC:-/usr/share/doc/gasic/examples}
 W2_DATA=${W2_DATA:-/tmp/w2data-carry}
 PYTHON=${PYTHON:-python3}
 
@@ -111,6 +113,15 @@ if compgen -G "$KLEBORATE/*.fna.xz" > /dev/null; then
   install -m 0444 "$KLEBORATE"/*.fna.xz "$DEST/.devcarry/kleborate/"
 else
   echo "no $KLEBORATE/*.fna.xz (apt-get install kleborate-examples): no w5b step there"
+fi
+
+# the reads job's FASTQ and genomes (gpu_run.sh's reads step), from Debian's gasic-examples
+if [ -s "$GASIC/reads/SRR059298_subset.fastq.gz" ]; then
+  mkdir -p "$DEST/.devcarry/gasic"
+  install -m 0444 "$GASIC/reads/SRR059298_subset.fastq.gz" "$GASIC"/genomes/*.fasta.gz \
+    "$DEST/.devcarry/gasic/"
+else
+  echo "no $GASIC/reads (apt-get install gasic-examples): no reads step there"
 fi
 
 if [ -n "$keep_ref" ]; then

@@ -39,7 +39,8 @@ from ._results import (ALIGNED_STRINGS, ALIGNMENT_COLUMNS, COLUMNS, STRAND, TEXT
                        TOP_GROUP_SCORES, PartialHits, array_module, better_strand, column_array,
                        host_array, result_columns)
 from ._scoring import ScoringError
-from ._sequences import EncodedSequences, SequenceError, prepare_query, query_column
+from ._sequences import (EncodedSequences, PreparedQuery, SequenceError, prepare_query,
+                         query_column)
 from ._statistics import SCORE_BINS, KarlinAltschul, blast_parameters, fit_scores, score_summary
 from ._timing import stage
 
@@ -84,6 +85,28 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
         names = ("query", "row") + result_columns(mode, strings, both) + (
             ("target_length",) if mode == "alignment" else ())
         found = {name: np.zeros(0, dtype=np.int64) for name in names}
+        few = None if summaries else _few_targets(queries, encoded, chosen, both)
+        if few is not None:  # many queries, few rows: the rows scan the queries instead
+            query_of_hit, rows, strand_of_hit, scores = _top_of_scores(few, top)
+            if not rows.size:
+                return found
+            columns = {"score": scores, **({STRAND: strand_of_hit} if both else {})}
+            if mode != "none":
+                with stage("positions" if mode in ("full", "end") else "alignments"):
+                    hits = _engine.align_pairs(
+                        query_column(scanned_queries).take(strands * query_of_hit
+                                                           + strand_of_hit),
+                        chosen.take(encoded, rows), queries[0].scoring, mode,
+                        backend=chosen.name, strings=strings).to_host()
+                columns.update(hits.columns)
+            found.update({"query": query_of_hit, "row": rows})
+            found.update({name: columns[name] if name in TEXT_COLUMNS else
+                          np.asarray(columns[name]) for name in result_columns(mode, strings,
+                                                                               both)})
+            if mode == "alignment":
+                lengths = encoded.offsets[1:] - encoded.offsets[:-1]
+                found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]
+            return found
         lengths = usable = None
         if summaries:  # what every query's summary counts: the rows' lengths, usable rows
             lengths = encoded.offsets[1:] - encoded.offsets[:-1]
@@ -174,6 +197,73 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
             lengths = encoded.offsets[1:] - encoded.offsets[:-1]
             found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]
         return found
+
+
+#: The transposed scan (:func:`_few_targets`): at most this many rows, and at least this
+#: many queries per row; its score table (rows x queries x strands) stays this small.
+FEW_TARGETS_ROWS = 256
+FEW_TARGETS_QUERIES_PER_ROW = 8
+FEW_TARGETS_SCORES = 1 << 25
+
+
+def _few_targets(queries, encoded: EncodedSequences, chosen, both: bool):
+    """Every query's score against every row, scanned the other way round, when there are
+    many queries and few rows (reads against a few genomes): each row, as a query, against
+    the column of the queries (the kernels' efficient direction: one query's profile over
+    many rows, where the usual scan would launch once per short query over a handful of
+    rows). A local score does not change when the two sequences swap places if the
+    substitution matrix is symmetric; with both strands each row's reverse complement scans
+    the queries as given, the same score as the query's reverse complement against the row
+    where complementing both letters keeps every substitution score (match/mismatch does).
+    Only scores: the hits' positions and alignments come from the row-wise pairs with the
+    query as the query, as in the usual scan, so the tie rule is the usual one.
+
+    ``(scores, rows)``: ``scores[strand, k, q]`` (host int64) of row ``rows[k]`` (the valid,
+    non-empty rows of ``encoded``), or None where the transposed scan does not apply."""
+    scoring = queries[0].scoring
+    matrix = scoring.matrix
+    lengths = np.asarray(host_array(encoded.offsets[1:] - encoded.offsets[:-1]))
+    rows = np.flatnonzero(np.asarray(host_array(encoded.valid), dtype=bool) & (lengths > 0))
+    strands = 2 if both else 1
+    if not (0 < rows.size <= FEW_TARGETS_ROWS
+            and len(queries) >= FEW_TARGETS_QUERIES_PER_ROW * rows.size
+            and strands * rows.size * len(queries) <= FEW_TARGETS_SCORES
+            and np.array_equal(matrix, matrix.T)):
+        return None
+    if both:
+        complement = scoring.complement_codes
+        if not np.array_equal(matrix[np.ix_(complement, complement)], matrix):
+            return None
+    offsets = np.asarray(host_array(encoded.offsets))
+    residues = host_array(encoded.residues)
+    as_queries = [PreparedQuery(np.asarray(residues[offsets[r]:offsets[r + 1]]), scoring)
+                  for r in rows]
+    if both:
+        as_queries = [each for row in as_queries for each in (row, row.reverse_complement)]
+    column = query_column(queries)
+    scores = np.zeros((len(as_queries), len(queries)), dtype=np.int64)
+    with stage("scan"):
+        for k, result in enumerate(chosen.many_against_many(
+                as_queries, column, "none", owner=column, fingerprint=("batch",))):
+            scores[k] = np.asarray(host_array(result.columns["score"]))
+    return scores.reshape(rows.size, strands, len(queries)).transpose(1, 0, 2), rows
+
+
+def _top_of_scores(few, top: int):
+    """:func:`_few_targets`' scores ranked as the search ranks: each query's ``top`` rows
+    by its better strand's score (plus on a tie), then the row's order; rows scoring 0 are
+    not hits. ``(query, row, strand, score)`` host arrays, each query's hits best first."""
+    scores, rows = few
+    best = scores.max(axis=0)                          # rows x queries
+    strand = (scores[-1] > scores[0]).astype(np.int8)  # 1: minus strictly better
+    # one key per (row, query): score descending, then the row's place
+    order = np.argsort(-best, axis=0, kind="stable")[:top]   # top x queries, rows ascending
+    picked_scores = np.take_along_axis(best, order, axis=0)
+    query = np.broadcast_to(np.arange(best.shape[1]), order.shape)
+    keep = (picked_scores > 0).T.ravel()
+    order_t, query_t = order.T.ravel()[keep], query.T.ravel()[keep]
+    return (query_t.astype(np.int64), rows[order_t].astype(np.int64),
+            strand[order_t, query_t], picked_scores.T.ravel()[keep].astype(np.int64))
 
 
 def _stack_summaries(summary, count: int) -> dict:

@@ -733,3 +733,47 @@ def test_partial_results_merge_whatever_the_cut(database, queries):
     pd.testing.assert_frame_equal(_many_queries.rank_hits(batches, 5, stats), whole)
     with pytest.raises(ValueError, match="no partial results"):
         PartialHits.merge([])
+
+
+@pytest.mark.parametrize("kind", ["cpu", "emulation"])
+@pytest.mark.parametrize("strand", ["plus", "both"])
+def test_many_queries_against_few_rows_scan_the_other_way(kind, strand, monkeypatch,
+                                                           setting):
+    """Reads against a few genomes: the rows scan the queries (each row as the query, the
+    scores the same under a symmetric matrix; both strands through the rows' reverse
+    complements), and the hits equal the usual scan's (forced by a zero row limit): the
+    same rows, scores, positions, strands and CIGARs, null and empty rows skipped, in every
+    mode; on the CPU and the GPU backend (host emulation)."""
+    from Bio.Seq import reverse_complement
+
+    from swdask import _many_queries
+
+    if kind == "emulation":
+        if _runtime.host_compiler() is None:
+            pytest.skip("the host emulation needs g++")
+        setting("gpu.runtime", "emulation")
+    rng = np.random.default_rng(11)
+    genomes = ["".join(rng.choice(list("ACGT"), 500)) for _ in range(4)] + [None, ""]
+    reads = []
+    for k in range(60):
+        start = int(rng.integers(0, 450))
+        read = genomes[k % 4][start:start + int(rng.integers(15, 60))]
+        read = "".join(c if rng.random() > 0.05 else "T" for c in read)
+        reads.append(reverse_complement(read) if k % 3 == 0 else read)
+    reads[7] = "".join(rng.choice(list("ACGT"), 40))
+    database = pd.Series(genomes, index=[f"g{k}" for k in range(6)])
+    options = dict(matrix=None, match=2, mismatch=-3, gap_open=5, gap_extend=2,
+                   backend="cpu" if kind == "cpu" else "gpu", strand=strand)
+    calls = []
+    few = _many_queries._few_targets
+    monkeypatch.setattr(_many_queries, "_few_targets",
+                        lambda *args: calls.append(few(*args)) or calls[-1])
+    for positions in (True, "end", False, "alignment"):
+        calls.clear()
+        got = database.sw.search(reads, top=3, positions=positions, **options)
+        assert calls and calls[-1] is not None  # the transposed scan ran
+        with monkeypatch.context() as usual:
+            usual.setattr(_many_queries, "FEW_TARGETS_ROWS", 0)
+            want = database.sw.search(reads, top=3, positions=positions, **options)
+        pd.testing.assert_frame_equal(got, want)
+        assert len(got) > 100 and (strand == "plus" or (got["strand"] == "-").sum() > 10)
