@@ -735,7 +735,8 @@ def test_partial_results_merge_whatever_the_cut(database, queries):
         PartialHits.merge([])
 
 
-@pytest.mark.parametrize("kind", ["cpu", "emulation"])
+@pytest.mark.parametrize("kind", ["cpu", "emulation",
+                                  pytest.param("cuda", marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("strand", ["plus", "both"])
 def test_many_queries_against_few_rows_scan_the_other_way(kind, strand, monkeypatch,
                                                            setting):
@@ -743,7 +744,7 @@ def test_many_queries_against_few_rows_scan_the_other_way(kind, strand, monkeypa
     scores the same under a symmetric matrix; both strands through the rows' reverse
     complements), and the hits equal the usual scan's (forced by a zero row limit): the
     same rows, scores, positions, strands and CIGARs, null and empty rows skipped, in every
-    mode; on the CPU and the GPU backend (host emulation)."""
+    mode; on the CPU and the GPU backend (host emulation; a real GPU on the device)."""
     from Bio.Seq import reverse_complement
 
     from swdask import _many_queries
@@ -752,6 +753,11 @@ def test_many_queries_against_few_rows_scan_the_other_way(kind, strand, monkeypa
         if _runtime.host_compiler() is None:
             pytest.skip("the host emulation needs g++")
         setting("gpu.runtime", "emulation")
+    elif kind == "cuda":
+        try:
+            _runtime.require_cuda()
+        except _runtime.GpuUnavailableError as exc:
+            pytest.skip(str(exc))
     rng = np.random.default_rng(11)
     genomes = ["".join(rng.choice(list("ACGT"), 500)) for _ in range(4)] + [None, ""]
     reads = []
