@@ -71,7 +71,8 @@ def main() -> int:
         read_letters, genome_letters = residues(reads, True), sum(residues(g, False)
                                                                   for g in genomes)
         record = {"workload": "reads-job", **stamp(args.commit), "backend": args.backend,
-                  "reads": reads.name, "read_letters": read_letters,
+                  "reads": reads.name, "read_count": args.reads or None,
+                  "read_letters": read_letters,
                   "genome_letters": genome_letters, "scoring": " ".join(SCORING),
                   "top": 1, "runs": {}}
         outputs = {}

@@ -41,6 +41,8 @@ WORKLOADS = {
     "gpu-tests": "the GPU test suite's runs on the GPU machine (pass counts, not figures)",
     "startup": "a new process's first job against its later ones, with caches emptied (cold) "
     "and filled (warm)",
+    "reads-job": "the reads job: gasic-examples' 100,000 FASTQ reads against its four "
+    "genomes, `swdask search --top 1 -o hits.sam` in a new process, one strand and both",
     "long": "W5: one long pair with `swdask.align_long` (slices of two Klebsiella chromosomes, "
     "and the two whole chromosomes), the GPU's score pass and traceback beside the CPU's",
 }
@@ -87,6 +89,12 @@ def _number(value, digits: int) -> str:
 def headline(record: dict) -> str:
     """The one figure that says what a record measured, from its own fields."""
     get = record.get
+    if get("workload") == "reads-job" and isinstance(get("runs"), dict):
+        runs = get("runs")
+        return (f"{get('backend')}: one strand {runs['plus']['wall_seconds_median']:.2f} s, "
+                f"both {runs['both']['wall_seconds_median']:.2f} s whole command "
+                f"({get('both_over_plus'):.2f}x); scan {runs['both']['scan_gcups']:,.0f} "
+                "GCUPS on both")
     if get("first_over_second") is not None and isinstance(get("phases"), dict):
         phases = get("phases")
         return (f"{get('workload')} {'cold' if get('cold') else 'warm'}: first search "
