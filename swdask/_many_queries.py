@@ -37,7 +37,7 @@ from ._api import column_targets, is_cudf
 from ._metrics import column_total
 from ._results import (ALIGNED_STRINGS, ALIGNMENT_COLUMNS, COLUMNS, STRAND, TEXT_COLUMNS,
                        TOP_GROUP_SCORES, PartialHits, array_module, better_strand, column_array,
-                       host_array, result_columns)
+                       host_array, kernel_mode, result_columns)
 from ._scoring import ScoringError
 from ._sequences import (EncodedSequences, PreparedQuery, SequenceError, prepare_query,
                          query_column)
@@ -85,20 +85,23 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
         names = ("query", "row") + result_columns(mode, strings, both) + (
             ("target_length",) if mode == "alignment" else ())
         found = {name: np.zeros(0, dtype=np.int64) for name in names}
-        few = None if summaries else _few_targets(queries, encoded, chosen, both)
-        if few is not None:  # many queries, few rows: the rows scan the queries instead
-            query_of_hit, rows, strand_of_hit, scores = _top_of_scores(few, top)
+
+        def with_hits(query_of_hit, rows, columns):
+            """``found`` with the hits (each query's, best first: ``rows`` of ``encoded``,
+            ``columns`` what the scan gave, host arrays), what the scan did not give (start
+            positions, the alignment; ends where the scan gave none) from one row-wise batch
+            of every hit against the strand that won (its row in ``scanned_queries``)."""
             if not rows.size:
                 return found
-            columns = {"score": scores, **({STRAND: strand_of_hit} if both else {})}
-            if mode != "none":
-                with stage("positions" if mode in ("full", "end") else "alignments"):
+            if any(name not in columns for name in result_columns(kernel_mode(mode))):
+                strand_of_hit = columns[STRAND].astype(np.int64) if both else 0
+                with stage("alignments" if mode == "alignment" else "positions"):
                     hits = _engine.align_pairs(
                         query_column(scanned_queries).take(strands * query_of_hit
                                                            + strand_of_hit),
                         chosen.take(encoded, rows), queries[0].scoring, mode,
                         backend=chosen.name, strings=strings).to_host()
-                columns.update(hits.columns)
+                columns = {**columns, **hits.columns}
             found.update({"query": query_of_hit, "row": rows})
             found.update({name: columns[name] if name in TEXT_COLUMNS else
                           np.asarray(columns[name]) for name in result_columns(mode, strings,
@@ -107,6 +110,13 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                 lengths = encoded.offsets[1:] - encoded.offsets[:-1]
                 found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]
             return found
+
+        with chosen.batch():  # many queries, few rows: the rows scan the queries instead
+            few = None if summaries else _few_targets(queries, encoded, chosen, both)
+            if few is not None:
+                query_of_hit, rows, strand_of_hit, scores = _top_of_scores(few, top)
+                return with_hits(query_of_hit, rows,
+                                 {"score": scores, **({STRAND: strand_of_hit} if both else {})})
         lengths = usable = None
         if summaries:  # what every query's summary counts: the rows' lengths, usable rows
             lengths = encoded.offsets[1:] - encoded.offsets[:-1]
@@ -176,27 +186,12 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                                    for r in picked])[keep]
             if not rows.size:
                 return found
+            # what the scan kept of each hit: the score, the strand, in mode "end" the ends
             scanned_columns = result_columns(mode if mode == "end" else "none", False, both)
             columns = {name: np.concatenate([np.asarray(host_array(s.columns[name]))
                                              for s in scanned])[keep]
                        for name in scanned_columns} if mode != "full" or both else {}
-            if mode in ("full", "alignment"):
-                # each hit against the strand that won: its query's row in scanned_queries
-                strand_of_hit = columns[STRAND].astype(np.int64) if both else 0
-                with stage("positions" if mode == "full" else "alignments"):
-                    hits = _engine.align_pairs(
-                        query_column(scanned_queries).take(strands * query_of_hit
-                                                           + strand_of_hit),
-                        chosen.take(encoded, rows), queries[0].scoring, mode,
-                        backend=chosen.name, strings=strings).to_host()
-                columns = {**hits.columns, **({STRAND: columns[STRAND]} if both else {})}
-        found.update({"query": query_of_hit, "row": rows})
-        found.update({name: columns[name] if name in TEXT_COLUMNS else np.asarray(columns[name])
-                      for name in result_columns(mode, strings, both)})
-        if mode == "alignment":
-            lengths = encoded.offsets[1:] - encoded.offsets[:-1]
-            found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]
-        return found
+            return with_hits(query_of_hit, rows, columns)
 
 
 #: The transposed scan (:func:`_few_targets`): at most this many rows, and at least this
