@@ -288,10 +288,48 @@ def _interrupt(signum, frame):  # SIGTERM as Ctrl-C: the job and its cluster sto
     raise KeyboardInterrupt
 
 
+def _positions(args, fmt: str):
+    """What the kernels compute for a command's output: the alignment where it is written
+    (``--alignment``, ``--aligned-strings``, blast6 and SAM), else the positions."""
+    return ("alignment" if args.alignment or args.aligned_strings or fmt in ("blast6", "sam")
+            else True)
+
+
+def _output_format(args, options: dict) -> str:
+    """The output's format (``-o``'s suffix or ``--format``), refused before any work where
+    the file cannot be written or the format cannot hold what was asked."""
+    from ._search import check_format, check_output, output_format
+
+    check_output(args.output)
+    fmt = output_format(args.output, args.format)
+    check_format(fmt, options, args.aligned_strings)
+    return fmt
+
+
+def _command_line(argv) -> str:
+    """The command as typed (SAM's ``@PG CL``)."""
+    return " ".join(["swdask", *(argv if argv is not None else sys.argv[1:])])
+
+
+def _failed(error: Exception) -> int:
+    """Bad input, options, files or machine: one line on stderr, not a traceback; status 1."""
+    message = " ".join(str(error).split())
+    print(f"swdask: error: {message}", file=sys.stderr)
+    return 1
+
+
+def _done(args, phases, wrote: str) -> int:
+    """The job's last lines on stderr (its phases with ``-v``; what it wrote where): 0."""
+    if args.verbose:
+        print(f"swdask: phases: {phases.line()}", file=sys.stderr)
+    if args.output != "-":
+        print(f"swdask: wrote {wrote} to {args.output}", file=sys.stderr)
+    return 0
+
+
 def _search_command(args, parser, argv) -> int:
     from ._options import Options
-    from ._search import (Phases, check_format, check_output, check_statistics, output_format,
-                          read_queries, search, write_hits)
+    from ._search import Phases, check_statistics, read_queries, search, write_hits
     from .gpu import GpuUnavailableError
 
     options = scoring_options(args, parser)
@@ -307,13 +345,10 @@ def _search_command(args, parser, argv) -> int:
     phases = Phases()
     phases.process_start()
     try:
-        check_output(args.output)
-        fmt = output_format(args.output, args.format)
-        check_format(fmt, options, args.aligned_strings)
+        fmt = _output_format(args, options)
         scoring = Options.parse(**options).scoring  # a bad scoring fails here, named
         statistics = check_statistics(fmt, args.evalue, scoring, args.statistics)
-        positions = ("alignment" if args.alignment or args.aligned_strings
-                     or fmt in ("blast6", "sam") else True)
+        positions = _positions(args, fmt)
         queries = args.queries
         # read here where the writer needs the queries: SAM writes the reads, and blast6
         # gives a minus-strand hit's query positions on the query as given (its length)
@@ -330,25 +365,16 @@ def _search_command(args, parser, argv) -> int:
         with phases("write"):
             write_hits(hits, args.output, fmt,
                        queries=queries if writes_queries else None,
-                       command=" ".join(["swdask", *(argv if argv is not None
-                                                      else sys.argv[1:])]))
+                       command=_command_line(argv))
     except (ValueError, OSError, GpuUnavailableError) as exc:
-        # bad input, options, files or machine: one line, not a traceback
-        message = " ".join(str(exc).split())
-        print(f"swdask: error: {message}", file=sys.stderr)
-        return 1
-    if args.verbose:
-        print(f"swdask: phases: {phases.line()}", file=sys.stderr)
-    if args.output != "-":
-        print(f"swdask: wrote {len(hits)} hits ({hits['query_id'].nunique()} queries with "
-              f"hits) to {args.output}", file=sys.stderr)
-    return 0
+        return _failed(exc)
+    return _done(args, phases,
+                 f"{len(hits)} hits ({hits['query_id'].nunique()} queries with hits)")
 
 
 def _pairs_command(args, parser, argv) -> int:
     from ._options import Options
     from ._pairs_job import run as run_job
-    from ._search import check_format, check_output, output_format
     from ._timing import Phases
     from .gpu import GpuUnavailableError
 
@@ -356,26 +382,15 @@ def _pairs_command(args, parser, argv) -> int:
     phases = Phases()
     phases.process_start()
     try:
-        check_output(args.output)
-        fmt = output_format(args.output, args.format)
-        check_format(fmt, options, args.aligned_strings)
-        positions = ("alignment" if args.alignment or args.aligned_strings
-                     or fmt in ("blast6", "sam") else True)
-        parsed = Options.parse(**options, positions=positions, backend=args.backend,
-                               aligned_strings=args.aligned_strings, strand=args.strand)
+        fmt = _output_format(args, options)
+        parsed = Options.parse(**options, positions=_positions(args, fmt),
+                               backend=args.backend, aligned_strings=args.aligned_strings,
+                               strand=args.strand)
         count = run_job(args.queries, args.targets, args.output, fmt, parsed, phases=phases,
-                        strip_gaps=args.strip_gaps,
-                        command=" ".join(["swdask", *(argv if argv is not None
-                                                      else sys.argv[1:])]))
+                        strip_gaps=args.strip_gaps, command=_command_line(argv))
     except (ValueError, OSError, GpuUnavailableError) as exc:
-        message = " ".join(str(exc).split())
-        print(f"swdask: error: {message}", file=sys.stderr)
-        return 1
-    if args.verbose:
-        print(f"swdask: phases: {phases.line()}", file=sys.stderr)
-    if args.output != "-":
-        print(f"swdask: wrote {count} pairs to {args.output}", file=sys.stderr)
-    return 0
+        return _failed(exc)
+    return _done(args, phases, f"{count} pairs")
 
 
 def _align_long_command(args, parser) -> int:
@@ -407,11 +422,5 @@ def _align_long_command(args, parser) -> int:
                        n_workers=args.workers, scheduler=args.scheduler, **options)
     except (ValueError, OSError, NotImplementedError, ConnectionError,
             GpuUnavailableError) as exc:
-        message = " ".join(str(exc).split())
-        print(f"swdask: error: {message}", file=sys.stderr)
-        return 1
-    if args.verbose:
-        print(f"swdask: phases: {phases.line()}", file=sys.stderr)
-    if args.output != "-":
-        print(f"swdask: wrote {len(hits)} alignment(s) to {args.output}", file=sys.stderr)
-    return 0
+        return _failed(exc)
+    return _done(args, phases, f"{len(hits)} alignment(s)")
