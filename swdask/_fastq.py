@@ -297,7 +297,17 @@ def read_fastq(path, blocksize="64MB", *, compression="infer", backend="pandas",
 
 def read_fastq_frame(path, storage_options=None) -> pd.DataFrame:
     """The FASTQ file(s) as one pandas frame in this process (what ``read_fastq(path)
-    .compute()`` gives, without a Dask graph): the query side of a job."""
-    fs, parts = _plan(path, None, "infer", storage_options)
-    frames = [_read_part(part, fs) for part in parts]
+    .compute()`` gives, without a Dask graph): the query side of a job. Each file is read
+    (decompressed) once and parsed whole: no planning scan, as nothing is partitioned."""
+    from fsspec.utils import infer_compression
+
+    fs, paths = expand_paths(path, storage_options)
+    frames, first_record = [], 0
+    for p in paths:
+        kind = infer_compression(p)
+        with stage("read"), _decompression_errors(p, kind), _open(fs, p, kind) as stream:
+            data = stream.read()
+        table = parse_fastq(data[len(_BOM):] if data.startswith(_BOM) else data, p)
+        frames.append(_to_pandas(table, first_record))
+        first_record += table.num_rows
     return frames[0] if len(frames) == 1 else pd.concat(frames)

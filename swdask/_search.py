@@ -198,7 +198,6 @@ def sam_text(hits: pd.DataFrame, queries: pd.DataFrame, command: str = "") -> st
     (``strand`` ``"-"``) has FLAG 16 and the read's reverse complement as SEQ, which its
     positions and CIGAR already describe."""
     from . import __version__
-    from ._sequences import reverse_complement_text
 
     sequences = dict(zip(queries["id"].astype(str), queries["sequence"].astype(str)))
     qualities = (dict(zip(queries["id"].astype(str), queries["quality"].astype(str)))
@@ -210,31 +209,57 @@ def sam_text(hits: pd.DataFrame, queries: pd.DataFrame, command: str = "") -> st
               for name, length in zip(targets["target_id"], targets["target_length"])]
     lines.append(f"@PG\tID:swdask\tPN:swdask\tVN:{__version__}"
                  + (f"\tCL:{command}" if command else ""))
-    minus_strand = (hits[STRAND] == "-").to_numpy(dtype=bool, na_value=False) \
-        if STRAND in hits.columns else np.zeros(len(hits), dtype=bool)
-    for hit, minus, hit_aligned in zip(hits.itertuples(index=False), minus_strand, aligned):
-        read = sequences[str(hit.query_id)]
-        quality = qualities.get(str(hit.query_id), "*")
-        if not hit_aligned:  # a pair that did not align (swdask pairs): unmapped, FLAG 4
-            lines.append("\t".join((str(hit.query_id), "4", "*", "0", "0", "*", "*", "0",
-                                    "0", read or "*", quality or "*")))
-            continue
-        if minus:
-            read = reverse_complement_text(read)
-            quality = quality[::-1] if quality != "*" else quality
-        clip_left, clip_right = int(hit.query_start), len(read) - int(hit.query_end)
-        cigar = ((f"{clip_left}S" if clip_left else "") + hit.cigar
-                 + (f"{clip_right}S" if clip_right else ""))
-        edits = int(hit.alignment_length) - int(hit.matches)
+    return "\n".join(lines + _sam_records(hits, aligned, sequences, qualities)) + "\n"
+
+
+def _sam_records(hits: pd.DataFrame, aligned, sequences: dict, qualities: dict) -> list:
+    """:func:`sam_text`'s alignment lines, in the hits' order, built a column at a time
+    (pandas' string operations over every hit, not a Python line per hit: 100,000 reads'
+    SAM in a fraction of the time)."""
+    from ._sequences import reverse_complement_text
+
+    if not len(hits):
+        return []
+    text = pd.StringDtype("pyarrow")
+    name = hits["query_id"].astype(str).reset_index(drop=True)
+    read = name.map(sequences)
+    quality = name.map(qualities).fillna("*") if qualities else pd.Series("*", index=name.index)
+    quality = quality.where(quality != "", "*")
+    minus = pd.Series((hits[STRAND] == "-").to_numpy(dtype=bool, na_value=False)
+                      if STRAND in hits.columns else np.zeros(len(hits), dtype=bool))
+    minus &= pd.Series(aligned)
+    if minus.any():  # the read as it aligned: reverse-complemented, its qualities reversed
+        read[minus] = read[minus].map(reverse_complement_text)
+        quality[minus] = quality[minus].map(lambda q: q if q == "*" else q[::-1])
+    lines = pd.Series("", index=name.index, dtype=object)
+    hit = pd.Series(aligned)
+    if hit.any():
+        rows = hits.reset_index(drop=True)[hit]
+
+        def number(column, offset=0):
+            return (rows[column].astype("int64") + offset).astype(str)
+
+        left = rows["query_start"].astype("int64")
+        right = read[hit].str.len() - rows["query_end"].astype("int64")
+        cigar = (left.astype(str).where(left > 0, "") + np.where(left > 0, "S", "")
+                 + rows["cigar"].astype(str)
+                 + right.astype(str).where(right > 0, "") + np.where(right > 0, "S", ""))
         # ranks after the first are secondary; a table without ranks (swdask pairs) holds
         # each read's one alignment
-        flag = (0 if getattr(hit, "rank", 1) == 1 else 256) | (16 if minus else 0)
-        lines.append("\t".join((
-            str(hit.query_id), str(flag), str(hit.target_id),
-            str(int(hit.target_start) + 1), "255", cigar, "*", "0", "0", read,
-            quality or "*",
-            f"AS:i:{int(hit.score)}", f"NM:i:{edits}")))
-    return "\n".join(lines) + "\n"
+        rank = rows["rank"].astype("int64") if "rank" in rows.columns else 1
+        flag = np.where(rank == 1, 0, 256) | np.where(minus[hit], 16, 0)
+        edits = rows["alignment_length"].astype("int64") - rows["matches"].astype("int64")
+        lines[hit] = (name[hit] + "\t" + pd.Series(flag, index=rows.index).astype(str) + "\t"
+                      + rows["target_id"].astype(str) + "\t" + number("target_start", 1)
+                      + "\t255\t" + cigar + "\t*\t0\t0\t" + read[hit] + "\t"
+                      + quality[hit] + "\tAS:i:" + number("score") + "\tNM:i:"
+                      + edits.astype(str))
+    if not hit.all():  # pairs that did not align (swdask pairs): unmapped, FLAG 4
+        missing = ~hit
+        lines[missing] = (name[missing] + "\t4\t*\t0\t0\t*\t*\t0\t0\t"
+                          + read[missing].where(read[missing] != "", "*") + "\t"
+                          + quality[missing])
+    return lines.astype(text).tolist()
 
 
 def write_hits(hits: pd.DataFrame, output: str, fmt: str = "auto", stdout=None,
