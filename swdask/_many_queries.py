@@ -40,7 +40,7 @@ from ._results import (ALIGNED_STRINGS, ALIGNMENT_COLUMNS, COLUMNS, STRAND, TEXT
                        host_array, kernel_mode, result_columns)
 from ._scoring import ScoringError
 from ._sequences import (EncodedSequences, PreparedQuery, SequenceError, encode,
-                         prepare_query, query_column)
+                         prepare_query, query_column, reverse_complement, stack_sequences)
 from ._statistics import SCORE_BINS, KarlinAltschul, blast_parameters, fit_scores, score_summary
 from ._timing import stage
 
@@ -72,8 +72,6 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     score is exact, and every other row's merged score is at most its own."""
     both = strand == "both"
     strands = 2 if both else 1
-    scanned_queries = ([each for query in queries for each in (query, query.reverse_complement)]
-                       if both else list(queries))
     with stage("encode"):
         encoded = targets() if callable(targets) else targets
     chosen = _engine.get_backend(backend, encoded.residues)
@@ -90,16 +88,19 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
             """``found`` with the hits (each query's, best first: ``rows`` of ``encoded``,
             ``columns`` what the scan gave, host arrays), what the scan did not give (start
             positions, the alignment; ends where the scan gave none) from one row-wise batch
-            of every hit against the strand that won (its row in ``scanned_queries``)."""
+            of every hit against the strand that won."""
             if not rows.size:
                 return found
             if any(name not in columns for name in result_columns(kernel_mode(mode))):
-                strand_of_hit = columns[STRAND].astype(np.int64) if both else 0
+                hit_queries = query_column(queries).take(query_of_hit)
+                if both:  # the minus hits' queries reverse-complemented, as one column
+                    minus = np.asarray(columns[STRAND], dtype=np.int64)
+                    hit_queries = stack_sequences(
+                        hit_queries, reverse_complement(hit_queries, queries[0].scoring)).take(
+                        np.arange(rows.size) + rows.size * minus)
                 with stage("alignments" if mode == "alignment" else "positions"):
                     hits = _engine.align_pairs(
-                        query_column(scanned_queries).take(strands * query_of_hit
-                                                           + strand_of_hit),
-                        chosen.take(encoded, rows), queries[0].scoring, mode,
+                        hit_queries, chosen.take(encoded, rows), queries[0].scoring, mode,
                         backend=chosen.name, strings=strings).to_host()
                 columns = {**columns, **hits.columns}
             found.update({"query": query_of_hit, "row": rows})
@@ -117,6 +118,9 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
                 query_of_hit, rows, strand_of_hit, scores = _top_of_scores(few, top)
                 return with_hits(query_of_hit, rows,
                                  {"score": scores, **({STRAND: strand_of_hit} if both else {})})
+        # each query then its reverse complement (made once per query, kept with it)
+        scanned_queries = ([each for query in queries for each in
+                            (query, query.reverse_complement)] if both else list(queries))
         lengths = usable = None
         if summaries:  # what every query's summary counts: the rows' lengths, usable rows
             lengths = encoded.offsets[1:] - encoded.offsets[:-1]
