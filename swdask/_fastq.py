@@ -97,9 +97,10 @@ def parse_fastq(data, path: str = "<bytes>", first_line: int = 1) -> pa.Table:
     unequal = np.flatnonzero(sequence_end - sequence_start != quality_end - quality_start)
     if unequal.size:
         record = int(unequal[0])
+        letters = int(sequence_end[record] - sequence_start[record])
         raise _error(path, first_line + 4 * record + 3,
                      f"the quality has {int(quality_end[record] - quality_start[record])} "
-                     f"characters for a sequence of {int(sequence_end[record] - sequence_start[record])}",
+                     f"characters for a sequence of {letters}",
                      "each residue needs one quality character")
     texts = []
     for begin, end in ((header_start + 1, header_end), (sequence_start, sequence_end),

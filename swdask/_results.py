@@ -385,8 +385,8 @@ class Alignments:
         return int(self.valid.shape[0])
 
     def __getattr__(self, name):
-        if name in COLUMNS + ALIGNMENT_COLUMNS + ALIGNED_STRINGS + (STRAND,):  # None when
-            # not computed
+        # a column this mode does not compute reads as None
+        if name in COLUMNS + ALIGNMENT_COLUMNS + ALIGNED_STRINGS + (STRAND,):
             return self.__dict__["columns"].get(name)
         raise AttributeError(name)
 

@@ -154,11 +154,12 @@ def blast6_table(hits: pd.DataFrame, queries: pd.DataFrame | None = None) -> pd.
         # the positions are on the reverse complement as aligned: on the query as given the
         # segment is [length - query_end, length - query_start), and its first letter
         # aligns with the target segment's last
-        if queries is None:
+        if queries is None and minus.any():
             raise ValueError("blast6 output of minus-strand hits needs the queries (their "
                              "lengths): pass queries= to write_hits")
-        lengths = dict(zip(queries["id"].astype(str), queries["sequence"].str.len()))
-        length = hits["query_id"].astype(str).map(lengths).to_numpy(dtype=np.int64)
+        lengths = ({} if queries is None else
+                   dict(zip(queries["id"].astype(str), queries["sequence"].str.len())))
+        length = hits["query_id"].astype(str).map(lengths).fillna(0).to_numpy(dtype=np.int64)
         query_start, query_end = (query_start.where(~minus, length - hits["query_end"] + 1),
                                   query_end.where(~minus, length - hits["query_start"]))
         target_start, target_end = (target_start.where(~minus, hits["target_end"]),
@@ -265,8 +266,8 @@ def _sam_records(hits: pd.DataFrame, aligned, sequences: dict, qualities: dict) 
 def write_hits(hits: pd.DataFrame, output: str, fmt: str = "auto", stdout=None,
                queries: pd.DataFrame | None = None, command: str = "") -> None:
     """Write the hits table to ``output`` in ``fmt`` (:func:`output_format`; SAM needs the
-    ``queries`` frame, and so does blast6 with minus-strand hits), whole or not at all: a file is written under a temporary name beside
-    it, then renamed."""
+    ``queries`` frame, and so does blast6 with minus-strand hits), whole or not at all: a
+    file is written under a temporary name beside it, then renamed."""
     import sys
 
     fmt = output_format(output, fmt)

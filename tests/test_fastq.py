@@ -24,8 +24,8 @@ from swdask.cli import main
 GASIC = Path("/usr/share/doc/gasic/examples")
 READS = GASIC / "reads" / "SRR059298_subset.fastq.gz"
 GENOMES = sorted((GASIC / "genomes").glob("*.fasta.gz"))
-needs_gasic = pytest.mark.skipif(not READS.exists(),
-                                 reason="needs Debian's gasic-examples (apt install gasic-examples)")
+needs_gasic = pytest.mark.skipif(
+    not READS.exists(), reason="needs Debian's gasic-examples (apt install gasic-examples)")
 needs_samtools = pytest.mark.skipif(shutil.which("samtools") is None,
                                     reason="needs samtools (apt install samtools)")
 DNA = ["--dna", "--match", "2", "--mismatch", "-3", "--gap-open", "5", "--gap-extend", "2"]
