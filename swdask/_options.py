@@ -17,6 +17,8 @@ from ._scoring import Scoring, make_scoring
 
 #: Values of ``backend=``: where the kernels run (``"auto"``: where the data lives).
 BACKENDS = ("auto", "cpu", "gpu")
+#: Values of ``mask=``: none, or lower-case letters read as the masked letter.
+MASKS = (None, "lowercase")
 
 SCORING_DOC = """
         matrix: substitution matrix name (BLOSUM45/50/62/80/90, PAM30/70/250, any name Biopython
@@ -44,6 +46,9 @@ SCORING_DOC = """
             aligns to ``target[target_start:target_end]`` (on the query as given that is
             ``len(query) - query_end`` to ``len(query) - query_start``; the BLAST and SAM
             writers convert).
+        mask: ``None``, or ``"lowercase"``: lower-case letters of the query and the targets
+            (soft-masked repeats and low-complexity runs) score as ``N`` for DNA, ``X`` for
+            protein, against everything; positions and CIGARs count them as usual.
 """
 
 RESULT_DOC = """
@@ -93,7 +98,8 @@ class Options:
     ``"end"``, ``"none"`` or ``"alignment"``: what is computed, see
     :mod:`swdask._results`), ``backend`` (``"auto"``, ``"cpu"`` or ``"gpu"``) and
     ``aligned_strings`` (mode ``"alignment"``: the gapped strings too) and ``strand``
-    (``"plus"`` or ``"both"``: :data:`~swdask._results.STRANDS`)."""
+    (``"plus"`` or ``"both"``: :data:`~swdask._results.STRANDS`); ``mask="lowercase"`` is
+    in ``scoring`` (:attr:`~swdask.Scoring.lowercase_masked`: the encoding is its lookup)."""
 
     scoring: Scoring
     mode: str = "full"
@@ -104,7 +110,7 @@ class Options:
     @classmethod
     def parse(cls, matrix="BLOSUM62", *, gap_open=11, gap_extend=1, match=None, mismatch=None,
               on_unknown="substitute", positions=True, backend="auto",
-              aligned_strings=False, strand="plus") -> "Options":
+              aligned_strings=False, strand="plus", mask=None) -> "Options":
         """Validate the public keyword arguments (raising ``ValueError``/``ScoringError``
         naming the parameter) and build the options."""
         scoring = make_scoring(matrix, gap_open=gap_open, gap_extend=gap_extend, match=match,
@@ -117,6 +123,11 @@ class Options:
                              "are written from the alignment's CIGAR)")
         if check_strand(strand) == "both":
             scoring.complement_codes  # noqa: B018 - a protein scoring fails here, named
+        if mask not in MASKS:
+            raise ValueError(f"mask must be None or 'lowercase' (lower-case letters score as "
+                             f"N, or X for protein), got {mask!r}")
+        if mask == "lowercase":  # the encoding is the scoring's lookup: one with them masked
+            scoring = scoring.lowercase_masked
         return cls(scoring, mode, check_backend(backend), bool(aligned_strings), strand)
 
     @property

@@ -8,8 +8,8 @@ so there is no reason to keep a second copy of those tables here.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -92,6 +92,23 @@ class Scoring:
     @property
     def unknown_code(self) -> int:
         return UNKNOWN_CODE if self.unknown is None else self.alphabet.index(self.unknown)
+
+    @cached_property
+    def lowercase_masked(self) -> "Scoring":
+        """This scoring with every lower-case letter read as the masked letter (``N`` for a
+        nucleotide alphabet, else ``X``): soft-masked input (repeats and low-complexity runs
+        written in lower case, as RepeatMasker and ``dustmasker -outfmt fasta`` write them)
+        scores as that letter against everything. Upper case reads as before; the name and
+        the matrix are this scoring's (its statistics too)."""
+        letter = "N" if self.is_nucleotide and "N" in self.alphabet else (
+            "X" if "X" in self.alphabet else None)
+        if letter is None:
+            raise ScoringError(f"mask='lowercase' reads lower-case letters as N (DNA) or X "
+                               f"(protein), and {self.name} has neither; use a matrix with one")
+        lookup = self.lookup.copy()
+        lookup[ord("a"):ord("z") + 1] = self.alphabet.index(letter)
+        lookup.setflags(write=False)
+        return replace(self, lookup=lookup)
 
     @property
     def is_nucleotide(self) -> bool:

@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "better strand per target (a strand column; blast6 writes "
                              "sstart > send and SAM flag 16 for minus-strand hits; default "
                              "plus)")
+    search.add_argument("--mask", choices=("lowercase",),
+                        help="lowercase: lower-case letters (soft-masked repeats) score as N "
+                             "(X for protein) against everything")
     search.add_argument("--evalue", type=float, metavar="MAX",
                         help="keep only hits with an E-value of at most MAX (needs E-values: "
                              "a scoring with published statistics, or --statistics search)")
@@ -146,6 +149,8 @@ def build_parser() -> argparse.ArgumentParser:
     pairs.add_argument("--strand", choices=("plus", "both"), default="plus",
                        help="DNA: also align each query's reverse complement, the better "
                             "strand per pair (default plus)")
+    pairs.add_argument("--mask", choices=("lowercase",),
+                       help="lowercase: lower-case letters score as N (X for protein)")
     pairs.add_argument("--strip-gaps", action="store_true",
                        help="remove '-' and '.' from FASTA sequences (aligned FASTA)")
     pairs.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
@@ -346,7 +351,8 @@ def _search_command(args, parser, argv) -> int:
     phases.process_start()
     try:
         fmt = _output_format(args, options)
-        scoring = Options.parse(**options).scoring  # a bad scoring fails here, named
+        # a bad scoring fails here, named; the queries are read under the masked one
+        scoring = Options.parse(**options, mask=args.mask).scoring
         statistics = check_statistics(fmt, args.evalue, scoring, args.statistics)
         positions = _positions(args, fmt)
         queries = args.queries
@@ -361,7 +367,7 @@ def _search_command(args, parser, argv) -> int:
                       progress=not args.no_progress, backend=args.backend, phases=phases,
                       positions=positions, statistics=statistics, evalue=args.evalue,
                       strip_gaps=args.strip_gaps, aligned_strings=args.aligned_strings,
-                      strand=args.strand, **options)
+                      strand=args.strand, mask=args.mask, **options)
         with phases("write"):
             write_hits(hits, args.output, fmt,
                        queries=queries if writes_queries else None,
@@ -385,7 +391,7 @@ def _pairs_command(args, parser, argv) -> int:
         fmt = _output_format(args, options)
         parsed = Options.parse(**options, positions=_positions(args, fmt),
                                backend=args.backend, aligned_strings=args.aligned_strings,
-                               strand=args.strand)
+                               strand=args.strand, mask=args.mask)
         count = run_job(args.queries, args.targets, args.output, fmt, parsed, phases=phases,
                         strip_gaps=args.strip_gaps, command=_command_line(argv))
     except (ValueError, OSError, GpuUnavailableError) as exc:

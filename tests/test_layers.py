@@ -109,7 +109,7 @@ def test_settings_are_read_in_one_place():
 
 
 OPTION_NAMES = ["matrix", "gap_open", "gap_extend", "match", "mismatch", "on_unknown",
-                "positions", "backend", "aligned_strings", "strand"]
+                "positions", "backend", "aligned_strings", "strand", "mask"]
 
 
 @pytest.mark.parametrize("method", [

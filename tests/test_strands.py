@@ -1,4 +1,5 @@
-"""``strand="both"``: each row reports the better of the query and its reverse complement.
+"""``strand="both"``: each row reports the better of the query and its reverse complement;
+and ``mask="lowercase"``, soft-masked letters scored as N.
 
 The reference is two runs of the same entry point, one with the query as given and one with
 its reverse complement written out by Biopython (``Bio.Seq.reverse_complement``: IUPAC codes,
@@ -8,6 +9,8 @@ given on a tie), its positions, CIGAR and aligned strings those of that run, wit
 ``.sw.search`` (the scan's floors included) and in the command's blast6 and SAM output.
 """
 from __future__ import annotations
+
+import contextlib
 
 import dask.dataframe as dd
 import numpy as np
@@ -288,3 +291,44 @@ def test_command_writes_minus_strand_hits_as_blast_and_sam_do(tmp_path, planted)
         assert sam_row[9] == read and int(sam_row[3]) == hit.target_start + 1
         clip = f"{hit.query_start}S" if hit.query_start else ""
         assert sam_row[5].startswith(clip + hit.cigar)
+
+
+def masked_as(sequence, letter: str):
+    """``sequence`` with its lower-case letters written as ``letter`` (the reference)."""
+    if not isinstance(sequence, str):
+        return sequence
+    return "".join(letter if c.islower() else c for c in sequence)
+
+
+@pytest.mark.parametrize("kind", ["cpu", *GPU_KINDS])
+def test_lowercase_mask_scores_soft_masked_letters_as_n(planted, kind):
+    """``mask="lowercase"``: every lower-case letter of the query and the targets scores as
+    N (X for protein), on every entry point and backend: the same frames as writing those
+    letters as N beforehand, both strands too."""
+    queries, targets = planted
+    soft = targets.map(lambda s: s if not isinstance(s, str) else "".join(
+        c.lower() if 20 <= k % 60 < 35 else c for k, c in enumerate(s)))
+    query = queries[1][:40] + queries[1][40:70].lower() + queries[1][70:]
+    hard = soft.map(lambda s: masked_as(s, "N"))
+    context = _gpu_runtime(kind) if kind != "cpu" else contextlib.nullcontext()
+    backend = "cpu" if kind == "cpu" else "gpu"
+    with context:
+        for strand in ("plus", "both"):
+            options = dict(strand=strand, positions="alignment", backend=backend, **KW)
+            got = soft.sw.align(query, mask="lowercase", **options)
+            pd.testing.assert_frame_equal(got, hard.sw.align(masked_as(query, "N"), **options))
+            assert (got["score"] < soft.sw.align(query, **options)["score"]).any()
+            got = soft.sw.search([query, queries[0]], top=5, mask="lowercase", **options)
+            want = hard.sw.search([masked_as(query, "N"), queries[0]], top=5, **options)
+            pd.testing.assert_frame_equal(got, want)
+        reads = pd.Series([query] * len(soft), index=soft.index)
+        pd.testing.assert_frame_equal(
+            swdask.align_pairs(reads, soft, mask="lowercase", backend=backend, **KW),
+            swdask.align_pairs(reads.map(lambda s: masked_as(s, "N")), hard, backend=backend,
+                               **KW))
+    protein = pd.Series(["MKTAYIAKQRqisfvkSHFSRQ", None, "mktayiak"])
+    pd.testing.assert_frame_equal(
+        protein.sw.align("KQRQISFVKSHF", mask="lowercase"),
+        protein.map(lambda s: masked_as(s, "X")).sw.align("KQRQISFVKSHF"))
+    with pytest.raises(ValueError, match="mask must be None or 'lowercase'"):
+        protein.sw.align("MKT", mask="dust!")
