@@ -14,7 +14,7 @@ import pandas as pd
 
 from ._api import align_pairs_with
 from ._options import Options
-from ._search import read_sequences
+from ._search import read_sequences, write_hits
 from ._timing import Phases
 
 #: The pairs table's first columns; the options' result columns follow, then
@@ -43,8 +43,8 @@ def pairs_table(queries: pd.DataFrame, targets: pd.DataFrame, options: Options) 
     pair is its read's one alignment, SAM's primary line)."""
     found = align_pairs_with(queries["sequence"].reset_index(drop=True),
                              targets["sequence"].reset_index(drop=True), options)
-    table = pd.DataFrame({"query_id": queries["id"].to_numpy(),
-                          "target_id": targets["id"].to_numpy()})
+    table = pd.DataFrame(dict(zip(PAIR_COLUMNS, (queries["id"].to_numpy(),
+                                                 targets["id"].to_numpy()))))
     for name in found.columns:
         table[name] = found[name].array
     if options.mode == "alignment":
@@ -58,8 +58,6 @@ def pairs_table(queries: pd.DataFrame, targets: pd.DataFrame, options: Options) 
 def run(queries_path, targets_path, output: str, fmt: str, options: Options,
         phases: Phases | None = None, strip_gaps: bool = False, command: str = "") -> int:
     """Read, align and write (whole or not at all); the number of pairs written."""
-    from ._search import write_hits
-
     phases = phases if phases is not None else Phases()
     with phases("read"):
         queries, targets = read_pairs(queries_path, targets_path, strip_gaps)
