@@ -54,6 +54,8 @@ def main() -> int:
     parser.add_argument("--backend", choices=("cpu", "gpu"), default="gpu")
     parser.add_argument("--reads", type=int, help="the first this many reads only")
     parser.add_argument("--repeats", type=int, default=3, help="counted runs per setting")
+    parser.add_argument("--mode", default="local",
+                        help="the alignment mode (--mode of swdask search; default local)")
     parser.add_argument("--out", default=".")
     add_commit_argument(parser)
     args = parser.parse_args()
@@ -74,12 +76,13 @@ def main() -> int:
                   "reads": reads.name, "read_count": args.reads or None,
                   "read_letters": read_letters,
                   "genome_letters": genome_letters, "scoring": " ".join(SCORING),
-                  "top": 1, "runs": {}}
+                  "top": 1, "mode": args.mode, "runs": {}}
         outputs = {}
         for strand in ("plus", "both"):
             sam = Path(folder) / f"hits-{strand}.sam"
             command = [sys.executable, "-m", "swdask", "search", reads, *genomes, *SCORING,
-                       "--strand", strand, "--top", "1", "--backend", args.backend,
+                       "--strand", strand, "--mode", args.mode, "--top", "1",
+                       "--backend", args.backend,
                        "--no-progress", "-v", "-o", sam]
             runs = []
             for repeat in range(args.repeats + 1):
@@ -108,7 +111,8 @@ def main() -> int:
         assert set(plus) <= set(both)
         record["both_over_plus"] = round(record["runs"]["both"]["wall_seconds_median"]
                                          / record["runs"]["plus"]["wall_seconds_median"], 3)
-    path = write_result(args.out, f"reads-job-{args.backend}", record)
+    mode = "" if args.mode == "local" else f"-{args.mode}"
+    path = write_result(args.out, f"reads-job{mode}-{args.backend}", record)
     print(f"wrote {path}")
     return 0
 

@@ -1,4 +1,4 @@
-"""swdask: exact Smith-Waterman local alignment inside dataframe pipelines.
+"""swdask: exact Smith-Waterman (and end-to-end) alignment inside dataframe pipelines.
 
 Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFrames::
 
@@ -29,7 +29,10 @@ end, ``"end"``, ``False``: score only, ``"alignment"``: also ``cigar`` with ``=`
 ``"alignment"``: also ``query_aligned``/``target_aligned``, the segments with ``-`` against
 gaps) and ``strand`` (``"plus"``; ``"both"`` for DNA: the query's reverse complement too,
 each row the better strand, with a ``strand`` column ``"+"``/``"-"``; a minus row's positions
-and CIGAR are those of the reverse complement as aligned). ``.sw.search`` adds ``bitscore``
+and CIGAR are those of the reverse complement as aligned), ``mask`` (``"lowercase"``) and
+``mode`` (``"local"``; ``"global"``, ``"query-global"``, ``"target-global"``, ``"overlap"``:
+end gaps free on neither, the target's, the query's or either side; scores may be negative,
+CPU backend). ``.sw.search`` adds ``bitscore``
 and ``evalue`` (``statistics="auto"``: NCBI BLAST's published parameters; ``"search"``: fitted
 to the search's own scores; BLAST's gap cost 11/1 is ``gap_open=12, gap_extend=1`` here).
 

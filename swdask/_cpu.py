@@ -189,11 +189,22 @@ def _scalar_one_to_many(prof, m, residues, offsets, order, gap_open, gap_extend,
                         score, query_start, query_end, target_start, target_end)
 
 
+@nb.njit(cache=True, nogil=True)
+def pair_profile(matrix, q_residues, q0, m):
+    """The scalar kernels' profile (``int64[A, m]``, ``[t, i]`` the score of target code
+    ``t`` against query residue ``i``) of the query ``q_residues[q0:q0+m]``: one pair's."""
+    alphabet = matrix.shape[0]
+    prof = np.empty((alphabet, m), dtype=np.int64)
+    for a in range(alphabet):
+        for i in range(m):
+            prof[a, i] = matrix[a, q_residues[q0 + i]]
+    return prof
+
+
 @nb.njit(cache=True, parallel=True)
 def _scalar_pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open,
                   gap_extend, starts, score, query_start, query_end, target_start, target_end):
     """Reference row-wise alignment: row ``r`` aligns query ``r`` against target ``r``."""
-    alphabet = matrix.shape[0]
     counter = np.zeros(1, dtype=np.int64)
     for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
         while True:
@@ -205,10 +216,7 @@ def _scalar_pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, g
             m = q_offsets[row_index + 1] - q0
             t0 = t_offsets[row_index]
             n = t_offsets[row_index + 1] - t0
-            prof = np.empty((alphabet, m), dtype=np.int64)
-            for a in range(alphabet):
-                for i in range(m):
-                    prof[a, i] = matrix[a, q_residues[q0 + i]]
+            prof = pair_profile(matrix, q_residues, q0, m)
             _scalar_row(prof, m, t_residues, t0, n, gap_open, gap_extend, starts, row_index,
                         score, query_start, query_end, target_start, target_end)
 

@@ -202,13 +202,20 @@ class CpuBackend:
         targets = _on_host(targets() if callable(targets) else targets)
         cells = empty_cells(len(targets))
         rows = targets.rows_longest_first
+        scoring = query.scoring
         if rows.size and len(query):
             profile = self.prepare(query).profiles["cpu"]
             with _CPU_KERNEL_LOCK:
-                _cpu.one_to_many(profile, len(query), targets.residues, targets.offsets, rows,
-                                 query.scoring.gap_open, query.scoring.gap_extend, mode,
-                                 **cells)
-        return finish(cells, targets.valid, mode)
+                if scoring.is_local:
+                    _cpu.one_to_many(profile, len(query), targets.residues, targets.offsets,
+                                     rows, scoring.gap_open, scoring.gap_extend, mode, **cells)
+                else:
+                    from . import _cpu_modes
+
+                    _cpu_modes.one_to_many(profile.scores, len(query), targets.residues,
+                                           targets.offsets, rows, scoring, mode == "full",
+                                           cells)
+        return finish(cells, targets.valid, mode, scoring.is_local)
 
     def pairs(self, queries, targets, scoring, mode):
         from . import _cpu
@@ -219,10 +226,19 @@ class CpuBackend:
         rows = np.flatnonzero(valid & (queries.lengths > 0) & (targets.lengths > 0))
         if rows.size:
             with _CPU_KERNEL_LOCK:
-                _cpu.pairs(scoring.matrix, queries.residues, queries.offsets, targets.residues,
-                           targets.offsets, rows, scoring.gap_open, scoring.gap_extend,
-                           kernel_mode(mode), **cells)
-        found = finish(cells, valid, kernel_mode(mode))
+                if scoring.is_local:
+                    _cpu.pairs(scoring.matrix, queries.residues, queries.offsets,
+                               targets.residues, targets.offsets, rows, scoring.gap_open,
+                               scoring.gap_extend, kernel_mode(mode), **cells)
+                else:
+                    from . import _cpu_modes
+
+                    _cpu_modes.pairs(queries.residues, queries.offsets, targets.residues,
+                                     targets.offsets, rows[np.argsort(
+                                         -(queries.lengths[rows] * targets.lengths[rows]),
+                                         kind="stable")], scoring,
+                                     kernel_mode(mode) == "full", cells)
+        found = finish(cells, valid, kernel_mode(mode), scoring.is_local)
         if mode != "alignment":
             return found
         rows = np.arange(len(targets), dtype=np.int64)
@@ -398,7 +414,7 @@ def with_alignments(queries: EncodedSequences, query_rows, targets: EncodedSeque
         hit = hit[untraced(traced["cigar"])]
     kept = {name: values for name, values in host.columns.items()
             if name in COLUMNS + (STRAND,)}
-    return Alignments({**kept, **columns}, host.valid, "alignment")
+    return host.with_columns({**kept, **columns}, "alignment")
 
 
 def with_aligned_strings(queries: EncodedSequences, query_rows, targets: EncodedSequences,
@@ -412,4 +428,4 @@ def with_aligned_strings(queries: EncodedSequences, query_rows, targets: Encoded
     strings = aligned_strings(
         _on_host(queries), np.asarray(host_array(query_rows)), _on_host(targets),
         np.asarray(host_array(target_rows)), host.columns, scoring)
-    return Alignments({**host.columns, **strings}, host.valid, "alignment")
+    return host.with_columns({**host.columns, **strings}, "alignment")

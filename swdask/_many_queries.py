@@ -210,8 +210,9 @@ def _few_targets(queries, encoded: EncodedSequences, chosen, both: bool):
     many queries and few rows (reads against a few genomes): each row, as a query, against
     the column of the queries (the kernels' efficient direction: one query's profile over
     many rows, where the usual scan would launch once per short query over a handful of
-    rows). A local score does not change when the two sequences swap places if the
-    substitution matrix is symmetric; with both strands each row's reverse complement scans
+    rows). A score does not change when the two sequences swap places if the substitution
+    matrix is symmetric (and the mode swaps with them: :attr:`~swdask.Scoring.transposed`);
+    with both strands each row's reverse complement scans
     the queries as given, the same score as the query's reverse complement against the row
     where complementing both letters keeps every substitution score (match/mismatch does).
     Only scores: the hits' positions and alignments come from the row-wise pairs with the
@@ -235,8 +236,8 @@ def _few_targets(queries, encoded: EncodedSequences, chosen, both: bool):
             return None
     offsets = np.asarray(host_array(encoded.offsets))
     residues = host_array(encoded.residues)
-    as_queries = [PreparedQuery(np.asarray(residues[offsets[r]:offsets[r + 1]]), scoring)
-                  for r in rows]
+    as_queries = [PreparedQuery(np.asarray(residues[offsets[r]:offsets[r + 1]]),
+                                scoring.transposed) for r in rows]
     if both:
         as_queries = [each for row in as_queries for each in (row, row.reverse_complement)]
     column = query_column(queries)
@@ -473,6 +474,12 @@ def hit_statistics(statistics, scoring, queries) -> HitStatistics | None:
     if statistics not in STATISTICS:
         raise ValueError(f"statistics must be 'auto', 'blast', 'search' or None, got "
                          f"{statistics!r}")
+    if not scoring.is_local:  # Karlin-Altschul statistics are those of local alignment
+        if statistics == "auto":
+            return None
+        raise ValueError(f"statistics={statistics!r}: E-values are a local alignment's, and "
+                         f"mode={scoring.alignment_mode!r} has none; pass statistics=None "
+                         f"(or 'auto')")
     lengths = tuple(len(q) for q in queries)
     if statistics == "search":
         return HitStatistics(None, lengths, fitted=True)

@@ -49,6 +49,17 @@ SCORING_DOC = """
         mask: ``None``, or ``"lowercase"``: lower-case letters of the query and the targets
             (soft-masked repeats and low-complexity runs) score as ``N`` for DNA, ``X`` for
             protein, against everything; positions and CIGARs count them as usual.
+        mode: ``"local"`` (Smith-Waterman), ``"global"`` (Needleman-Wunsch: both sequences
+            end to end), ``"query-global"`` (the whole query against any part of the target:
+            reads against a reference; parasail's ``sg_dx``), ``"target-global"`` (the whole
+            target against any part of the query; ``sg_qx``) or ``"overlap"`` (either
+            sequence's end residues unaligned at no cost; ``sg``). Outside ``"local"`` the
+            score may be 0 or negative and every row with both sequences non-empty has an
+            alignment and positions (``query_start`` 0 and ``query_end`` the query's length
+            where the query is aligned whole); the end cell is chosen by the same rule
+            (best score, smallest target end, then smallest query end) among the cells the
+            mode lets an alignment end in, the start nearest it. No E-values: the
+            statistics are those of local alignment.
 """
 
 RESULT_DOC = """
@@ -59,7 +70,8 @@ RESULT_DOC = """
         under the same scoring scores exactly ``score``. The end is the best-scoring cell with the
         smallest target end, then the smallest query end; the start is the one closest to that end
         (largest target start, then largest query start). Null sequences give nulls; empty ones
-        score 0; positions are null where the score is 0.
+        score 0; positions are null where the score is 0 (in mode ``"local"``; the other modes
+        give every row with two non-empty sequences its positions, whatever its score).
 
         With ``positions="alignment"``, also: ``cigar`` (SAM's extended CIGAR over the aligned
         segments: ``=`` identical residues, ``X`` substitution, ``I`` a query residue against a
@@ -99,7 +111,9 @@ class Options:
     :mod:`swdask._results`), ``backend`` (``"auto"``, ``"cpu"`` or ``"gpu"``) and
     ``aligned_strings`` (mode ``"alignment"``: the gapped strings too) and ``strand``
     (``"plus"`` or ``"both"``: :data:`~swdask._results.STRANDS`); ``mask="lowercase"`` is
-    in ``scoring`` (:attr:`~swdask.Scoring.lowercase_masked`: the encoding is its lookup)."""
+    in ``scoring`` (:attr:`~swdask.Scoring.lowercase_masked`: the encoding is its lookup),
+    and so is the alignment mode (``mode=``, :attr:`~swdask.Scoring.alignment_mode`: what
+    every kernel scores)."""
 
     scoring: Scoring
     mode: str = "full"
@@ -110,11 +124,11 @@ class Options:
     @classmethod
     def parse(cls, matrix="BLOSUM62", *, gap_open=11, gap_extend=1, match=None, mismatch=None,
               on_unknown="substitute", positions=True, backend="auto",
-              aligned_strings=False, strand="plus", mask=None) -> "Options":
+              aligned_strings=False, strand="plus", mask=None, mode="local") -> "Options":
         """Validate the public keyword arguments (raising ``ValueError``/``ScoringError``
         naming the parameter) and build the options."""
         scoring = make_scoring(matrix, gap_open=gap_open, gap_extend=gap_extend, match=match,
-                               mismatch=mismatch, on_unknown=on_unknown)
+                               mismatch=mismatch, on_unknown=on_unknown).with_mode(mode)
         mode = position_mode(positions)
         if not isinstance(aligned_strings, (bool, np.bool_)):
             raise ValueError(f"aligned_strings must be True or False, got {aligned_strings!r}")

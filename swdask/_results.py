@@ -127,6 +127,8 @@ def better_strand(plus: "Alignments", minus: "Alignments") -> "Alignments":
     they live."""
     xp = plus.xp
     take_minus = minus.columns["score"] > plus.columns["score"]
+    if plus.aligned is not None:  # end-to-end modes: an aligned row beats one without
+        take_minus = xp.where(plus.aligned & minus.aligned, take_minus, minus.aligned)
     columns = {}
     for name, values in plus.columns.items():
         other = minus.columns[name]
@@ -138,7 +140,8 @@ def better_strand(plus: "Alignments", minus: "Alignments") -> "Alignments":
         else:
             columns[name] = xp.where(take_minus, other, values)
     columns[STRAND] = take_minus.astype(xp.int8)
-    return Alignments(columns, plus.valid, plus.mode)
+    return Alignments(columns, plus.valid, plus.mode,
+                      None if plus.aligned is None else plus.aligned | minus.aligned)
 
 
 def array_module(array):
@@ -167,20 +170,29 @@ def empty_cells(n: int, xp=np, dtype=np.int64, full=None) -> dict:
     return {name: full(n, 0 if name == "score" else -1, dtype) for name in COLUMNS}
 
 
-def finish(cells: dict, valid, mode: str) -> "Alignments":
+def finish(cells: dict, valid, mode: str, local: bool = True) -> "Alignments":
     """Kernel cells (inclusive, ``-1`` for none; any integer type) to :class:`Alignments`:
-    scores of null rows and negative scores become 0, ends become end-exclusive, positions of
-    zero scores ``-1``; only ``mode``'s columns are kept. ``valid`` (bool) marks the non-null
-    rows. Works on NumPy and CuPy arrays alike (the result lives where the cells do)."""
+    scores of null rows become 0, ends become end-exclusive, positions of rows without an
+    alignment ``-1``; only ``mode``'s columns are kept. ``valid`` (bool) marks the non-null
+    rows. ``local`` (Smith-Waterman): a score of 0 or less is no alignment (and reads 0);
+    otherwise (the end-to-end modes, whose scores may be negative) a row has an alignment
+    where the kernel wrote its end cell, in every mode. Works on NumPy and CuPy arrays alike
+    (the result lives where the cells do)."""
     xp = array_module(cells["score"])
     valid = xp.asarray(valid, dtype=bool)
-    score = xp.where(valid, xp.maximum(cells["score"], 0), 0).astype(xp.int64)
-    has_hit = score > 0
+    if local:
+        score = xp.where(valid, xp.maximum(cells["score"], 0), 0).astype(xp.int64)
+        aligned = None
+        has_hit = score > 0
+    else:
+        aligned = valid & (cells["query_end"] >= 0)
+        score = xp.where(aligned, cells["score"], 0).astype(xp.int64)
+        has_hit = aligned
     columns = {"score": score}
     for name in result_columns(kernel_mode(mode))[1:]:
         cell = cells[name].astype(xp.int64)
         columns[name] = xp.where(has_hit, cell + 1 if name.endswith("_end") else cell, -1)
-    return Alignments(columns, valid, position_mode(mode))
+    return Alignments(columns, valid, position_mode(mode), aligned)
 
 
 def arrow_strings(lengths: np.ndarray, data: np.ndarray) -> pa.LargeStringArray:
@@ -370,16 +382,20 @@ def top_candidates_many(found: list, top: int) -> list:
 class Alignments:
     """Results for ``n`` rows: ``int64`` arrays by column name (NumPy or CuPy).
 
-    ``score`` is the local alignment score (0 when nothing scores above 0). The aligned
+    ``score`` is the alignment score (local: 0 when nothing scores above 0). The aligned
     segments are ``query[query_start:query_end]`` and ``target[target_start:target_end]``
-    (0-based, end-exclusive); positions are ``-1`` where the score is 0. Only the columns of
-    ``mode`` are present (the others read as ``None``). Every column is meaningless where
-    ``valid`` is False (a null input); frames show nulls there.
+    (0-based, end-exclusive); positions are ``-1`` where a row has no alignment
+    (:attr:`has_hit`). Only the columns of ``mode`` are present (the others read as
+    ``None``). Every column is meaningless where ``valid`` is False (a null input); frames
+    show nulls there. ``aligned``: None for local results (a row has an alignment where it
+    scores above 0); for the end-to-end modes, whose scores may be 0 or negative, the bool
+    array of the rows that have one (both sequences non-empty).
     """
 
     columns: dict
     valid: object
     mode: str
+    aligned: object = None
 
     def __len__(self) -> int:
         return int(self.valid.shape[0])
@@ -396,13 +412,20 @@ class Alignments:
 
     @property
     def has_hit(self):
-        """Rows whose positions mean something: valid and scoring above 0."""
+        """Rows whose positions mean something: valid and aligned (local: scoring above 0)."""
+        if self.aligned is not None:
+            return self.valid & self.aligned
         return self.valid & (self.columns["score"] > 0)
+
+    def with_columns(self, columns: dict, mode: str | None = None) -> "Alignments":
+        """The same rows with ``columns`` instead (and ``mode``, if given)."""
+        return Alignments(columns, self.valid, mode or self.mode, self.aligned)
 
     def take(self, rows) -> "Alignments":
         """The results of ``rows`` (row numbers, in that order)."""
         return Alignments({k: _take(v, rows) for k, v in self.columns.items()},
-                          self.valid[rows], self.mode)
+                          self.valid[rows], self.mode,
+                          None if self.aligned is None else self.aligned[rows])
 
     def to_host(self) -> "Alignments":
         """The same results as NumPy arrays (a copy from the GPU; itself on the host)."""
@@ -412,7 +435,7 @@ class Alignments:
 
         return Alignments({k: cupy.asnumpy(v) if on_device(v) else v
                            for k, v in self.columns.items()}, cupy.asnumpy(self.valid),
-                          self.mode)
+                          self.mode, None if self.aligned is None else cupy.asnumpy(self.aligned))
 
     def to_pandas(self, index=None, names=None):
         """A pandas DataFrame of nullable columns: ``Int64`` (null for null inputs, and for

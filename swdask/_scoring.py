@@ -24,6 +24,14 @@ _DNA_ALPHABET = "ACGTN"
 #: here rather than taken from Biopython's ``Bio.Seq`` tables: the scoring needs it as a
 #: code table over its own alphabet, built once, and Biopython's is the same 16 letters.
 IUPAC_COMPLEMENT = dict(zip("ACGTURYSWKMBDHVN", "TGCAAYRSWMKVHDBN"))
+#: Values of ``mode=``: which residues at the ends of the two sequences an alignment may leave
+#: unaligned at no cost. ``local`` (Smith-Waterman): any, at both ends of both; ``global``
+#: (Needleman-Wunsch): none, both sequences end to end; ``query-global``: the whole query
+#: against any part of the target (parasail's ``sg_dx``, reads against a reference);
+#: ``target-global``: the whole target against any part of the query (``sg_qx``);
+#: ``overlap``: either sequence's ends (``sg``, assembly overlaps). Outside ``local`` the
+#: scores may be negative and there is no zero floor.
+ALIGNMENT_MODES = ("local", "global", "query-global", "target-global", "overlap")
 
 
 class ScoringError(ValueError):
@@ -49,7 +57,7 @@ def _check_gap(name: str, value) -> int:
 
 @dataclass(frozen=True, eq=False)
 class Scoring:
-    """An affine-gap scoring scheme for local alignment.
+    """An affine-gap scoring scheme and the alignment mode it scores.
 
     A gap of length ``k`` scores ``-(gap_open + (k - 1) * gap_extend)``; substitutions score
     ``matrix[code(a), code(b)]``. Residues are read case-insensitively.
@@ -62,6 +70,8 @@ class Scoring:
         unknown: the letter that residues outside the alphabet map to (``"X"`` for protein
             matrices that have it, ``"N"`` for DNA), or ``None`` if unknown residues raise.
         lookup: ``uint8[256]`` table from an ASCII byte to its code, ``255`` where unknown.
+        alignment_mode: one of :data:`ALIGNMENT_MODES` (``"local"`` unless made with
+            :meth:`with_mode`).
     """
 
     name: str
@@ -71,6 +81,41 @@ class Scoring:
     gap_extend: int
     unknown: str | None
     lookup: np.ndarray = field(repr=False)
+    alignment_mode: str = "local"
+
+    def with_mode(self, mode) -> "Scoring":
+        """This scoring aligning in ``mode`` (one of :data:`ALIGNMENT_MODES`; a
+        :class:`ScoringError` naming ``mode`` otherwise)."""
+        if not isinstance(mode, str) or mode not in ALIGNMENT_MODES:
+            raise ScoringError(f"mode must be one of {', '.join(map(repr, ALIGNMENT_MODES))}, "
+                               f"got {mode!r}")
+        return self if mode == self.alignment_mode else replace(self, alignment_mode=mode)
+
+    @property
+    def is_local(self) -> bool:
+        """Whether this is Smith-Waterman (mode ``"local"``): scores at least 0, a zero score
+        meaning no alignment."""
+        return self.alignment_mode == "local"
+
+    @property
+    def free_query_ends(self) -> bool:
+        """Whether query residues before the alignment and after it cost nothing (modes
+        ``"target-global"`` and ``"overlap"``; ``"local"`` frees every end its own way)."""
+        return self.alignment_mode in ("target-global", "overlap")
+
+    @property
+    def transposed(self) -> "Scoring":
+        """This scoring with the two sequences' roles exchanged (``"query-global"`` and
+        ``"target-global"`` swap; the others stay): scoring the target against the query
+        under it gives the same score wherever the matrix is symmetric."""
+        swapped = {"query-global": "target-global", "target-global": "query-global"}
+        return self.with_mode(swapped.get(self.alignment_mode, self.alignment_mode))
+
+    @property
+    def free_target_ends(self) -> bool:
+        """Whether target residues before the alignment and after it cost nothing (modes
+        ``"query-global"`` and ``"overlap"``)."""
+        return self.alignment_mode in ("query-global", "overlap")
 
     @property
     def max_score(self) -> int:

@@ -110,6 +110,12 @@ def check_output(output: str) -> None:
         raise ValueError(f"-o {output}: the folder {folder} is not writable")
 
 
+def _no_statistics(scoring, wanted: str) -> str:
+    return (f"{wanted} needs E-values, and they are a local alignment's (Karlin-Altschul): "
+            f"mode={scoring.alignment_mode!r} has none; use mode 'local', or another output "
+            f"format (tsv, csv, parquet, sam)")
+
+
 def check_statistics(fmt: str, evalue, scoring, source: str = "blast"):
     """The search's ``statistics`` for an output format, an ``--evalue`` filter and
     ``--statistics`` (``source``): ``"search"`` as asked; else ``"auto"`` for the tables and
@@ -117,6 +123,10 @@ def check_statistics(fmt: str, evalue, scoring, source: str = "blast"):
     for ``scoring`` (a Scoring): a ValueError saying so otherwise, before any work."""
     from ._statistics import blast_parameters
 
+    if not scoring.is_local and (fmt == "blast6" or evalue is not None or source == "search"):
+        raise ValueError(_no_statistics(scoring, "--format blast6" if fmt == "blast6" else
+                                        "--evalue" if evalue is not None else
+                                        "--statistics search"))
     if source == "search":
         return "search"
     if fmt != "blast6" and evalue is None:

@@ -166,8 +166,8 @@ def _walk(a, b, trace, trace_first, i, j, state, stop, raw, count):
 
 @nb.njit(cache=True, nogil=True)
 def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
-    """Global affine alignment of codes ``a`` (query segment) and ``b`` (target segment)
-    that begins and ends with a substitution (state S at both ends); the path's runs go to
+    """Global affine alignment of codes ``a`` (query segment) and ``b`` (target segment),
+    its last op the best state at the corner (:func:`_best_state`); the path's runs go to
     ``ops`` (0 '=', 1 'X', 2 'I', 3 'D') and ``lengths``. Returns (runs, score, matches,
     mismatches, gap_opens, columns).
 
@@ -180,6 +180,11 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
     also ran when the table fitted whole, a pass over every cell for nothing: many short
     pairs' traceback is clearly faster without it, docs/notes/cpu-kernels.md.)"""
     m, n = a.size, b.size
+    if m == 0:  # an end-to-end mode's target against no query residue: one D run
+        ops[0] = 3
+        lengths[0] = n
+        return (1 if n else 0), (-(gap_open + (n - 1) * gap_extend) if n else 0), 0, 0, \
+            (1 if n else 0), n
     width = n + 1
     block = max(1, min(m, max_cells // width - 1))
     raw = np.empty(m + n, dtype=np.uint8)
@@ -219,8 +224,8 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
                 trace[jj] = (0 if jj == 1 else 2) << 4
         _fill_rows(a, b, matrix, gap_open, gap_extend, gap_open, s_row, i_row, d_row,
                    first + 1, last, trace, first, True)
-        if last == m:  # the last block ends on row m: the score
-            score = s_row[n]
+        if last == m:  # the last block ends on row m: the score, the best state there
+            state, score = _best_state(s_row[n], i_row[n], d_row[n])
         i, j, state, count = _walk(a, b, trace, first, i, j, state,
                                    first if first > 0 else -1, raw, count)
     runs, matches, mismatches, gap_opens = _runs_of(raw, count, ops, lengths)
@@ -288,15 +293,21 @@ def _trace_part(a, b, matrix, gap_open, gap_extend, start_in_gap, end_in_gap, ra
         trace[jj] = (0 if jj == 1 else 2) << 4
     _fill_rows(a, b, matrix, gap_open, gap_extend, gap_extend if start_in_gap else gap_open,
                s_row, i_row, d_row, 1, m, trace, 0, True)
-    state = 1
-    if not end_in_gap:  # the best state at the corner: S, then I, then D
-        state = 0
-        if i_row[n] > s_row[n]:
-            state = 1
-        if d_row[n] > max(s_row[n], i_row[n]):
-            state = 2
+    state = 1 if end_in_gap else _best_state(s_row[n], i_row[n], d_row[n])[0]
     _, _, _, count = _walk(a, b, trace, 0, m, n, state, -1, raw, count)
     return count
+
+
+@nb.njit(cache=True, nogil=True)
+def _best_state(s, i, d):
+    """``(state, score)``: the best of the three states at the path's last cell, S, then I,
+    then D on a tie. A local alignment ends with a substitution (a gap after its last pair
+    only lowers its score), so for it this is S; the end-to-end modes may end in a gap."""
+    if d > max(s, i):
+        return 2, d
+    if i > s:
+        return 1, i
+    return 0, s
 
 
 @nb.njit(cache=True, nogil=True)

@@ -13,6 +13,7 @@ import signal
 import sys
 
 from . import __version__
+from ._scoring import ALIGNMENT_MODES
 
 #: Scoring defaults of each mode (gap of length k costs gap_open + (k - 1) * gap_extend).
 PROTEIN_DEFAULTS = {"matrix": "BLOSUM62", "gap_open": 11, "gap_extend": 1}
@@ -84,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--mask", choices=("lowercase",),
                         help="lowercase: lower-case letters (soft-masked repeats) score as N "
                              "(X for protein) against everything")
+    search.add_argument("--mode", choices=ALIGNMENT_MODES, default="local", help=MODE_HELP)
     search.add_argument("--evalue", type=float, metavar="MAX",
                         help="keep only hits with an E-value of at most MAX (needs E-values: "
                              "a scoring with published statistics, or --statistics search)")
@@ -151,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "strand per pair (default plus)")
     pairs.add_argument("--mask", choices=("lowercase",),
                        help="lowercase: lower-case letters score as N (X for protein)")
+    pairs.add_argument("--mode", choices=ALIGNMENT_MODES, default="local", help=MODE_HELP)
     pairs.add_argument("--strip-gaps", action="store_true",
                        help="remove '-' and '.' from FASTA sequences (aligned FASTA)")
     pairs.add_argument("--backend", choices=("auto", "cpu", "gpu"), default="auto",
@@ -196,6 +199,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print swdask's version, its dependencies' versions, the GPUs CuPy sees, "
                     "and which engines (cpu, gpu, cudf, a GPU cluster) this machine can run.")
     return parser
+
+
+#: ``--mode`` of search and pairs.
+MODE_HELP = ("local (Smith-Waterman, default), global (both sequences end to end), "
+             "query-global (the whole query against any part of the target: reads against a "
+             "reference), target-global, or overlap (either sequence's ends free); the "
+             "end-to-end modes run on the CPU and report no E-values")
 
 
 def add_scoring_arguments(parser) -> None:
@@ -337,7 +347,7 @@ def _search_command(args, parser, argv) -> int:
     from ._search import Phases, check_statistics, read_queries, search, write_hits
     from .gpu import GpuUnavailableError
 
-    options = scoring_options(args, parser)
+    options = dict(scoring_options(args, parser), mode=args.mode)
     if args.top < 1:
         parser.error(f"--top must be at least 1, got {args.top}")
     if args.workers is not None and args.workers < 1:
@@ -384,7 +394,7 @@ def _pairs_command(args, parser, argv) -> int:
     from ._timing import Phases
     from .gpu import GpuUnavailableError
 
-    options = scoring_options(args, parser)
+    options = dict(scoring_options(args, parser), mode=args.mode)
     phases = Phases()
     phases.process_start()
     try:
@@ -405,7 +415,7 @@ def _align_long_command(args, parser) -> int:
     from ._timing import Phases
     from .gpu import GpuUnavailableError
 
-    options = scoring_options(args, parser)
+    options = dict(scoring_options(args, parser), mode=args.mode)
     if args.top < 1:
         parser.error(f"--top must be at least 1, got {args.top}")
     if args.workers is not None and args.workers < 1:

@@ -17,7 +17,7 @@ import swdask
 PACKAGE = Path(swdask.__file__).parent
 
 #: Modules that may never import the floors above the kernels.
-KERNEL_FLOORS = ("swdask._cpu", "swdask._simd", "swdask.gpu")
+KERNEL_FLOORS = ("swdask._cpu", "swdask._cpu_modes", "swdask._simd", "swdask.gpu")
 #: The floors above the kernels (engine and up).
 UPPER = ("swdask._engine", "swdask._api", "swdask._accessor", "swdask._dask", "swdask._cudf",
          "swdask._search", "swdask.cli", "swdask.lowlevel", "swdask._options",
@@ -109,7 +109,7 @@ def test_settings_are_read_in_one_place():
 
 
 OPTION_NAMES = ["matrix", "gap_open", "gap_extend", "match", "mismatch", "on_unknown",
-                "positions", "backend", "aligned_strings", "strand", "mask"]
+                "positions", "backend", "aligned_strings", "strand", "mask", "mode"]
 
 
 @pytest.mark.parametrize("method", [

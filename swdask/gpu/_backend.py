@@ -314,6 +314,7 @@ class GpuBackend:
         layout is cached); :class:`~swdask._results.Alignments` on the device. ``checks``:
         see :meth:`failed_checks` (used on a cached layout, in modes ``"end"``/``"none"``);
         ``top``: see :func:`~swdask.gpu.inter_task.search`."""
+        _local_only(query.scoring)
         runtime = self.runtime
         xp = runtime.xp
         if owner is not None and len(query):
@@ -348,6 +349,8 @@ class GpuBackend:
         queries, short ones sharing passes; :func:`~swdask.gpu.inter_task.stacks` sizes
         them). ``checks``: one list per query (see :meth:`failed_checks`); ``top`` as in
         :meth:`one_against_many`."""
+        for query in queries[:1]:  # one search, one scoring
+            _local_only(query.scoring)
         checks = checks if checks is not None else [None] * len(queries)
 
         def alone(k):
@@ -457,6 +460,7 @@ class GpuBackend:
     def pairs(self, queries, targets, scoring, mode: str):
         from . import _pairs
 
+        _local_only(scoring)
         return _pairs.align_pairs_gpu(queries, targets, scoring, mode)
 
     @_own_pool
@@ -469,6 +473,15 @@ class GpuBackend:
 
         batch = to_device(queries, targets, self.runtime)
         return trace_pairs(batch, query_rows, target_rows, columns, scoring, self.runtime)
+
+
+def _local_only(scoring) -> None:
+    """The GPU kernels score local alignments; the end-to-end modes run on the CPU (their
+    kernels, :mod:`swdask._cpu_modes`, have no CUDA counterpart yet): a ValueError saying so,
+    before any work, rather than local scores under another mode's name."""
+    if not scoring.is_local:
+        raise ValueError(f"mode={scoring.alignment_mode!r} runs on the CPU backend only so "
+                         f"far: pass backend='cpu' (--backend cpu), or mode='local' on the GPU")
 
 
 __all__ = ["GpuBackend", "TARGETS_CACHE", "clear_cache"]
