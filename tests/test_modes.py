@@ -19,7 +19,7 @@ import pytest
 import swdask
 
 from .conftest import Scheme, mutate
-from .test_traceback import walk
+from .test_traceback import _gpu_runtime, walk
 
 PARASAIL = {"global": "nw", "query-global": "sg_dx", "target-global": "sg_qx",
             "overlap": "sg"}
@@ -225,11 +225,17 @@ def test_search_ranks_end_to_end_scores():
 def test_gpu_backend_refuses_end_to_end_modes():
     """The GPU kernels score local alignments only: another mode with backend="gpu" is an
     error naming the mode and saying to use the CPU, not local scores under its name."""
-    pytest.importorskip("cupy")
-    from swdask.gpu._backend import _local_only
+    from swdask.gpu._backend import _local_only  # the check itself needs no GPU
 
     with pytest.raises(ValueError, match="mode='overlap'.*backend='cpu'"):
         _local_only(swdask.make_scoring(None, match=2, mismatch=-3).with_mode("overlap"))
+    with _gpu_runtime("emulation"):  # through the API: the GPU backend (host emulation)
+        for call in (lambda: swdask.align_pairs(["ACGT"], ["ACGT"], backend="gpu",
+                                                mode="global", **DNA.options),
+                     lambda: swdask.align("ACGT", ["ACGT"], backend="gpu",
+                                          mode="query-global", **DNA.options)):
+            with pytest.raises(ValueError, match="runs on the CPU backend only"):
+                call()
 
 
 def test_bad_mode_is_named():
@@ -260,3 +266,12 @@ def test_pairs_command_query_global(tmp_path):
     assert failed.returncode != 0 and "Traceback" not in failed.stderr
     assert "E-values" in failed.stderr and "mode='global'" in failed.stderr
     assert not (tmp_path / "x.m8").exists()
+
+
+def test_dask_partitions_align_as_in_memory():
+    """A Dask Series in an end-to-end mode: each partition aligns as the frame would."""
+    dd = pytest.importorskip("dask.dataframe")
+    targets = pd.Series(["ACGTACGTTT", "TTTTACGTACGTAAA", None, "", "GGGG"] * 4)
+    options = dict(mode="overlap", positions="alignment", **DNA.options)
+    lazy = dd.from_pandas(targets, npartitions=3).sw.align("ACGTACGT", **options)
+    pd.testing.assert_frame_equal(lazy.compute(), targets.sw.align("ACGTACGT", **options))
