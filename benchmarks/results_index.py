@@ -91,10 +91,13 @@ def headline(record: dict) -> str:
     get = record.get
     if get("workload") == "reads-job" and isinstance(get("runs"), dict):
         runs = get("runs")
-        return (f"{get('backend')}: one strand {runs['plus']['wall_seconds_median']:.2f} s, "
+        gcups = runs["both"]["scan_gcups"]
+        reads = f", first {get('read_count'):,} reads" if get("read_count") else ""
+        return (f"{get('backend')}, {get('mode', 'local')}{reads}: one strand "
+                f"{runs['plus']['wall_seconds_median']:.2f} s, "
                 f"both {runs['both']['wall_seconds_median']:.2f} s whole command "
-                f"({get('both_over_plus'):.2f}x); scan {runs['both']['scan_gcups']:,.0f} "
-                "GCUPS on both")
+                f"({get('both_over_plus'):.2f}x); scan "
+                f"{gcups:,.{1 if gcups < 10 else 0}f} GCUPS on both")
     if get("first_over_second") is not None and isinstance(get("phases"), dict):
         phases = get("phases")
         return (f"{get('workload')} {'cold' if get('cold') else 'warm'}: first search "
