@@ -104,18 +104,18 @@ class Scoring:
         return self.alignment_mode in ("target-global", "overlap")
 
     @property
+    def free_target_ends(self) -> bool:
+        """Whether target residues before the alignment and after it cost nothing (modes
+        ``"query-global"`` and ``"overlap"``)."""
+        return self.alignment_mode in ("query-global", "overlap")
+
+    @property
     def transposed(self) -> "Scoring":
         """This scoring with the two sequences' roles exchanged (``"query-global"`` and
         ``"target-global"`` swap; the others stay): scoring the target against the query
         under it gives the same score wherever the matrix is symmetric."""
         swapped = {"query-global": "target-global", "target-global": "query-global"}
         return self.with_mode(swapped.get(self.alignment_mode, self.alignment_mode))
-
-    @property
-    def free_target_ends(self) -> bool:
-        """Whether target residues before the alignment and after it cost nothing (modes
-        ``"query-global"`` and ``"overlap"``)."""
-        return self.alignment_mode in ("query-global", "overlap")
 
     @property
     def max_score(self) -> int:

@@ -17,8 +17,11 @@ Identity is decided on the residue codes, so letters that the scoring maps to on
 
 How: the local alignment's path starts at its start cell and ends at its end cell, so it is a
 *global* alignment of the two segments, and no global alignment of them scores more (it would
-be a better local one). Each segment pair is therefore aligned globally with the same affine
-gaps (Gotoh's three states: substitution ``S``, query gap ``I``, target gap ``D``), one byte of
+be a better local one); the end-to-end modes' paths (:mod:`swdask._cpu_modes`) are global
+alignments of their segments by definition, and may end in a gap, so the walk starts from
+the best of the three states at the corner. Each segment pair is therefore aligned
+globally with the same affine gaps (Gotoh's three states: substitution ``S``, query gap
+``I``, target gap ``D``), one byte of
 traceback per cell, and the path is read back from the end cell. Its score is checked against
 the kernels' score on every row (a difference is an internal error, raised).
 

@@ -415,7 +415,7 @@ def _align_long_command(args, parser) -> int:
     from ._timing import Phases
     from .gpu import GpuUnavailableError
 
-    options = dict(scoring_options(args, parser), mode=args.mode)
+    options = scoring_options(args, parser)
     if args.top < 1:
         parser.error(f"--top must be at least 1, got {args.top}")
     if args.workers is not None and args.workers < 1:
