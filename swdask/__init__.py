@@ -31,8 +31,7 @@ gaps) and ``strand`` (``"plus"``; ``"both"`` for DNA: the query's reverse comple
 each row the better strand, with a ``strand`` column ``"+"``/``"-"``; a minus row's positions
 and CIGAR are those of the reverse complement as aligned), ``mask`` (``"lowercase"``) and
 ``mode`` (``"local"``; ``"global"``, ``"query-global"``, ``"target-global"``, ``"overlap"``:
-end gaps free on neither, the target's, the query's or either side; scores may be negative,
-CPU backend). ``.sw.search`` adds ``bitscore``
+end gaps free on neither, the target's, the query's or either side; scores may be negative). ``.sw.search`` adds ``bitscore``
 and ``evalue`` (``statistics="auto"``: NCBI BLAST's published parameters; ``"search"``: fitted
 to the search's own scores; BLAST's gap cost 11/1 is ``gap_open=12, gap_extend=1`` here).
 

@@ -369,12 +369,13 @@ TOP_GROUP_SCORES = 1 << 23
 
 def top_candidates_many(found: list, top: int) -> list:
     """:func:`top_candidates` of each of ``found`` (the results of consecutive queries
-    against one column, host arrays), with each one's ``has_hit`` at those rows: a list of
-    ``(rows, is_hit)`` (the CPU backend's ``top_rows``)."""
+    against one column, host arrays), with whether each of those rows is a hit (valid,
+    scoring above 0: in every mode a search reports only those, as the GPU's ``top_rows``
+    does): a list of ``(rows, is_hit)`` (the CPU backend's ``top_rows``)."""
     picked = []
     for alignments in found:
         rows = top_candidates(alignments, top)
-        picked.append((rows, alignments.has_hit[rows]))
+        picked.append((rows, alignments.valid[rows] & (alignments.columns["score"][rows] > 0)))
     return picked
 
 

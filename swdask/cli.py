@@ -205,7 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
 MODE_HELP = ("local (Smith-Waterman, default), global (both sequences end to end), "
              "query-global (the whole query against any part of the target: reads against a "
              "reference), target-global, or overlap (either sequence's ends free); the "
-             "end-to-end modes run on the CPU and report no E-values")
+             "end-to-end modes report no E-values")
 
 
 def add_scoring_arguments(parser) -> None:

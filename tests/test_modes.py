@@ -31,6 +31,10 @@ PROTEIN = Scheme()
 AMINO = "ACDEFGHIKLMNPQRSTVWY"
 
 
+def reverse_complement(dna: str) -> str:
+    return dna[::-1].translate(str.maketrans("ACGT", "TGCA"))
+
+
 def random_pairs(rng, count: int, letters: str, longest: int = 5_000):
     """``count`` pairs, lengths 10..``longest`` (most short, log-uniform up to 400; one in
     thirty 1,000..``longest``), a third of them related (the target holds a mutated copy of
@@ -222,20 +226,58 @@ def test_search_ranks_end_to_end_scores():
         genomes.sw.search(reads, mode="query-global", statistics="blast", **DNA.options)
 
 
-def test_gpu_backend_refuses_end_to_end_modes():
-    """The GPU kernels score local alignments only: another mode with backend="gpu" is an
-    error naming the mode and saying to use the CPU, not local scores under its name."""
-    from swdask.gpu._backend import _local_only  # the check itself needs no GPU
+#: The GPU tests' sizes: the host emulation (CI) runs every CUDA thread as a fiber on the CPU.
+GPU_SIZES = {"emulation": dict(dna=30, protein=12, longest=1_200, wide=2),
+             "cuda": dict(dna=3_000, protein=1_000, longest=5_000, wide=60)}
 
-    with pytest.raises(ValueError, match="mode='overlap'.*backend='cpu'"):
-        _local_only(swdask.make_scoring(None, match=2, mismatch=-3).with_mode("overlap"))
-    with _gpu_runtime("emulation"):  # through the API: the GPU backend (host emulation)
-        for call in (lambda: swdask.align_pairs(["ACGT"], ["ACGT"], backend="gpu",
-                                                mode="global", **DNA.options),
-                     lambda: swdask.align("ACGT", ["ACGT"], backend="gpu",
-                                          mode="query-global", **DNA.options)):
-            with pytest.raises(ValueError, match="runs on the CPU backend only"):
-                call()
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", ["emulation", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_gpu_equals_cpu(kind, mode):
+    """The GPU backend's end-to-end modes (pairs_inter.cu's MODE, its traceback ending in
+    the best state) give every row the CPU kernels' score, positions and CIGAR, which the
+    tests above check against parasail: DNA pairs with queries of several strips (more than
+    256 rows), pairs scoring past 32,767, protein pairs (the table kernels), one query
+    against many rows (a null and an empty row among them) and a search of both strands."""
+    sizes = GPU_SIZES[kind]
+    rng = np.random.default_rng(200 + MODES.index(mode))
+    queries, targets = random_pairs(rng, sizes["dna"], "ACGT", longest=sizes["longest"])
+    wide_queries = ["".join(rng.choice(list("ACGT"), 4_000 + k)) for k in range(sizes["wide"])]
+    wide_targets = ["".join(rng.choice(list("ACGT"), 37)) + mutate(q, rng, 0.01, "ACGT")
+                    for q in wide_queries]
+    proteins = random_pairs(rng, sizes["protein"], AMINO, longest=sizes["longest"])
+    runs = [(queries, targets, DNA, "alignment"), (wide_queries, wide_targets, DNA_WIDE, "full"),
+            (*proteins, PROTEIN, "alignment")]
+    with _gpu_runtime(kind):
+        for many, few, scheme, positions in runs:
+            options = dict(mode=mode, positions=positions, **scheme.options)
+            want = swdask.align_pairs(many, few, backend="cpu", **options)
+            got = swdask.align_pairs(many, few, backend="gpu", **options)
+            pd.testing.assert_frame_equal(got, want)
+        assert want is not None
+        column = pd.Series(targets[:20] + [None, ""], index=range(100, 122))
+        for positions in ("end", "full"):
+            options = dict(mode=mode, positions=positions, **DNA.options)
+            pd.testing.assert_frame_equal(column.sw.align(queries[0], backend="gpu", **options),
+                                          column.sw.align(queries[0], backend="cpu", **options))
+        reads = [mutate(targets[k][5:65], rng, 0.05, "ACGT") for k in range(1, 8)]
+        reads[1] = reverse_complement(reads[1])
+        genomes = pd.Series(targets[1:8])
+        options = dict(mode=mode, strand="both", top=2, positions="alignment", **DNA.options)
+        pd.testing.assert_frame_equal(genomes.sw.search(reads, backend="gpu", **options),
+                                      genomes.sw.search(reads, backend="cpu", **options))
+    if kind == "cuda":
+        assert (want["score"] < 0).any() or mode == "overlap"
+
+
+def test_gpu_refuses_what_int32_cannot_hold():
+    """Without the zero floor a gap cost times the lengths must fit the kernels' int32: past
+    it the GPU backend raises a ValueError that says to use the CPU, never a wrong score."""
+    with _gpu_runtime("emulation"):
+        with pytest.raises(ValueError, match="int32 range.*backend='cpu'"):
+            swdask.align_pairs(["ACGT" * 50], ["ACGA" * 40], backend="gpu", mode="global",
+                               matrix=None, match=2, mismatch=-3, gap_open=200_000,
+                               gap_extend=200_000)
 
 
 def test_bad_mode_is_named():

@@ -313,8 +313,14 @@ class GpuBackend:
         the device or the host, or a callable returning them: not called when the owner's
         layout is cached); :class:`~swdask._results.Alignments` on the device. ``checks``:
         see :meth:`failed_checks` (used on a cached layout, in modes ``"end"``/``"none"``);
-        ``top``: see :func:`~swdask.gpu.inter_task.search`."""
-        _local_only(query.scoring)
+        ``top``: see :func:`~swdask.gpu.inter_task.search`. The end-to-end modes run as
+        row-wise pairs (:func:`~swdask.gpu._pairs.align_query_gpu`: exact int32, no layout
+        cached, no checks)."""
+        if not query.scoring.is_local:
+            from ._pairs import align_query_gpu
+
+            return align_query_gpu(query.codes, targets() if callable(targets) else targets,
+                                   query.scoring, mode)
         runtime = self.runtime
         xp = runtime.xp
         if owner is not None and len(query):
@@ -349,8 +355,6 @@ class GpuBackend:
         queries, short ones sharing passes; :func:`~swdask.gpu.inter_task.stacks` sizes
         them). ``checks``: one list per query (see :meth:`failed_checks`); ``top`` as in
         :meth:`one_against_many`."""
-        for query in queries[:1]:  # one search, one scoring
-            _local_only(query.scoring)
         checks = checks if checks is not None else [None] * len(queries)
 
         def alone(k):
@@ -361,6 +365,9 @@ class GpuBackend:
             return None if owner is None or not queries else TARGETS_CACHE.get(
                 owner, _cache_key(self.runtime, queries[0].scoring, fingerprint))
 
+        if queries and not queries[0].scoring.is_local:  # row-wise pairs, one query at a time
+            yield from (alone(k) for k in range(len(queries)))
+            return
         k = 0
         while k < len(queries) and laid_out() is None:  # the first search lays it out
             yield alone(k)
@@ -460,7 +467,6 @@ class GpuBackend:
     def pairs(self, queries, targets, scoring, mode: str):
         from . import _pairs
 
-        _local_only(scoring)
         return _pairs.align_pairs_gpu(queries, targets, scoring, mode)
 
     @_own_pool
@@ -473,15 +479,6 @@ class GpuBackend:
 
         batch = to_device(queries, targets, self.runtime)
         return trace_pairs(batch, query_rows, target_rows, columns, scoring, self.runtime)
-
-
-def _local_only(scoring) -> None:
-    """The GPU kernels score local alignments; the end-to-end modes run on the CPU (their
-    kernels, :mod:`swdask._cpu_modes`, have no CUDA counterpart yet): a ValueError saying so,
-    before any work, rather than local scores under another mode's name."""
-    if not scoring.is_local:
-        raise ValueError(f"mode={scoring.alignment_mode!r} runs on the CPU backend only so "
-                         f"far: pass backend='cpu' (--backend cpu), or mode='local' on the GPU")
 
 
 __all__ = ["GpuBackend", "TARGETS_CACHE", "clear_cache"]

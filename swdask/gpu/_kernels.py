@@ -141,11 +141,20 @@ NARROW_SHAPE = (1, 16)
 LONG_SECTIONS_SHAPES = LONG_ROWS_SHAPES + (NARROW_SHAPE,)
 
 
-def pairs_name(family: str, shape: tuple[int, int], kind: int, reverse: bool) -> str:
+#: The end-to-end modes' codes (pairs_inter.cu's MODE, the bits SWP_MODE_* of pairs_core.cuh:
+#: 1 end to end, 2 query ends free, 4 target ends free), by swdask.Scoring.alignment_mode;
+#: only the inter-task pairs kernel has them (swdask.gpu._pairs routes those rows there).
+MODE_CODES = {"local": 0, "global": 1, "target-global": 3, "query-global": 5, "overlap": 7}
+
+
+def pairs_name(family: str, shape: tuple[int, int], kind: int, reverse: bool,
+               mode: int = 0) -> str:
     """Name expression of one row-wise pairs kernel variant (``family``: a key of
-    :data:`PAIRS_KERNELS`; ``shape``: (lanes or warps, rows per thread))."""
+    :data:`PAIRS_KERNELS`; ``shape``: (lanes or warps, rows per thread); ``mode``: a value
+    of :data:`MODE_CODES`, inter-task only)."""
     a, rows = shape
-    return f"{PAIRS_KERNELS[family][1]}<{a}, {rows}, {kind}, {'true' if reverse else 'false'}>"
+    name = f"{PAIRS_KERNELS[family][1]}<{a}, {rows}, {kind}, {'true' if reverse else 'false'}"
+    return f"{name}, {mode}>" if mode else name + ">"
 
 
 def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
@@ -172,4 +181,10 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
             pairs_name(family, shape, kind, reverse) for shape in shapes[family]
             for kind in (0, 1)
             for reverse in ((False,) if family in FORWARD_ONLY else (False, True)))
+    # the end-to-end modes in the shapes the router picks (a global alignment starts at
+    # (0, 0): no reverse pass)
+    variants["pairs_inter.cu"].extend(
+        pairs_name("inter", shape, kind, reverse, code) for shape in PAIRS_ROUTED_INTER_SHAPES
+        for kind in (0, 1) for code in MODE_CODES.values() if code
+        for reverse in ((False,) if code == MODE_CODES["global"] else (False, True)))
     return variants

@@ -65,15 +65,21 @@ _UNWRITTEN = 100_003
 # ------------------------------------------------------------------------------ kernels
 
 
-def _function(runtime, family: str, shape: tuple[int, int], kind: int, reverse: bool):
-    """One compiled pairs kernel (``family``: "inter", "intra" or "long")."""
+def _function(runtime, family: str, shape: tuple[int, int], kind: int, reverse: bool,
+              alignment_mode: int = 0):
+    """One compiled pairs kernel (``family``: "inter", "intra" or "long"; ``alignment_mode``:
+    a value of :data:`~swdask.gpu._kernels.MODE_CODES`)."""
     source = _kernels.PAIRS_KERNELS[family][0]
-    return runtime.function(source, _kernels.pairs_name(family, shape, kind, reverse))
+    return runtime.function(source, _kernels.pairs_name(family, shape, kind, reverse,
+                                                        alignment_mode))
 
 
-def _passes(mode: str) -> tuple[bool, ...]:
-    """The kernel passes of ``mode``: forward, and the reverse pass for start cells."""
-    return (False, True) if mode == "full" else (False,)
+def _passes(mode: str, ks: "KernelScoring | None" = None) -> tuple[bool, ...]:
+    """The kernel passes of ``mode``: forward, and the reverse pass for start cells (none
+    for a global alignment, which starts at (0, 0))."""
+    if mode != "full" or (ks is not None and ks.mode == _kernels.MODE_CODES["global"]):
+        return (False,)
+    return (False, True)
 
 
 def _sm_count() -> int:
@@ -111,6 +117,8 @@ class KernelScoring:
     gap_extend: int
     #: the largest substitution score (a local score ``s`` pairs at least ``s / it`` letters)
     max_substitution: int = 1
+    #: the alignment mode's code (:data:`~swdask.gpu._kernels.MODE_CODES`; 0: local)
+    mode: int = 0
 
 
 def _compare_form(matrix: np.ndarray):
@@ -149,19 +157,37 @@ def kernel_scoring(scoring, score_bound: int, xp=np) -> KernelScoring:
     if form is not None and (form[2] > 4 or form[0] + gap_open > 127
                              or form[1] + gap_open < -128):
         form = None
+    mode = _kernels.MODE_CODES[scoring.alignment_mode]
     if form is not None:
         match, mismatch, limit = form
         return KernelScoring(0, xp.zeros(1, dtype=xp.int32), match, mismatch, limit,
-                             gap_open, gap_extend, max(int(matrix.max()), 1))
+                             gap_open, gap_extend, max(int(matrix.max()), 1), mode)
     table = substitution_table(matrix, (_TABLE_STRIDE, _TABLE_STRIDE), pad=_PAD_SCORE,
                                offset=gap_open, dtype=np.int32)
     return KernelScoring(1, xp.asarray(table.ravel()), 0, 0, 0, gap_open, gap_extend,
-                         max(int(matrix.max()), 1))
+                         max(int(matrix.max()), 1), mode)
+
+
+#: Rows and columns a pairs kernel may compute past a pair's end (padding rows of a strip,
+#: the wavefront's drain), which an end-to-end mode's bound counts too.
+_PADDING_CELLS = 2048
 
 
 def score_bound(scoring, q_len, t_len) -> int:
-    """The largest score any of these pairs could reach (:meth:`Scoring.score_bound`)."""
-    return scoring.score_bound(q_len, t_len)
+    """The largest magnitude any value of these pairs' matrices could reach: in the local
+    mode the largest score (:meth:`Scoring.score_bound`, cells are never below 0); in the
+    end-to-end modes, which have no zero floor, also the lowest value, a path of gaps and
+    worst substitutions over both lengths (and the kernels' padding). Above
+    :data:`SCORE_LIMIT` :func:`kernel_scoring` refuses the pairs; below it the bound exceeds
+    every cost and substitution, so its clamping changes nothing a mode's path pays."""
+    bound = scoring.score_bound(q_len, t_len)
+    if scoring.is_local:
+        return bound
+    q_len, t_len = np.asarray(q_len, dtype=np.int64), np.asarray(t_len, dtype=np.int64)
+    longest = (int(q_len.max()) if q_len.size else 0) + (int(t_len.max()) if t_len.size else 0)
+    worst = max(int(np.abs(np.asarray(scoring.matrix, dtype=np.int64)).max()),
+                int(scoring.gap_open) + int(scoring.gap_extend))
+    return max(bound, (longest + _PADDING_CELLS) * worst)
 
 
 # ------------------------------------------------------------------------------ shapes
@@ -331,9 +357,10 @@ def _run_inter(runtime, batch: DevicePairs, cells: dict, rows: np.ndarray, ks: K
         offsets_dev = xp.asarray(offsets)
         groups_per_block = _THREADS_INTER // g
         grid = (len(chunk) + groups_per_block - 1) // groups_per_block
-        for reverse in _passes(mode):
+        for reverse in _passes(mode, ks):
             runtime.launch(
-                _function(runtime, "inter", (g, r), ks.kind, reverse), grid, _THREADS_INTER,
+                _function(runtime, "inter", (g, r), ks.kind, reverse, ks.mode), grid,
+                _THREADS_INTER,
                 (batch.q_res, batch.q_start, batch.q_len, batch.t_res, batch.t_start,
                  batch.t_len, order_dev, np.int32(len(chunk)), *_args_cells(cells),
                  scratch, offsets_dev, *_args_scoring(ks)))
@@ -758,7 +785,9 @@ def run_pairs(batch: DevicePairs, rows: np.ndarray, scoring, mode: str,
     if ks is None:
         ks = kernel_scoring(scoring, score_bound(scoring, batch.q_len_host[rows],
                                                  batch.t_len_host[rows]), runtime.xp)
-    if force is None:
+    if ks.mode:  # the end-to-end modes: the inter-task kernel alone has them
+        inter_rows, intra_rows, long_rows = rows, rows[:0], rows[:0]
+    elif force is None:
         inter_rows, intra_rows, long_rows = route(batch.q_len_host, batch.t_len_host, rows)
     else:
         empty = rows[:0]
@@ -782,7 +811,22 @@ def run_pairs(batch: DevicePairs, rows: np.ndarray, scoring, mode: str,
                 held.append(run(runtime, batch, cells, group_rows, ks, mode, shape))
     for row in long_rows:
         _run_long(runtime, batch, cells, int(row), ks, mode, shape)
+    if mode == "full" and ks.mode == _kernels.MODE_CODES["global"]:
+        starts = runtime.xp.asarray(rows)
+        cells["query_start"][starts] = 0
+        cells["target_start"][starts] = 0
     return cells
+
+
+def check_starts(cells: dict, rows) -> None:
+    """An end-to-end mode's start cells on the host (``rows``: those aligned): a start the
+    reverse pass did not find (-1, pairs_inter.cu) is a kernel bug, raised, never a wrong
+    position."""
+    missing = rows[(cells["query_start"][rows] < 0) | (cells["target_start"][rows] < 0)]
+    if missing.size:
+        raise RuntimeError(f"internal error: the GPU found no start cell for rows "
+                           f"{missing[:10].tolist()} (please report it with the sequences "
+                           "and the mode)")
 
 
 # ------------------------------------------------------------------------------ public
@@ -856,10 +900,12 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
             if collected:  # one move of every chunk's rows (Arrow's CIGARs have no scatter)
                 put_rows(alignment, np.concatenate([rows for rows, _ in collected]),
                          stack_rows([columns for _, columns in collected]))
-    found = finish(cells, valid, kernel)
+    if kernel == "full" and not scoring.is_local:
+        check_starts(cells, np.flatnonzero(work))
+    found = finish(cells, valid, kernel, scoring.is_local)
     if alignment is None:
         return found
-    return Alignments({**found.columns, **alignment}, found.valid, "alignment")
+    return found.with_columns({**found.columns, **alignment}, "alignment")
 
 
 def _read_back(runtime, chunk, cells, alignment, valid, scoring):
@@ -894,7 +940,9 @@ def _trace_chunk(runtime, batch, cells, valid, first, stop, scoring):
     from ._traceback import launch_traces
 
     score = cells["score"][first:stop]
-    rows = np.flatnonzero((score > 0) & valid[first:stop])
+    # a local hit scores above 0; an end-to-end mode's row has its end cell wherever aligned
+    hit = (score > 0) if scoring.is_local else (cells["query_end"][first:stop] >= 0)
+    rows = np.flatnonzero(hit & valid[first:stop])
     columns = {"score": score[rows]}
     for name in ("query_start", "target_start"):
         columns[name] = cells[name][first:stop][rows].astype(np.int64)
@@ -936,3 +984,29 @@ def align_long_rows(query_codes, residues, offsets, rows, scoring, mode: str,
         _run_intra_rows(runtime, batch, cells, np.arange(count, dtype=np.int64), ks, mode,
                         shape)
     return cells
+
+
+def align_query_gpu(query_codes, targets, scoring, mode: str):
+    """One query (``uint8`` codes) against every row of ``targets``
+    (:class:`~swdask._sequences.EncodedSequences`, host or device) as row-wise pairs, the
+    query shared by every pair: the GPU backend's one-against-many search in the end-to-end
+    modes, which only the inter-task pairs kernel has (the search kernels' tricks rest on
+    the local mode's zero floor, inter_task.cu). ``mode``: ``"full"``, ``"end"`` or
+    ``"none"``. :class:`~swdask._results.Alignments` on the device."""
+    runtime = get_runtime()
+    xp = runtime.xp
+    t_off = runtime.to_host(targets.offsets).astype(np.int64, copy=False)
+    t_len = np.diff(t_off)
+    valid = runtime.to_host(targets.valid).astype(bool)
+    count, m = len(t_len), int(len(query_codes))
+    batch = DevicePairs(xp.asarray(np.asarray(query_codes, dtype=np.uint8)),
+                        xp.zeros(count, dtype=xp.int64), xp.full(count, m, dtype=xp.int32),
+                        xp.asarray(targets.residues, dtype=xp.uint8),
+                        xp.asarray(t_off[:-1]), xp.asarray(t_len.astype(np.int32)),
+                        np.full(count, m, dtype=np.int64), t_len)
+    rows = np.flatnonzero(valid & (t_len > 0)) if m else np.zeros(0, dtype=np.int64)
+    cells = run_pairs(batch, rows, scoring, mode, runtime=runtime)
+    if mode == "full" and rows.size:
+        check_starts({name: runtime.to_host(cells[name])
+                      for name in ("query_start", "target_start")}, rows)
+    return finish(cells, xp.asarray(valid), mode, scoring.is_local)

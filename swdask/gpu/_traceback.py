@@ -36,7 +36,7 @@ _KERNEL, _GATHER = TRACEBACK_NAMES
 #: lanes per block (a block is one warp), int32 results per pair.
 _STRIP = 256
 _LANES = 32
-_OUT = 6
+_OUT = 7
 #: Warps launched per multiprocessor; each takes jobs until none is left. Below this many
 #: pairs per multiprocessor, each strip of a pair is its own job (:func:`_jobs`).
 _WARPS_PER_MULTIPROCESSOR = 32
@@ -101,7 +101,8 @@ def launch_traces(batch, query_rows, target_rows, columns: dict, scoring,
     cost = max(int(scoring.gap_open) + int(scoring.gap_extend), int(np.abs(matrix).max()))
     parts = _pair_parts(m, n)
     sizes = _bytes_of(parts)
-    order = np.flatnonzero((m + n + 2) * cost < _INT32_ROOM)
+    # (a segment pair with no residue of one sequence, an end-to-end mode's, is the CPU's)
+    order = np.flatnonzero(((m + n + 2) * cost < _INT32_ROOM) & (m > 0) & (n > 0))
     budget = max(_MIN_BUDGET, int(runtime.free_bytes() * _MEMORY_SHARE))
     while True:
         groups = _groups(order[sizes[order] <= budget], sizes, m * n, budget)

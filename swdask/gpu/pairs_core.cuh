@@ -167,6 +167,46 @@ struct Best {
   int score, i, j;  // j = -1 while nothing scored
 };
 
+// The end-to-end modes (pairs_inter.cu's MODE): bits of the template argument, the same
+// flags as swdask/_cpu_modes.py's (swdask/gpu/_pairs.py, mode_code).
+#define SWP_MODE_END_TO_END 1
+#define SWP_MODE_FREE_QUERY 2   // query ends free: boundary column 0, end in the last column
+#define SWP_MODE_FREE_TARGET 4  // target ends free: boundary row 0, end in the last row
+// below every score of an end-to-end mode (the host keeps those above -2**28)
+#define SWP_NO_SCORE (-(1 << 30))
+
+// After column j (0 <= j < n) of an end-to-end mode: the tie rule over this lane's cells
+// among the mode's end candidates. `last_r`: the lane's row holding query row m - 1, or -1.
+// The last row is read every column (free target ends), the last column once (free query
+// ends), the corner once (neither).
+template <int R, bool FREE_Q, bool FREE_T>
+__device__ __forceinline__ void end_candidates(Best& b, const int (&hg)[R], int gap_open, int i0,
+                                               int j, int m, int n, int last_r) {
+  if (FREE_Q && j == n - 1) {  // the last column, rows in order
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int h = hg[r] + gap_open;
+      if (i0 + r < m && better_end(h, j, i0 + r, b.score, b.j, b.i)) {
+        b.score = h;
+        b.i = i0 + r;
+        b.j = j;
+      }
+    }
+    return;
+  }
+  if (last_r < 0 || !(FREE_T || j == n - 1)) return;
+  int h = hg[0];
+#pragma unroll
+  for (int r = 1; r < R; ++r)
+    if (r == last_r) h = hg[r];
+  h += gap_open;
+  if (better_end(h, j, i0 + last_r, b.score, b.j, b.i)) {
+    b.score = h;
+    b.i = i0 + last_r;
+    b.j = j;
+  }
+}
+
 // After a column: the tie rule over one thread's own cells (SW_BETTER_IN_SCAN: it sees its
 // columns in increasing j within a strip, its rows in increasing i from strip to strip). The
 // row is looked up only when the best improves.

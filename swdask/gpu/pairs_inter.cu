@@ -12,11 +12,28 @@
 // the same recurrences over q[end_i::-1] x t[end_j::-1]; a group stops as soon as every lane
 // is past the first column where some lane reached the forward score (later columns cannot
 // hold the start cell), which makes the reverse pass short for reads inside long targets.
+//
+// End-to-end modes (MODE != 0, the bits of SWP_MODE_*: swdask/_cpu_modes.py states the
+// rules, which these kernels follow cell for cell). No zero floor (column<R, true>); the
+// boundary column -1 holds H = 0 where query ends are free, else the query gap
+// -(go + i * ge), and row -1 likewise with the target, read by lane 0 of the first strip. A
+// lane keeps its boundary column through the wavefront's fill steps (j < 0: no cell is
+// computed, and what it hands down is its last row's boundary), so the lane below starts
+// from the boundary, not from cells of virtual columns. The end cell is the tie rule's best
+// among the mode's candidates: the corner, the last row (free target ends: the lane holding
+// query row m - 1 reads it each column), the last column (free query ends: every lane at
+// j = n - 1). The reverse pass is anchored at the end cell (boundaries pay their gaps), runs
+// every column (no early stop: without the floor a later column may still hold the start),
+// and counts the boundary's cell of the last row or column as a candidate (an alignment whose
+// segment of one sequence is empty); a global alignment starts at (0, 0) and has no reverse
+// pass. Where the reverse pass does not find the forward score again it writes start -1, which
+// the host reports as an internal error. Values stay in int32: the host bounds the lengths
+// times the costs (swdask/gpu/_pairs.py, score_bound).
 #include "pairs_core.cuh"
 
 using namespace swpairs;
 
-template <int G, int R, int KIND, bool REV>
+template <int G, int R, int KIND, bool REV, int MODE = 0>
 __global__ void __launch_bounds__(128)
     pairs_inter(const u8* __restrict__ q_res, const i64* __restrict__ q_start,
                 const int* __restrict__ q_len, const u8* __restrict__ t_res,
@@ -34,6 +51,15 @@ __global__ void __launch_bounds__(128)
   const int t = lane & (G - 1);
   const i64 group = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / G;
   const int neg_extend = -gap_extend;
+  constexpr bool E2E = (MODE & SWP_MODE_END_TO_END) != 0;
+  constexpr bool FREE_Q = (MODE & SWP_MODE_FREE_QUERY) != 0;   // ends in the last column
+  constexpr bool FREE_T = (MODE & SWP_MODE_FREE_TARGET) != 0;  // ends in the last row
+  constexpr bool LEAD_Q = FREE_Q && !REV;  // boundary column -1 free (else a query gap)
+  constexpr bool LEAD_T = FREE_T && !REV;  // boundary row -1 free (else a target gap)
+  constexpr bool EARLY = REV && !E2E;      // the reverse pass's early stop
+  // H of the boundary column at row i (>= 0) and of the boundary row at column j (>= 0)
+  auto column_edge = [&](int i) { return LEAD_Q ? 0 : -(gap_open + i * gap_extend); };
+  auto row_edge = [&](int j) { return LEAD_T ? 0 : -(gap_open + j * gap_extend); };
 
   int pair = -1, m = 0, n = 0, target = 0;
   i64 qs = 0, ts = 0;
@@ -43,7 +69,7 @@ __global__ void __launch_bounds__(128)
     ts = t_start[pair];
     if (REV) {
       target = score[pair];
-      if (target > 0) {
+      if (E2E || target > 0) {
         m = end_i[pair] + 1;
         n = end_j[pair] + 1;
       }
@@ -60,9 +86,15 @@ __global__ void __launch_bounds__(128)
   const unsigned group_bits = (G == 32 ? SWP_FULL_MASK : ((1u << G) - 1u)) << (lane & ~(G - 1));
 
   Best best;
-  best.score = 0;
+  best.score = E2E ? SWP_NO_SCORE : 0;
   best.i = -1;
   best.j = -1;
+  // the reverse pass's candidate in the boundary row: the whole target segment against no
+  // query residue (one lane of the group holds it)
+  if (E2E && REV && FREE_Q && t == 0 && m > 0) {
+    best.score = -(gap_open + (n - 1) * gap_extend);
+    best.j = n - 1;
+  }
   int ncols = n;  // reverse pass: columns that can still hold the start cell
 
   for (int strip = 0; strip < warp_strips; ++strip) {
@@ -70,13 +102,20 @@ __global__ void __launch_bounds__(128)
     const bool read_in = live && strip > 0;
     const bool write_out = live && strip + 1 < nstrips;
     const int i0 = strip * rows + t * R;
+    // end-to-end: this lane holds the query's last row (its place among the lane's rows)
+    const int last_r = (E2E && live && i0 <= m - 1 && m - 1 < i0 + R) ? m - 1 - i0 : -1;
     int q[R], hg[R], e[R];
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int i = i0 + r;
       q[r] = (live && i < m) ? sub.query(letter<REV>(q_res, qs, m, i)) : sub.query_pad();
-      hg[r] = -gap_open;  // H = 0 in the virtual column before this lane's first column
+      // H in the column before this lane's first column: 0, or the mode's boundary
+      hg[r] = (E2E ? column_edge(i) : 0) - gap_open;
       e[r] = SWP_NEG;
+    }
+    if (E2E && REV && FREE_T && last_r >= 0) {  // the last row's boundary cell: no target
+      const Best edge = {column_edge(m - 1), m - 1, -1};
+      if (better_end(edge.score, edge.j, edge.i, best.score, best.j, best.i)) best = edge;
     }
     __syncwarp();  // the bottom row of the previous strip (lane G-1's stores) is now visible
 
@@ -90,19 +129,22 @@ __global__ void __launch_bounds__(128)
         bh = v.x;
         bf = v.y;
       } else {
-        bh = 0;
+        bh = (E2E && strip == 0) ? row_edge(c) : 0;
         bf = SWP_NEG;
       }
     };
     load_chunk(0, cur_tc, cur_h, cur_f);
     load_chunk(G, nxt_tc, nxt_h, nxt_f);
 
-    int hg_out = -gap_open, f_out = SWP_NEG, tc_mine = sub.target_pad();
-    int hg_diag = -gap_open;
+    // what this lane hands down before its first column: its last row's boundary (H = 0 in
+    // the local mode); lane 0's diagonal at column 0: the row above at column -1
+    int hg_out = (E2E ? column_edge(i0 + R - 1) : 0) - gap_open, f_out = SWP_NEG;
+    int tc_mine = sub.target_pad();
+    int hg_diag = (E2E && i0 > 0 ? column_edge(i0 - 1) : 0) - gap_open;
     int my_steps = live ? ncols + G - 1 : 0;
-    const int warp_steps = REV ? 0 : __reduce_max_sync(SWP_FULL_MASK, my_steps);
+    const int warp_steps = EARLY ? 0 : __reduce_max_sync(SWP_FULL_MASK, my_steps);
 
-    for (int s = 0; REV ? __any_sync(SWP_FULL_MASK, s < my_steps) : s < warp_steps; ++s) {
+    for (int s = 0; EARLY ? __any_sync(SWP_FULL_MASK, s < my_steps) : s < warp_steps; ++s) {
       const int k = s & (G - 1);
       if (k == 0 && s > 0) {
         cur_tc = nxt_tc;
@@ -128,23 +170,32 @@ __global__ void __launch_bounds__(128)
       }
       const int d = hg_diag;
       hg_diag = hv;
-      const int colmax = column<R>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend);
-      hg_out = hv;
-      f_out = fv;
       const int j = s - t;
-      // reverse pass: columns from ncols on may read a row above that the previous strip
-      // never wrote (it stopped early); they can no longer hold the start cell anyway
-      if (!REV || j < ncols) track<R>(best, hg, colmax, gap_open, i0, j);
-      if (REV) {
-        const unsigned hits =
-            __ballot_sync(SWP_FULL_MASK, colmax + gap_open == target && j >= 0) & group_bits;
-        if (hits) {
-          // the lowest hitting lane is at the smallest column; lanes below it only need the
-          // columns before (at that column the hit has the smaller row)
-          const int col = s - ((31 - __clz(hits)) & (G - 1));
-          if (col < ncols) {
-            ncols = col;
-            my_steps = ncols + G - 1;
+      if (E2E) {
+        if (j >= 0) {  // (fill steps keep the boundary column and hand it down)
+          column<R, true>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend);
+          hg_out = hv;
+          f_out = fv;
+          if (j < n) end_candidates<R, FREE_Q, FREE_T>(best, hg, gap_open, i0, j, m, n, last_r);
+        }
+      } else {
+        const int colmax = column<R>(hg, e, q, sub, tc_mine, d, hv, fv, gap_open, neg_extend);
+        hg_out = hv;
+        f_out = fv;
+        // reverse pass: columns from ncols on may read a row above that the previous strip
+        // never wrote (it stopped early); they can no longer hold the start cell anyway
+        if (!REV || j < ncols) track<R>(best, hg, colmax, gap_open, i0, j);
+        if (EARLY) {
+          const unsigned hits =
+              __ballot_sync(SWP_FULL_MASK, colmax + gap_open == target && j >= 0) & group_bits;
+          if (hits) {
+            // the lowest hitting lane is at the smallest column; lanes below it only need the
+            // columns before (at that column the hit has the smaller row)
+            const int col = s - ((31 - __clz(hits)) & (G - 1));
+            if (col < ncols) {
+              ncols = col;
+              my_steps = ncols + G - 1;
+            }
           }
         }
       }
@@ -154,7 +205,11 @@ __global__ void __launch_bounds__(128)
 
   reduce_best<G>(best);
   if (t == 0 && pair >= 0) {
-    if (REV) {
+    if (REV && E2E) {
+      const bool found = best.score == target;  // anything else is a kernel bug
+      start_i[pair] = found ? end_i[pair] - best.i : -1;
+      start_j[pair] = found ? end_j[pair] - best.j : -1;
+    } else if (REV) {
       if (target > 0) {
         start_i[pair] = end_i[pair] - best.i;
         start_j[pair] = end_j[pair] - best.j;

@@ -1,10 +1,12 @@
 // The alignment of known local hits on the GPU: warps trace the pairs' paths.
 //
 // Each pair's score and four cells are known (the pairs or search kernels found them), so its
-// path is the global affine alignment of the two segments that begins and ends with a
-// substitution, exactly as swdask/_traceback.py computes it on the CPU: the same three states
-// (S substitution, I query residue against a gap, D target residue against a gap), the same
-// boundary rows and the same tie rule (see that module), so CPU and GPU give the same CIGAR.
+// path is the global affine alignment of the two segments, exactly as swdask/_traceback.py
+// computes it on the CPU: the same three states (S substitution, I query residue against a
+// gap, D target residue against a gap), the same boundary rows, the same tie rule and the
+// same last state, the best of S, I and D at the corner (S then I then D on a tie; a local
+// hit always ends in S, an end-to-end mode's segment may end in a gap), so CPU and GPU give
+// the same CIGAR. (Segments with no residue of one sequence are the CPU's.)
 //
 // Fill: the query segment is cut into strips of 32 x TB_ROWS rows; in a strip, lane t holds
 // rows t*TB_ROWS .. +TB_ROWS in registers and the lanes sweep the target as a wavefront, lane t
@@ -50,8 +52,8 @@ constexpr int TB_NEG = -(1 << 29);
 constexpr unsigned TB_ALL = 0xffffffffu;
 constexpr int TB_LEAD = 16;  // steps between a boundary chunk's load and its first use
 
-// out, per pair: score, text length, matches, mismatches, gap opens, columns
-constexpr int TB_OUT = 6;
+// out, per pair: score, text length, matches, mismatches, gap opens, columns, last state
+constexpr int TB_OUT = 7;
 // jobs, per job: pair, first strip, strips
 constexpr int TB_JOB = 3;
 
@@ -191,7 +193,13 @@ __device__ __forceinline__ void trace_strip(int strip, const u8* a, int m, const
     if (j == n && i0 < m && m <= i0 + TB_ROWS) {  // this lane holds row m: the pair's score
 #pragma unroll
       for (int r = 0; r < TB_ROWS; ++r)
-        if (r == (m - 1) % TB_ROWS) *score_out = cS[r];
+        if (r == (m - 1) % TB_ROWS) {  // the best state there: S, then I, then D
+          int best = cS[r], state = 0;
+          if (cI[r] > best) { best = cI[r]; state = 1; }
+          if (cD[r] > best) { best = cD[r]; state = 2; }
+          score_out[0] = best;
+          score_out[6] = state;
+        }
     }
   }
   if (published) {  // every lane's trace and the whole last row, then the last column
@@ -201,7 +209,8 @@ __device__ __forceinline__ void trace_strip(int strip, const u8* a, int m, const
   }
 }
 
-// Lane 0 only: the walk of a filled pair from (m, n) in state S back to (0, 0), ops last
+// Lane 0 only: the walk of a filled pair from (m, n) in its last state (result[6], the fill's)
+// back to (0, 0), ops last
 // first, its CIGAR text written as it goes: each run of equal ops, once it ends, goes in
 // front of the runs after it ("<length><op>", the letter first, then the digits, backwards),
 // so the text ends at the end of the pair's text slot (2 bytes per residue of both
@@ -211,7 +220,7 @@ __device__ __forceinline__ void trace_walk(const u8* a, int m, const u8* b, int 
                                            const u8* pair_trace, u8* slot_end, int* result) {
   const int steps = n + TB_LANES - 1;
   const char letters[4] = {'=', 'X', 'I', 'D'};
-  int i = m, j = n, state = 0, count = 0, length = 0;
+  int i = m, j = n, state = result[6], count = 0, length = 0;
   int matches = 0, mismatches = 0, gap_opens = 0, last = -1, run = 0;
   auto flush = [&]() {  // the run just ended, in front of those after it
     slot_end[-1 - length++] = (u8)letters[last];
