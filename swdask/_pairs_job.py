@@ -56,13 +56,15 @@ def pairs_table(queries: pd.DataFrame, targets: pd.DataFrame, options: Options) 
 
 
 def run(queries_path, targets_path, output: str, fmt: str, options: Options,
-        phases: Phases | None = None, strip_gaps: bool = False, command: str = "") -> int:
-    """Read, align and write (whole or not at all); the number of pairs written."""
+        phases: Phases | None = None, strip_gaps: bool = False, command: str = "",
+        sort: bool = False) -> int:
+    """Read, align and write (whole or not at all; ``sort``: a BAM coordinate-sorted and
+    indexed); the number of pairs written."""
     phases = phases if phases is not None else Phases()
     with phases("read"):
         queries, targets = read_pairs(queries_path, targets_path, strip_gaps)
     with phases("align"):
         table = pairs_table(queries, targets, options)
     with phases("write"):
-        write_hits(table, output, fmt, queries=queries, command=command)
+        write_hits(table, output, fmt, queries=queries, command=command, sort=sort)
     return len(table)

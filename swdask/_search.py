@@ -39,7 +39,10 @@ HIT_COLUMNS = ("query_id", "rank", "target_id", "score", "query_start", "query_e
 #: ``target_description`` (the alignment).
 _STATISTICS_COLUMNS = ("bitscore", "evalue")
 #: Output formats (``--format``); ``auto`` picks one from the output's suffix.
-FORMATS = ("auto", "tsv", "csv", "parquet", "blast6", "sam")
+FORMATS = ("auto", "tsv", "csv", "parquet", "blast6", "sam", "bam")
+#: The formats of reads aligned to references (SAM's records; BAM is their compressed binary
+#: form, written through pysam).
+SAM_FORMATS = ("sam", "bam")
 #: BLAST's tabular output (-outfmt 6 / ssearch36 -m 8), in order.
 BLAST6_COLUMNS = ("qseqid", "sseqid", "pident", "length", "mismatch", "gapopen", "qstart",
                   "qend", "sstart", "send", "evalue", "bitscore")
@@ -68,8 +71,8 @@ def output_format(output: str, fmt: str = "auto") -> str:
     from the output name (``-`` is TSV on stdout; ``.m8``/``.blast6`` is BLAST's tabular)."""
     if fmt not in FORMATS:
         raise ValueError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if fmt == "parquet" and output == "-":
-        raise ValueError("--format parquet cannot go to standard output; name a file with -o")
+    if fmt in ("parquet", "bam") and output == "-":
+        raise ValueError(f"--format {fmt} cannot go to standard output; name a file with -o")
     if fmt != "auto":
         return fmt
     if output == "-":
@@ -85,6 +88,8 @@ def output_format(output: str, fmt: str = "auto") -> str:
         return "blast6"
     if name.endswith(".sam"):
         return "sam"
+    if name.endswith(".bam"):
+        return "bam"
     if name.endswith(".csv"):
         return "csv"
     if name.endswith((".tsv", ".tab", ".txt")):
@@ -189,12 +194,51 @@ def blast6_table(hits: pd.DataFrame, queries: pd.DataFrame | None = None) -> pd.
 def check_format(fmt: str, scoring_options: dict, aligned_strings: bool = False) -> None:
     """Refuse, before any work, a format the scoring cannot give (SAM is for DNA reads) or
     that has no room for the aligned strings (BLAST's 12 columns, SAM's fields)."""
-    if fmt == "sam" and scoring_options.get("matrix") is not None:
-        raise ValueError("--format sam writes DNA reads aligned to references: pass --dna "
+    if fmt in SAM_FORMATS and scoring_options.get("matrix") is not None:
+        raise ValueError(f"--format {fmt} writes DNA reads aligned to references: pass --dna "
                          "(protein hits go to tsv, parquet or blast6)")
-    if aligned_strings and fmt in ("blast6", "sam"):
+    if fmt == "bam":
+        _pysam()
+    if aligned_strings and fmt in ("blast6", *SAM_FORMATS):
         raise ValueError(f"--aligned-strings adds columns to tsv, csv or parquet output; "
                          f"--format {fmt} has fixed fields (drop one of the two)")
+
+
+def _pysam():
+    """pysam (htslib's Python binding: BAM is htslib's format, and pysam writes, sorts and
+    indexes it as samtools does), or a ValueError saying how to get it."""
+    try:
+        import pysam
+    except ImportError:
+        raise ValueError("writing BAM needs pysam: pip install 'swdask[bam]' (or write SAM "
+                         "with -o hits.sam and convert it with samtools)") from None
+    return pysam
+
+
+def md_tag(query_aligned: str, target_aligned: str) -> str:
+    """SAM's ``MD:Z`` of one alignment from its gapped strings (query above, reference below):
+    the counts of matching columns between each mismatch (the reference's letter) and each
+    deletion (``^`` and the reference's letters); insertions (query letters against ``-``)
+    do not appear. ``10A5^AC6`` for 10 matches, a mismatch against ``A``, 5 matches, 2
+    reference letters deleted, 6 matches."""
+    parts, run, deleting = [], 0, False
+    for read, reference in zip(query_aligned, target_aligned):
+        if reference == "-":  # an insertion: not in MD, and it ends no deletion run
+            continue
+        if read == "-":
+            if not deleting:
+                parts.append(f"{run}^")
+                run, deleting = 0, True
+            parts.append(reference)
+            continue
+        deleting = False
+        if read == reference:
+            run += 1
+        else:
+            parts.append(f"{run}{reference}")
+            run = 0
+    parts.append(str(run))
+    return "".join(parts)
 
 
 def sam_text(hits: pd.DataFrame, queries: pd.DataFrame, command: str = "") -> str:
@@ -203,7 +247,8 @@ def sam_text(hits: pd.DataFrame, queries: pd.DataFrame, command: str = "") -> st
     primary line (FLAG 0), the others secondary (FLAG 256); the query as given, forward strand;
     the CIGAR of the alignment with the query's unaligned ends soft-clipped (``S``), so it
     spans the whole read; ``AS:i`` the score, ``NM:i`` the edit distance (mismatches and gap
-    residues); POS 1-based; MAPQ 255 (not computed); QUAL the read's qualities where the
+    residues), ``MD:Z`` (:func:`md_tag`) where the hits carry their gapped strings; POS
+    1-based; MAPQ 255 (not computed); QUAL the read's qualities where the
     queries came from FASTQ (``quality``), else ``*``. A row that did not align (a pair of
     ``swdask pairs`` scoring 0) is an unmapped read (FLAG 4, no position). A minus-strand hit
     (``strand`` ``"-"``) has FLAG 16 and the read's reverse complement as SEQ, which its
@@ -260,11 +305,17 @@ def _sam_records(hits: pd.DataFrame, aligned, sequences: dict, qualities: dict) 
         rank = rows["rank"].astype("int64") if "rank" in rows.columns else 1
         flag = np.where(rank == 1, 0, 256) | np.where(minus[hit], 16, 0)
         edits = rows["alignment_length"].astype("int64") - rows["matches"].astype("int64")
+        md = ""
+        if "target_aligned" in rows.columns:  # (the commands ask for the strings for it)
+            md = "\tMD:Z:" + pd.Series(
+                [md_tag(q, t) for q, t in zip(rows["query_aligned"].astype(str),
+                                              rows["target_aligned"].astype(str))],
+                index=rows.index)
         lines[hit] = (name[hit] + "\t" + pd.Series(flag, index=rows.index).astype(str) + "\t"
                       + rows["target_id"].astype(str) + "\t" + number("target_start", 1)
                       + "\t255\t" + cigar + "\t*\t0\t0\t" + read[hit] + "\t"
                       + quality[hit] + "\tAS:i:" + number("score") + "\tNM:i:"
-                      + edits.astype(str))
+                      + edits.astype(str) + md)
     if not hit.all():  # pairs that did not align (swdask pairs): unmapped, FLAG 4
         missing = ~hit
         lines[missing] = (name[missing] + "\t4\t*\t0\t0\t*\t*\t0\t0\t"
@@ -274,10 +325,15 @@ def _sam_records(hits: pd.DataFrame, aligned, sequences: dict, qualities: dict) 
 
 
 def write_hits(hits: pd.DataFrame, output: str, fmt: str = "auto", stdout=None,
-               queries: pd.DataFrame | None = None, command: str = "") -> None:
-    """Write the hits table to ``output`` in ``fmt`` (:func:`output_format`; SAM needs the
-    ``queries`` frame, and so does blast6 with minus-strand hits), whole or not at all: a
-    file is written under a temporary name beside it, then renamed."""
+               queries: pd.DataFrame | None = None, command: str = "",
+               sort: bool = False) -> None:
+    """Write the hits table to ``output`` in ``fmt`` (:func:`output_format`; SAM and BAM need
+    the ``queries`` frame, and so does blast6 with minus-strand hits), whole or not at all: a
+    file is written under a temporary name beside it, then renamed. ``sort`` (BAM): the
+    records sorted by reference and position (``SO:coordinate``) and the index written
+    beside the file (``.bai``), as ``samtools sort`` and ``samtools index`` make them."""
+    if sort and output_format(output, fmt) != "bam":
+        raise ValueError("--sort sorts and indexes BAM output: write -o hits.bam")
     import sys
 
     fmt = output_format(output, fmt)
@@ -288,7 +344,10 @@ def write_hits(hits: pd.DataFrame, output: str, fmt: str = "auto", stdout=None,
     folder, name = os.path.split(os.path.abspath(output))
     temporary = os.path.join(folder, f".{name}.swdask-partial")
     try:
-        _write(hits, temporary, fmt, compression_of=output, queries=queries, command=command)
+        _write(hits, temporary, fmt, compression_of=output, queries=queries, command=command,
+               sort=sort)
+        if sort:  # the index of the file under its own name
+            _pysam().index(temporary, output + ".bai")
         os.replace(temporary, output)
     finally:
         if os.path.exists(temporary):
@@ -296,9 +355,11 @@ def write_hits(hits: pd.DataFrame, output: str, fmt: str = "auto", stdout=None,
 
 
 def _write(hits: pd.DataFrame, target, fmt: str, compression_of=None, queries=None,
-           command: str = "") -> None:
+           command: str = "", sort: bool = False) -> None:
     compression = "infer" if compression_of is None else _compression(compression_of)
-    if fmt == "sam":
+    if fmt == "bam":
+        _write_bam(sam_text(hits, queries, command), target, sort)
+    elif fmt == "sam":
         text = sam_text(hits, queries, command)
         if hasattr(target, "write"):
             target.write(text)
@@ -315,6 +376,26 @@ def _write(hits: pd.DataFrame, target, fmt: str, compression_of=None, queries=No
     else:
         hits.to_csv(target, sep="," if fmt == "csv" else "\t", index=False,
                     compression=compression)
+
+
+def _write_bam(text: str, target: str, sort: bool) -> None:
+    """SAM ``text`` as BAM at ``target`` (a path), through pysam: the records parsed by
+    htslib, so a field it would refuse fails here, before the file is renamed into place;
+    ``sort``: coordinate-sorted (``samtools sort``, in pysam)."""
+    import tempfile
+
+    pysam = _pysam()
+    with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(target))) as folder:
+        sam = os.path.join(folder, "hits.sam")
+        with open(sam, "w") as out:
+            out.write(text)
+        unsorted = os.path.join(folder, "hits.bam") if sort else target
+        with pysam.AlignmentFile(sam, "r") as records, \
+                pysam.AlignmentFile(unsorted, "wb", template=records) as bam:
+            for record in records:
+                bam.write(record)
+        if sort:
+            pysam.sort("-o", target, "-O", "bam", "-T", os.path.join(folder, "sort"), unsorted)
 
 
 def _compression(output: str):

@@ -67,10 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="hits file: *.tsv (also .tab/.txt/.csv, optionally .gz) or "
                              "*.parquet; '-' (default) writes TSV to standard output")
     search.add_argument("--top", type=int, default=10, help="hits per query (default 10)")
-    search.add_argument("--format", choices=("auto", "tsv", "csv", "parquet", "blast6", "sam"),
-                        default="auto",
-                        help="output format (default auto: from the suffix of -o, .m8 and "
-                             ".sam included; TSV for '-'); sam needs --dna")
+    search.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
+                        help="output format (default auto: from the suffix of -o, .m8, .sam "
+                             "and .bam included; TSV for '-'); sam and bam need --dna, bam "
+                             "pysam (pip install 'swdask[bam]')")
+    search.add_argument("--sort", action="store_true", help=SORT_HELP)
     search.add_argument("--alignment", action="store_true",
                         help="trace every hit back: cigar, alignment_length, matches, "
                              "mismatches, gap_opens, identity (implied by blast6)")
@@ -140,9 +141,10 @@ def build_parser() -> argparse.ArgumentParser:
                                        "many records in the same order")
     pairs.add_argument("-o", "--output", default="-",
                        help="output file, format by suffix as for search (.tsv, .csv, "
-                            ".parquet, .m8, .sam; '-' TSV on standard output)")
-    pairs.add_argument("--format", choices=("auto", "tsv", "csv", "parquet", "blast6", "sam"),
-                       default="auto", help="output format (default: from the suffix)")
+                            ".parquet, .m8, .sam, .bam; '-' TSV on standard output)")
+    pairs.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
+                       help="output format (default: from the suffix)")
+    pairs.add_argument("--sort", action="store_true", help=SORT_HELP)
     pairs.add_argument("--alignment", action="store_true",
                        help="add the CIGAR, alignment length, matches, mismatches, gap opens "
                             "and identity (blast6 and sam imply it)")
@@ -200,6 +202,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "and which engines (cpu, gpu, cudf, a GPU cluster) this machine can run.")
     return parser
 
+
+#: ``--format`` of search and pairs (swdask._search.FORMATS).
+FORMAT_CHOICES = ("auto", "tsv", "csv", "parquet", "blast6", "sam", "bam")
+#: ``--sort`` of search and pairs.
+SORT_HELP = ("bam: sort the records by reference and position and write the index beside "
+             "the file (hits.bam.bai), as samtools sort and samtools index do")
 
 #: ``--mode`` of search and pairs.
 MODE_HELP = ("local (Smith-Waterman, default), global (both sequences end to end), "
@@ -305,9 +313,19 @@ def _interrupt(signum, frame):  # SIGTERM as Ctrl-C: the job and its cluster sto
 
 def _positions(args, fmt: str):
     """What the kernels compute for a command's output: the alignment where it is written
-    (``--alignment``, ``--aligned-strings``, blast6 and SAM), else the positions."""
-    return ("alignment" if args.alignment or args.aligned_strings or fmt in ("blast6", "sam")
-            else True)
+    (``--alignment``, ``--aligned-strings``, blast6, SAM and BAM), else the positions."""
+    from ._search import SAM_FORMATS
+
+    return ("alignment" if args.alignment or args.aligned_strings
+            or fmt in ("blast6", *SAM_FORMATS) else True)
+
+
+def _strings(args, fmt: str) -> bool:
+    """Whether the hits carry their gapped strings: asked for, or SAM and BAM (their
+    ``MD:Z``, the reference's letters at mismatches and deletions)."""
+    from ._search import SAM_FORMATS
+
+    return args.aligned_strings or fmt in SAM_FORMATS
 
 
 def _output_format(args, options: dict) -> str:
@@ -318,6 +336,8 @@ def _output_format(args, options: dict) -> str:
     check_output(args.output)
     fmt = output_format(args.output, args.format)
     check_format(fmt, options, args.aligned_strings)
+    if args.sort and fmt != "bam":
+        raise ValueError("--sort sorts and indexes BAM output: write -o hits.bam")
     return fmt
 
 
@@ -344,7 +364,8 @@ def _done(args, phases, wrote: str) -> int:
 
 def _search_command(args, parser, argv) -> int:
     from ._options import Options
-    from ._search import Phases, check_statistics, read_queries, search, write_hits
+    from ._search import (SAM_FORMATS, Phases, check_statistics, read_queries, search,
+                          write_hits)
     from .gpu import GpuUnavailableError
 
     options = dict(scoring_options(args, parser), mode=args.mode)
@@ -368,7 +389,7 @@ def _search_command(args, parser, argv) -> int:
         queries = args.queries
         # read here where the writer needs the queries: SAM writes the reads, and blast6
         # gives a minus-strand hit's query positions on the query as given (its length)
-        writes_queries = fmt == "sam" or (fmt == "blast6" and args.strand == "both")
+        writes_queries = fmt in SAM_FORMATS or (fmt == "blast6" and args.strand == "both")
         if writes_queries or args.strip_gaps:
             with phases("queries"):
                 queries = read_queries(args.queries, scoring, strip_gaps=args.strip_gaps)
@@ -376,12 +397,12 @@ def _search_command(args, parser, argv) -> int:
                       n_workers=args.workers, scheduler=args.scheduler,
                       progress=not args.no_progress, backend=args.backend, phases=phases,
                       positions=positions, statistics=statistics, evalue=args.evalue,
-                      strip_gaps=args.strip_gaps, aligned_strings=args.aligned_strings,
+                      strip_gaps=args.strip_gaps, aligned_strings=_strings(args, fmt),
                       strand=args.strand, mask=args.mask, **options)
         with phases("write"):
             write_hits(hits, args.output, fmt,
                        queries=queries if writes_queries else None,
-                       command=_command_line(argv))
+                       command=_command_line(argv), sort=args.sort)
     except (ValueError, OSError, GpuUnavailableError) as exc:
         return _failed(exc)
     return _done(args, phases,
@@ -400,10 +421,11 @@ def _pairs_command(args, parser, argv) -> int:
     try:
         fmt = _output_format(args, options)
         parsed = Options.parse(**options, positions=_positions(args, fmt),
-                               backend=args.backend, aligned_strings=args.aligned_strings,
+                               backend=args.backend, aligned_strings=_strings(args, fmt),
                                strand=args.strand, mask=args.mask)
         count = run_job(args.queries, args.targets, args.output, fmt, parsed, phases=phases,
-                        strip_gaps=args.strip_gaps, command=_command_line(argv))
+                        strip_gaps=args.strip_gaps, command=_command_line(argv),
+                        sort=args.sort)
     except (ValueError, OSError, GpuUnavailableError) as exc:
         return _failed(exc)
     return _done(args, phases, f"{count} pairs")
