@@ -18,7 +18,7 @@ from ._scoring import Scoring, make_scoring
 #: Values of ``backend=``: where the kernels run (``"auto"``: where the data lives).
 BACKENDS = ("auto", "cpu", "gpu")
 #: Values of ``mask=``: none, or lower-case letters read as the masked letter.
-MASKS = (None, "lowercase")
+MASKS = (None, "lowercase", "dust")
 
 SCORING_DOC = """
         matrix: substitution matrix name (BLOSUM45/50/62/80/90, PAM30/70/250, any name Biopython
@@ -48,7 +48,9 @@ SCORING_DOC = """
             writers convert).
         mask: ``None``, or ``"lowercase"``: lower-case letters of the query and the targets
             (soft-masked repeats and low-complexity runs) score as ``N`` for DNA, ``X`` for
-            protein, against everything; positions and CIGARs count them as usual.
+            protein, against everything; positions and CIGARs count them as usual; or
+            ``"dust"`` (DNA): the low-complexity runs symmetric DUST finds (``dustmasker``'s
+            algorithm and defaults, :mod:`swdask._dust`) score as ``N``.
         mode: ``"local"`` (Smith-Waterman), ``"global"`` (Needleman-Wunsch: both sequences
             end to end), ``"query-global"`` (the whole query against any part of the target:
             reads against a reference; parasail's ``sg_dx``), ``"target-global"`` (the whole
@@ -110,8 +112,9 @@ class Options:
     ``"end"``, ``"none"`` or ``"alignment"``: what is computed, see
     :mod:`swdask._results`), ``backend`` (``"auto"``, ``"cpu"`` or ``"gpu"``) and
     ``aligned_strings`` (mode ``"alignment"``: the gapped strings too) and ``strand``
-    (``"plus"`` or ``"both"``: :data:`~swdask._results.STRANDS`); ``mask="lowercase"`` is
-    in ``scoring`` (:attr:`~swdask.Scoring.lowercase_masked`: the encoding is its lookup),
+    (``"plus"`` or ``"both"``: :data:`~swdask._results.STRANDS`); ``mask`` is in
+    ``scoring`` (:attr:`~swdask.Scoring.lowercase_masked`: the encoding is its lookup;
+    :attr:`~swdask.Scoring.dust_masked`: the encoders mask),
     and so is the alignment mode (``mode=``, :attr:`~swdask.Scoring.alignment_mode`: what
     every kernel scores)."""
 
@@ -138,10 +141,12 @@ class Options:
         if check_strand(strand) == "both":
             scoring.complement_codes  # noqa: B018 - a protein scoring fails here, named
         if mask not in MASKS:
-            raise ValueError(f"mask must be None or 'lowercase' (lower-case letters score as "
-                             f"N, or X for protein), got {mask!r}")
+            raise ValueError(f"mask must be None, 'lowercase' (lower-case letters score as "
+                             f"N, or X for protein) or 'dust' (DNA), got {mask!r}")
         if mask == "lowercase":  # the encoding is the scoring's lookup: one with them masked
             scoring = scoring.lowercase_masked
+        elif mask == "dust":  # the encoders mask what DUST finds
+            scoring = scoring.dust_masked
         return cls(scoring, mode, check_backend(backend), bool(aligned_strings), strand)
 
     @property

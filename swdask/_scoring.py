@@ -72,6 +72,8 @@ class Scoring:
         lookup: ``uint8[256]`` table from an ASCII byte to its code, ``255`` where unknown.
         alignment_mode: one of :data:`ALIGNMENT_MODES` (``"local"`` unless made with
             :meth:`with_mode`).
+        dust: whether the encoders mask low-complexity DNA (``mask="dust"``,
+            :attr:`dust_masked`, :mod:`swdask._dust`).
     """
 
     name: str
@@ -82,6 +84,7 @@ class Scoring:
     unknown: str | None
     lookup: np.ndarray = field(repr=False)
     alignment_mode: str = "local"
+    dust: bool = False
 
     def with_mode(self, mode) -> "Scoring":
         """This scoring aligning in ``mode`` (one of :data:`ALIGNMENT_MODES`; a
@@ -154,6 +157,17 @@ class Scoring:
         lookup[ord("a"):ord("z") + 1] = self.alphabet.index(letter)
         lookup.setflags(write=False)
         return replace(self, lookup=lookup)
+
+    @cached_property
+    def dust_masked(self) -> "Scoring":
+        """This scoring with low-complexity DNA masked: every encoder sets the letters of the
+        intervals symmetric DUST finds (``dustmasker``'s algorithm and defaults,
+        :mod:`swdask._dust`) to ``N``, which scores as ``N`` against everything. DNA only."""
+        if not (self.is_nucleotide and "N" in self.alphabet):
+            raise ScoringError(f"mask='dust' masks DNA (its letters read as N), and {self.name} "
+                               "is not a nucleotide scoring with N; for protein use "
+                               "mask='lowercase' on SEG-masked input")
+        return replace(self, dust=True)
 
     @property
     def is_nucleotide(self) -> bool:

@@ -193,7 +193,8 @@ def encode_text(text, scoring: Scoring, what: str = "query") -> np.ndarray:
     if isinstance(text, bytes):
         text = text.decode("ascii", errors="replace")
     # utf-8, not ascii/replace: a non-ASCII character must raise, not become '?' -> X
-    return encode_bytes(text.encode("utf-8"), scoring, what=what)
+    codes = encode_bytes(text.encode("utf-8"), scoring, what=what)
+    return dust_masked(codes, np.array([0, codes.size], dtype=np.int64), scoring)
 
 
 @dataclass(eq=False)
@@ -319,4 +320,20 @@ def encode(values, scoring: Scoring, labels=None, what: str = "row") -> EncodedS
     codes = scoring.lookup[data]
     if codes.size and (codes == UNKNOWN_CODE).any():
         raise _bad_residue_error(data, codes, offsets, labels, what, scoring)
-    return EncodedSequences(codes, np.ascontiguousarray(offsets, dtype=np.int64), valid)
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    return EncodedSequences(dust_masked(codes, offsets, scoring), offsets, valid)
+
+
+def dust_masked(codes, offsets, scoring: Scoring):
+    """``codes`` as every encoder hands them on: where ``scoring.dust``
+    (``mask="dust"``), with DUST's intervals read as ``N`` (:func:`swdask._dust.mask_codes`;
+    device arrays go to the host and back), else as they are."""
+    if not scoring.dust:
+        return codes
+    from . import _dust
+
+    if isinstance(codes, np.ndarray):
+        return _dust.mask_codes(codes, np.asarray(offsets), scoring)
+    import cupy  # codes on the GPU: the mask is a host scan
+
+    return cupy.asarray(_dust.mask_codes(cupy.asnumpy(codes), cupy.asnumpy(offsets), scoring))

@@ -83,9 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
                              "better strand per target (a strand column; blast6 writes "
                              "sstart > send and SAM flag 16 for minus-strand hits; default "
                              "plus)")
-    search.add_argument("--mask", choices=("lowercase",),
+    search.add_argument("--mask", choices=("lowercase", "dust"),
                         help="lowercase: lower-case letters (soft-masked repeats) score as N "
-                             "(X for protein) against everything")
+                             "(X for protein) against everything; dust (DNA): low-complexity "
+                             "runs found by symmetric DUST (dustmasker's) score as N")
     search.add_argument("--mode", choices=ALIGNMENT_MODES, default="local", help=MODE_HELP)
     search.add_argument("--evalue", type=float, metavar="MAX",
                         help="keep only hits with an E-value of at most MAX (needs E-values: "
@@ -153,8 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
     pairs.add_argument("--strand", choices=("plus", "both"), default="plus",
                        help="DNA: also align each query's reverse complement, the better "
                             "strand per pair (default plus)")
-    pairs.add_argument("--mask", choices=("lowercase",),
-                       help="lowercase: lower-case letters score as N (X for protein)")
+    pairs.add_argument("--mask", choices=("lowercase", "dust"),
+                       help="lowercase: lower-case letters score as N (X for protein); dust "
+                            "(DNA): low-complexity runs score as N")
     pairs.add_argument("--mode", choices=ALIGNMENT_MODES, default="local", help=MODE_HELP)
     pairs.add_argument("--strip-gaps", action="store_true",
                        help="remove '-' and '.' from FASTA sequences (aligned FASTA)")
