@@ -247,7 +247,8 @@ def sam_text(hits: pd.DataFrame, queries: pd.DataFrame, command: str = "") -> st
     primary line (FLAG 0), the others secondary (FLAG 256); the query as given, forward strand;
     the CIGAR of the alignment with the query's unaligned ends soft-clipped (``S``), so it
     spans the whole read; ``AS:i`` the score, ``NM:i`` the edit distance (mismatches and gap
-    residues), ``MD:Z`` (:func:`md_tag`) where the hits carry their gapped strings; POS
+    residues), ``MD:Z`` (:func:`md_tag`) where the hits carry their gapped strings
+    (``--md``); POS
     1-based; MAPQ 255 (not computed); QUAL the read's qualities where the
     queries came from FASTQ (``quality``), else ``*``. A row that did not align (a pair of
     ``swdask pairs`` scoring 0) is an unmapped read (FLAG 4, no position). A minus-strand hit
@@ -306,7 +307,7 @@ def _sam_records(hits: pd.DataFrame, aligned, sequences: dict, qualities: dict) 
         flag = np.where(rank == 1, 0, 256) | np.where(minus[hit], 16, 0)
         edits = rows["alignment_length"].astype("int64") - rows["matches"].astype("int64")
         md = ""
-        if "target_aligned" in rows.columns:  # (the commands ask for the strings for it)
+        if "target_aligned" in rows.columns:  # (the commands ask for the strings with --md)
             md = "\tMD:Z:" + pd.Series(
                 [md_tag(q, t) for q, t in zip(rows["query_aligned"].astype(str),
                                               rows["target_aligned"].astype(str))],

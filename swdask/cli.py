@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "and .bam included; TSV for '-'); sam and bam need --dna, bam "
                              "pysam (pip install 'swdask[bam]')")
     search.add_argument("--sort", action="store_true", help=SORT_HELP)
+    search.add_argument("--md", action="store_true", help=MD_HELP)
     search.add_argument("--alignment", action="store_true",
                         help="trace every hit back: cigar, alignment_length, matches, "
                              "mismatches, gap_opens, identity (implied by blast6)")
@@ -146,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     pairs.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
                        help="output format (default: from the suffix)")
     pairs.add_argument("--sort", action="store_true", help=SORT_HELP)
+    pairs.add_argument("--md", action="store_true", help=MD_HELP)
     pairs.add_argument("--alignment", action="store_true",
                        help="add the CIGAR, alignment length, matches, mismatches, gap opens "
                             "and identity (blast6 and sam imply it)")
@@ -210,6 +212,10 @@ FORMAT_CHOICES = ("auto", "tsv", "csv", "parquet", "blast6", "sam", "bam")
 #: ``--sort`` of search and pairs.
 SORT_HELP = ("bam: sort the records by reference and position and write the index beside "
              "the file (hits.bam.bai), as samtools sort and samtools index do")
+
+#: ``--md`` of search and pairs.
+MD_HELP = ("sam, bam: add MD:Z to each record (the reference's letters at mismatches and "
+           "deletions), as minimap2's --MD does; the hits' gapped strings are made for it")
 
 #: ``--mode`` of search and pairs.
 MODE_HELP = ("local (Smith-Waterman, default), global (both sequences end to end), "
@@ -323,11 +329,11 @@ def _positions(args, fmt: str):
 
 
 def _strings(args, fmt: str) -> bool:
-    """Whether the hits carry their gapped strings: asked for, or SAM and BAM (their
-    ``MD:Z``, the reference's letters at mismatches and deletions)."""
-    from ._search import SAM_FORMATS
-
-    return args.aligned_strings or fmt in SAM_FORMATS
+    """Whether the hits carry their gapped strings: asked for, or SAM and BAM with ``--md``
+    (``MD:Z`` holds the reference's letters at mismatches and deletions, which the CIGAR
+    does not carry; like minimap2, only on request: for 100,000 short reads the strings and
+    the tags took about as long as the rest of the job, docs/notes/dna-reads.md)."""
+    return args.aligned_strings or args.md
 
 
 def _output_format(args, options: dict) -> str:
@@ -340,6 +346,10 @@ def _output_format(args, options: dict) -> str:
     check_format(fmt, options, args.aligned_strings)
     if args.sort and fmt != "bam":
         raise ValueError("--sort sorts and indexes BAM output: write -o hits.bam")
+    from ._search import SAM_FORMATS
+
+    if args.md and fmt not in SAM_FORMATS:
+        raise ValueError("--md adds SAM's MD:Z tag: write -o hits.sam or -o hits.bam")
     return fmt
 
 

@@ -88,11 +88,12 @@ def _genome_and_reads(tmp_path, rng):
 def test_search_writes_bam_that_htslib_reads(tmp_path, sort):
     """``-o hits.bam``: every record of the SAM the same command writes, in the same order
     (or, with ``--sort``, sorted by reference and position, with an index that answers a
-    region query); each MD rebuilds the genome's segment; both strands, ranks 1 and 2."""
+    region query); each MD (``--md``) rebuilds the genome's segment; both strands, ranks 1
+    and 2."""
     rng = np.random.default_rng(11)
     genomes, _, _ = _genome_and_reads(tmp_path, rng)
     base = ["search", str(tmp_path / "reads.fq"), str(tmp_path / "genomes.fa"), *DNA,
-            "--strand", "both", "--top", "2", "--no-progress", "--backend", "cpu"]
+            "--strand", "both", "--top", "2", "--no-progress", "--backend", "cpu", "--md"]
     sam, bam = tmp_path / "hits.sam", tmp_path / "hits.bam"
     assert main([*base, "-o", str(sam)]) == 0
     assert main([*base, "-o", str(bam), *(["--sort"] if sort else [])]) == 0
@@ -132,7 +133,7 @@ def test_bam_passes_samtools(tmp_path):
     bam, tsv = tmp_path / "hits.bam", tmp_path / "hits.tsv"
     base = ["search", str(tmp_path / "reads.fq"), str(tmp_path / "genomes.fa"), *DNA,
             "--strand", "both", "--top", "2", "--no-progress", "--backend", "cpu"]
-    assert main([*base, "-o", str(bam), "--sort"]) == 0
+    assert main([*base, "-o", str(bam), "--sort", "--md"]) == 0
     assert main([*base, "--alignment", "-o", str(tsv)]) == 0
     hits = pd.read_csv(tsv, sep="\t")
     subprocess.run(["samtools", "quickcheck", str(bam)], check=True)
@@ -154,7 +155,7 @@ def test_pairs_writes_bam_with_unmapped_pairs(tmp_path):
     (tmp_path / "t.fa").write_text(">x\nTTACGTACGTACTT\n>y\nTTTT\n>z\nGGGGCGGGG\n")
     out = tmp_path / "pairs.bam"
     assert main(["pairs", str(tmp_path / "q.fa"), str(tmp_path / "t.fa"), *DNA,
-                 "-o", str(out)]) == 0
+                 "--md", "-o", str(out)]) == 0
     with pysam.AlignmentFile(str(out), "rb") as bam:
         records = list(bam.fetch(until_eof=True))
     assert [r.query_name for r in records] == ["a", "b", "c"]
@@ -166,10 +167,11 @@ def test_pairs_writes_bam_with_unmapped_pairs(tmp_path):
     (["-o", "-", "--format", "bam"], "cannot go to standard output"),
     (["-o", "{tmp}/hits.tsv", "--sort"], "--sort sorts and indexes BAM output"),
     (["-o", "{tmp}/hits.bam", "--matrix", "BLOSUM62"], "writes DNA reads"),
+    (["-o", "{tmp}/hits.tsv", "--md"], "--md adds SAM's MD:Z tag"),
 ])
 def test_bad_bam_requests_are_named(tmp_path, capsys, args, words):
-    """A BAM to standard output, --sort without BAM, or protein in BAM: one line on stderr
-    naming what to change, status 1, no file."""
+    """A BAM to standard output, --sort without BAM, protein in BAM, --md without SAM: one
+    line on stderr naming what to change, status 1, no file."""
     (tmp_path / "q.fa").write_text(">a\nACGTACGTAC\n")
     (tmp_path / "t.fa").write_text(">x\nTTACGTACGTACTT\n")
     dna = [] if "--matrix" in args else DNA
