@@ -380,3 +380,16 @@ def forward_parts(monkeypatch, setting):
         return used
 
     return force
+
+
+def check_samtools_counts(path, hits: pd.DataFrame) -> None:
+    """``samtools quickcheck`` passes on the SAM or BAM ``path`` and ``samtools flagstat``
+    counts the search's ``hits`` (a table with ``rank``): all, primary (rank 1), secondary."""
+    import subprocess
+
+    subprocess.run(["samtools", "quickcheck", str(path)], check=True)
+    flagstat = subprocess.run(["samtools", "flagstat", str(path)], check=True,
+                              capture_output=True, text=True).stdout
+    assert f"{len(hits)} + 0 in total" in flagstat
+    assert f"{(hits['rank'] == 1).sum()} + 0 primary\n" in flagstat
+    assert f"{(hits['rank'] > 1).sum()} + 0 secondary" in flagstat

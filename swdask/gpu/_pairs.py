@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import _settings
-from .._results import (IN_ORDER, Alignments, SectionsPass, SideBySide, best_cell,
+from .._results import (IN_ORDER, SectionsPass, SideBySide, best_cell,
                         best_of_cells, empty_alignment_columns, empty_cells, finish,
                         kernel_mode, put_rows, shifted_cell, stack_rows)
 from .._scoring import start_windows, substitution_table
