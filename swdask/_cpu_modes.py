@@ -36,6 +36,7 @@ import numba as nb
 import numpy as np
 
 from ._cpu import pair_profile
+from ._results import check_starts
 from ._work import TASKS, next_item
 
 # Minus infinity for E/F and the best so far: far below any reachable score, far from wrap.
@@ -174,14 +175,6 @@ def _pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open
                  target_start, target_end)
 
 
-def _check(rows, cells):
-    """A start the reverse pass missed is a kernel bug: raised, never a wrong position."""
-    missing = rows[(cells["query_start"][rows] < 0) | (cells["target_start"][rows] < 0)]
-    if missing.size:
-        raise RuntimeError(f"internal error: no start cell found for rows {missing[:10].tolist()}"
-                           " (please report it with the sequences and the mode)")
-
-
 def one_to_many(profile_scores, m, residues, offsets, rows, scoring, starts: bool,
                 cells: dict) -> None:
     """The query (``profile_scores[code, i]``, int64, ``m`` rows) against the targets
@@ -191,7 +184,7 @@ def one_to_many(profile_scores, m, residues, offsets, rows, scoring, starts: boo
                  cells["score"], cells["query_start"], cells["query_end"],
                  cells["target_start"], cells["target_end"])
     if starts:
-        _check(rows, cells)
+        check_starts(cells, rows, "CPU")
 
 
 def pairs(q_residues, q_offsets, t_residues, t_offsets, rows, scoring, starts: bool,
@@ -203,4 +196,4 @@ def pairs(q_residues, q_offsets, t_residues, t_offsets, rows, scoring, starts: b
            scoring.free_query_ends, scoring.free_target_ends, starts, cells["score"],
            cells["query_start"], cells["query_end"], cells["target_start"], cells["target_end"])
     if starts:
-        _check(rows, cells)
+        check_starts(cells, rows, "CPU")

@@ -170,6 +170,17 @@ def empty_cells(n: int, xp=np, dtype=np.int64, full=None) -> dict:
     return {name: full(n, 0 if name == "score" else -1, dtype) for name in COLUMNS}
 
 
+def check_starts(cells: dict, rows, where: str) -> None:
+    """An end-to-end mode's start cells (host arrays; ``rows``: those aligned): a start the
+    reverse pass did not find (below 0) is a kernel bug of the ``where`` backend, raised,
+    never written as a position."""
+    missing = rows[(cells["query_start"][rows] < 0) | (cells["target_start"][rows] < 0)]
+    if missing.size:
+        raise RuntimeError(f"internal error: the {where} kernels found no start cell for rows "
+                           f"{missing[:10].tolist()} (please report it with the sequences and "
+                           "the mode)")
+
+
 def finish(cells: dict, valid, mode: str, local: bool = True) -> "Alignments":
     """Kernel cells (inclusive, ``-1`` for none; any integer type) to :class:`Alignments`:
     scores of null rows become 0, ends become end-exclusive, positions of rows without an

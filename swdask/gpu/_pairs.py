@@ -29,8 +29,8 @@ import numpy as np
 
 from .. import _settings
 from .._results import (IN_ORDER, SectionsPass, SideBySide, best_cell,
-                        best_of_cells, empty_alignment_columns, empty_cells, finish,
-                        kernel_mode, put_rows, shifted_cell, stack_rows)
+                        best_of_cells, check_starts, empty_alignment_columns, empty_cells,
+                        finish, kernel_mode, put_rows, shifted_cell, stack_rows)
 from .._scoring import start_windows, substitution_table
 from . import _kernels
 from ._runtime import STAGED_UPLOAD_BYTES, get_runtime, on_stream
@@ -818,17 +818,6 @@ def run_pairs(batch: DevicePairs, rows: np.ndarray, scoring, mode: str,
     return cells
 
 
-def check_starts(cells: dict, rows) -> None:
-    """An end-to-end mode's start cells on the host (``rows``: those aligned): a start the
-    reverse pass did not find (-1, pairs_inter.cu) is a kernel bug, raised, never a wrong
-    position."""
-    missing = rows[(cells["query_start"][rows] < 0) | (cells["target_start"][rows] < 0)]
-    if missing.size:
-        raise RuntimeError(f"internal error: the GPU found no start cell for rows "
-                           f"{missing[:10].tolist()} (please report it with the sequences "
-                           "and the mode)")
-
-
 # ------------------------------------------------------------------------------ public
 
 
@@ -901,7 +890,7 @@ def align_pairs_gpu(queries, targets, scoring, mode: str, *, force: str | None =
                 put_rows(alignment, np.concatenate([rows for rows, _ in collected]),
                          stack_rows([columns for _, columns in collected]))
     if kernel == "full" and not scoring.is_local:
-        check_starts(cells, np.flatnonzero(work))
+        check_starts(cells, np.flatnonzero(work), "GPU")
     found = finish(cells, valid, kernel, scoring.is_local)
     if alignment is None:
         return found
@@ -972,11 +961,9 @@ def align_long_rows(query_codes, residues, offsets, rows, scoring, mode: str,
     m = int(len(query_codes))
     t_start = offsets[rows_dev]
     t_len = (offsets[rows_dev + 1] - t_start).astype(xp.int32)
-    batch = DevicePairs(xp.asarray(query_codes, dtype=xp.uint8), xp.zeros(count, xp.int64),
-                        xp.full(count, m, dtype=xp.int32), xp.asarray(residues, dtype=xp.uint8),
-                        t_start, t_len, np.full(count, m, dtype=np.int64),
-                        runtime.to_host(t_len).astype(np.int64) if lengths is None
-                        else np.asarray(lengths, dtype=np.int64))
+    batch = _shared_query(runtime, query_codes, residues, t_start, t_len,
+                          runtime.to_host(t_len).astype(np.int64) if lengths is None
+                          else np.asarray(lengths, dtype=np.int64))
     cells = empty_cells(count, xp, xp.int32)
     if count and m:
         ks = kernel_scoring(scoring, score_bound(scoring, batch.q_len_host, batch.t_len_host),
@@ -998,15 +985,24 @@ def align_query_gpu(query_codes, targets, scoring, mode: str):
     t_off = runtime.to_host(targets.offsets).astype(np.int64, copy=False)
     t_len = np.diff(t_off)
     valid = runtime.to_host(targets.valid).astype(bool)
-    count, m = len(t_len), int(len(query_codes))
-    batch = DevicePairs(xp.asarray(np.asarray(query_codes, dtype=np.uint8)),
-                        xp.zeros(count, dtype=xp.int64), xp.full(count, m, dtype=xp.int32),
-                        xp.asarray(targets.residues, dtype=xp.uint8),
-                        xp.asarray(t_off[:-1]), xp.asarray(t_len.astype(np.int32)),
-                        np.full(count, m, dtype=np.int64), t_len)
-    rows = np.flatnonzero(valid & (t_len > 0)) if m else np.zeros(0, dtype=np.int64)
+    batch = _shared_query(runtime, query_codes, targets.residues, xp.asarray(t_off[:-1]),
+                          xp.asarray(t_len.astype(np.int32)), t_len)
+    rows = (np.flatnonzero(valid & (t_len > 0)) if len(query_codes)
+            else np.zeros(0, dtype=np.int64))
     cells = run_pairs(batch, rows, scoring, mode, runtime=runtime)
     if mode == "full" and rows.size:
         check_starts({name: runtime.to_host(cells[name])
-                      for name in ("query_start", "target_start")}, rows)
+                      for name in ("query_start", "target_start")}, rows, "GPU")
     return finish(cells, xp.asarray(valid), mode, scoring.is_local)
+
+
+def _shared_query(runtime, query_codes, residues, t_start, t_len, t_len_host) -> DevicePairs:
+    """Pairs of one query (codes on the host or the device) against targets
+    (``t_start``/``t_len`` device arrays into ``residues``; their lengths also on the host):
+    every pair's query the same codes."""
+    xp = runtime.xp
+    count, m = len(t_len_host), int(len(query_codes))
+    return DevicePairs(xp.asarray(query_codes, dtype=xp.uint8),
+                       xp.zeros(count, dtype=xp.int64), xp.full(count, m, dtype=xp.int32),
+                       xp.asarray(residues, dtype=xp.uint8), t_start, t_len,
+                       np.full(count, m, dtype=np.int64), t_len_host)
