@@ -243,8 +243,12 @@ def _few_targets(queries, encoded: EncodedSequences, chosen, both: bool):
     column = query_column(queries)
     scores = np.zeros((len(as_queries), len(queries)), dtype=np.int64)
     with stage("scan"):
+        # top: every query may be among a row's best (no floors); what counts is only which
+        # scores are above 0 (:func:`_top_of_scores`), so the end-to-end modes may report 0
+        # for the others and run on the search kernels (GpuBackend.one_against_many)
         for k, result in enumerate(chosen.many_against_many(
-                as_queries, column, "none", owner=column, fingerprint=("batch",))):
+                as_queries, column, "none", owner=column, fingerprint=("batch",),
+                top=len(queries))):
             scores[k] = np.asarray(host_array(result.columns["score"]))
     return scores.reshape(rows.size, strands, len(queries)).transpose(1, 0, 2), rows
 

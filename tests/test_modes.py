@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -17,9 +18,10 @@ import parasail
 import pytest
 
 import swdask
+from swdask.gpu import _kernels
 
 from .conftest import Scheme, mutate
-from .test_traceback import _gpu_runtime, walk
+from .test_traceback import _gpu_runtime, _scoring, walk
 
 PARASAIL = {"global": "nw", "query-global": "sg_dx", "target-global": "sg_qx",
             "overlap": "sg"}
@@ -268,6 +270,83 @@ def test_gpu_equals_cpu(kind, mode):
                                       genomes.sw.search(reads, backend="cpu", **options))
     if kind == "cuda":
         assert (want["score"] < 0).any() or mode == "overlap"
+
+
+#: The search kernels' test sizes (test_search_kernels_keep_every_hit).
+SEARCH_SIZES = {"emulation": dict(targets=36, queries=7, reads=40),
+                "cuda": dict(targets=3_000, queries=300, reads=4_000)}
+
+
+def related_rows(rng, queries, count: int, letters: str = "ACGT") -> list:
+    """``count`` rows, each related to one query the way one of the modes scores above 0:
+    a mutated copy of it whole (global), inside flanks (query-global), a piece of it
+    (target-global), its end joined to a random start (overlap), or unrelated."""
+    rows = []
+    for k in range(count):
+        query = queries[k % len(queries)]
+        copy = mutate(query, rng, 0.05, letters)
+        flank = ["".join(rng.choice(list(letters), int(rng.integers(0, 60)))) for _ in range(2)]
+        cut = int(rng.integers(len(query) // 3, len(query) // 2 + 1))
+        rows.append([copy, flank[0] + copy + flank[1], copy[cut:len(copy) - cut // 2],
+                     copy[cut:] + flank[1] or "A",
+                     "".join(rng.choice(list(letters), int(rng.integers(5, 400))))][k % 5])
+    return rows
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind", ["emulation", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_search_kernels_keep_every_hit(kind, mode):
+    """A search in an end-to-end mode runs the one-against-many kernels in that mode
+    (inter_task.cu, "End-to-end modes"): with every row kept (``top`` = all rows) the hits,
+    their scores and end cells equal the CPU's, for one query alone (two targets per
+    register), for stacks of queries (two queries per register, queries longer than one
+    pass), and for many reads against a few genomes (scanned the other way round, the mode
+    swapped, both strands); the rows in each case include hits of every kind the mode
+    scores above 0. A scoring whose values may pass 16 bits goes to the row-wise pairs."""
+    from swdask.gpu import inter_task
+
+    sizes = SEARCH_SIZES[kind]
+    rng = np.random.default_rng(400 + MODES.index(mode))
+    queries = ["".join(rng.choice(list("ACGT"), int(n)))
+               for n in rng.integers(20, 260, sizes["queries"])]
+    targets = pd.Series(related_rows(rng, queries, sizes["targets"]))
+    # reads the mode scores above 0: pieces of long genomes where the target's ends are
+    # free, else whole short "genomes" (in flanks where the query's ends are free)
+    short = mode in ("global", "target-global")
+    genomes = pd.Series(["".join(rng.choice(list("ACGT"), 60 if short else 700))
+                         for _ in range(3)])
+    flank = "ACCGT" if mode == "target-global" else ""
+    reads = [flank + genomes[k % 3] + flank if short else
+             genomes[k % 3][s:s + int(rng.integers(30, 90))]
+             for k, s in enumerate(rng.integers(0, 600, sizes["reads"]))]
+    reads = [mutate(reverse_complement(read) if k % 2 else read, rng, 0.05, "ACGT")
+             for k, read in enumerate(reads)]
+    reads = [read if k % 4 or short else read[3:] + "ACGTTGCA"[:k % 7]
+             for k, read in enumerate(reads)]
+    # (the reads scan the other way round: the mode's roles swapped)
+    swapped = {"query-global": "target-global", "target-global": "query-global"}.get(mode, mode)
+    runs = [(targets, queries[:1], dict(top=len(targets), positions="end"), mode),
+            (targets, queries, dict(top=len(targets), positions="end"), mode),
+            (genomes, reads, dict(top=2, strand="both", positions="alignment"), swapped)]
+    launched = []
+    forward = inter_task._run_forward
+
+    def spy(runtime, layout, stack, *args, **kwargs):
+        launched.append(stack.mode)
+        return forward(runtime, layout, stack, *args, **kwargs)
+
+    with _gpu_runtime(kind), mock.patch.object(inter_task, "_run_forward", spy):
+        for column, chosen, extra, kernel_mode in runs:
+            options = dict(mode=mode, **extra, **DNA.options)
+            want = column.sw.search(chosen, backend="cpu", **options)
+            launched.clear()
+            got = column.sw.search(chosen, backend="gpu", **options)
+            pd.testing.assert_frame_equal(got, want)
+            assert launched and set(launched) == {_kernels.MODE_CODES[kernel_mode]}
+            assert len(want) >= min(len(chosen), 5)
+    scoring = _scoring(DNA_WIDE).with_mode(mode)
+    assert inter_task.end_to_end_bias(scoring, 3_000, 4_000) is None
+    assert inter_task.end_to_end_bias(scoring, 100, 4_000) is not None
 
 
 def test_gpu_refuses_what_int32_cannot_hold():

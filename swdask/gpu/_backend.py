@@ -256,6 +256,12 @@ def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint, top=N
     return cells
 
 
+def _as_pairs(scoring, mode: str, top) -> bool:
+    """Whether a search runs as row-wise pairs: an end-to-end mode whose every score is
+    asked for (no ``top``), or its start cells (see :meth:`GpuBackend.one_against_many`)."""
+    return not scoring.is_local and (top is None or mode == "full")
+
+
 def _own_pool(method):
     """``method`` of :class:`GpuBackend` run with the runtime's ``own_pool()`` entered (CuPy's
     pool, not a cudaMalloc per array: :meth:`~swdask.gpu._runtime.CudaRuntime.own_pool`);
@@ -315,9 +321,11 @@ class GpuBackend:
         layout is cached); :class:`~swdask._results.Alignments` on the device. ``checks``:
         see :meth:`failed_checks` (used on a cached layout, in modes ``"end"``/``"none"``);
         ``top``: see :func:`~swdask.gpu.inter_task.search`. The end-to-end modes run as
-        row-wise pairs (:func:`~swdask.gpu._pairs.align_query_gpu`: exact int32, no layout
-        cached, no checks)."""
-        if not query.scoring.is_local:
+        row-wise pairs (:func:`~swdask.gpu._pairs.align_query_gpu`: every score exact,
+        negative ones too, no layout cached, no checks) unless the caller keeps only hits
+        (``top``, modes ``"end"``/``"none"``): then the search kernels in that mode, whose
+        rows scoring 0 or below report 0 (:func:`~swdask.gpu.inter_task.start_stack`)."""
+        if _as_pairs(query.scoring, mode, top):
             from ._pairs import align_query_gpu
 
             return align_query_gpu(query.codes, targets() if callable(targets) else targets,
@@ -366,7 +374,7 @@ class GpuBackend:
             return None if owner is None or not queries else TARGETS_CACHE.get(
                 owner, _cache_key(self.runtime, queries[0].scoring, fingerprint))
 
-        if queries and not queries[0].scoring.is_local:  # row-wise pairs, one query at a time
+        if queries and _as_pairs(queries[0].scoring, mode, top):  # pairs, a query at a time
             yield from (alone(k) for k in range(len(queries)))
             return
         k = 0

@@ -80,14 +80,29 @@ def source(name: str) -> str:
     return expand(name)
 
 
-def forward_name(lanes: int, group: int, rows: int, query_lanes: bool = False) -> str:
+def forward_name(lanes: int, group: int, rows: int, query_lanes: bool = False,
+                 mode: int = 0) -> str:
     """Name expression of one forward kernel variant: 16-bit lanes (``lanes`` 2) holding two
     targets, or two queries (``query_lanes``: a stack's two query streams, inter_task.cu,
-    "Query lanes"), or one 32-bit lane. It always tracks the end cell (the scores-only
+    "Query lanes"), or one 32-bit lane; ``mode`` a value of :data:`MODE_CODES` (16-bit
+    lanes, R in :data:`END_TO_END_ROWS`). It always tracks the end cell (the scores-only
     variant lost its measurement, docs/notes/gpu-inter-task.md)."""
     lane_type = ("swdask::Lanes32" if lanes != 2 else
                  "swdask::Queries16" if query_lanes else "swdask::Lanes16")
-    return f"swdask::sw_inter_forward<{lane_type}, {group}, {rows}>"
+    name = f"swdask::sw_inter_forward<{lane_type}, {group}, {rows}"
+    return f"{name}, {mode}>" if mode else name + ">"
+
+
+#: Rows per thread of the end-to-end modes' forward kernels (inter_task.cu, "End-to-end
+#: modes"): a stack of queries takes the largest, one query the one that pads it least
+#: (swdask.gpu.inter_task.end_to_end_rows); fewer shapes than the local mode's, since each
+#: mode is a kernel of its own.
+END_TO_END_ROWS = (16, 32)
+
+
+def end_to_end_rows(compute_capability: int) -> tuple[int, ...]:
+    """:data:`END_TO_END_ROWS` that such a GPU runs (:func:`rows_per_thread`)."""
+    return tuple(r for r in END_TO_END_ROWS if r in rows_per_thread(compute_capability))
 
 
 def reverse_name(group: int = REVERSE_SHAPE[0], rows: int = REVERSE_SHAPE[1]) -> str:
@@ -142,9 +157,12 @@ LONG_SECTIONS_SHAPES = LONG_ROWS_SHAPES + (NARROW_SHAPE,)
 
 
 #: The end-to-end modes' codes (pairs_inter.cu's MODE, the bits SWP_MODE_* of pairs_core.cuh:
-#: 1 end to end, 2 query ends free, 4 target ends free), by swdask.Scoring.alignment_mode;
-#: only the inter-task pairs kernel has them (swdask.gpu._pairs routes those rows there).
+#: 1 end to end, 2 query ends free, 4 target ends free), by swdask.Scoring.alignment_mode:
+#: the inter-task pairs kernel (every score) and, for a search's hits (scores above 0), the
+#: forward kernels (inter_task.cu, "End-to-end modes").
 MODE_CODES = {"local": 0, "global": 1, "target-global": 3, "query-global": 5, "overlap": 7}
+#: The bit of :data:`MODE_CODES` that frees the target's ends (SWP_MODE_FREE_TARGET).
+MODE_FREE_TARGET = 4
 
 
 def pairs_name(family: str, shape: tuple[int, int], kind: int, reverse: bool,
@@ -169,6 +187,15 @@ def all_variants(compute_capability: int = 90) -> dict[str, list[str]]:
         forward += [forward_name(2, group, r, True) for group in GROUP_SIZES
                     for r in ROWS_PER_THREAD]
     forward += [forward_name(1, group, r) for group, r in WIDE_SHAPES]
+    # the end-to-end modes: one query (target lanes) in every such R, stacks (query lanes)
+    # in the largest
+    e2e_rows = end_to_end_rows(compute_capability)
+    for code in (c for c in MODE_CODES.values() if c):
+        forward += [forward_name(2, group, r, False, code) for group in GROUP_SIZES
+                    for r in e2e_rows]
+        if compute_capability >= 90:
+            forward += [forward_name(2, group, max(e2e_rows), True, code)
+                        for group in GROUP_SIZES]
     variants = {"inter_task.cu": [PAIR_CODES_NAME, STACK_FINISH_NAME, *SEARCH_ARRAY_NAMES]
                 + forward,
                 "reverse.cu": [reverse_name()],

@@ -981,19 +981,28 @@ def align_query_gpu(query_codes, targets, scoring, mode: str):
     the local mode's zero floor, inter_task.cu). ``mode``: ``"full"``, ``"end"`` or
     ``"none"``. :class:`~swdask._results.Alignments` on the device."""
     runtime = get_runtime()
-    xp = runtime.xp
-    t_off = runtime.to_host(targets.offsets).astype(np.int64, copy=False)
-    t_len = np.diff(t_off)
     valid = runtime.to_host(targets.valid).astype(bool)
-    batch = _shared_query(runtime, query_codes, targets.residues, xp.asarray(t_off[:-1]),
-                          xp.asarray(t_len.astype(np.int32)), t_len)
-    rows = (np.flatnonzero(valid & (t_len > 0)) if len(query_codes)
-            else np.zeros(0, dtype=np.int64))
-    cells = run_pairs(batch, rows, scoring, mode, runtime=runtime)
+    cells, rows = query_cells(query_codes, targets.residues, targets.offsets, valid, scoring,
+                              mode, runtime)
     if mode == "full" and rows.size:
         check_starts({name: runtime.to_host(cells[name])
                       for name in ("query_start", "target_start")}, rows, "GPU")
-    return finish(cells, xp.asarray(valid), mode, scoring.is_local)
+    return finish(cells, runtime.xp.asarray(valid), mode, scoring.is_local)
+
+
+def query_cells(query_codes, residues, offsets, valid, scoring, mode: str, runtime=None):
+    """One query against every row of ``residues``/``offsets`` (device or host; ``valid``:
+    host bool) as row-wise pairs: ``(cells, rows)``, the kernel cells by row (int32, device)
+    and the rows aligned (valid, non-empty)."""
+    runtime = runtime or get_runtime()
+    xp = runtime.xp
+    t_off = runtime.to_host(offsets).astype(np.int64, copy=False)
+    t_len = np.diff(t_off)
+    batch = _shared_query(runtime, query_codes, residues, xp.asarray(t_off[:-1]),
+                          xp.asarray(t_len.astype(np.int32)), t_len)
+    rows = (np.flatnonzero(np.asarray(valid, dtype=bool) & (t_len > 0)) if len(query_codes)
+            else np.zeros(0, dtype=np.int64))
+    return run_pairs(batch, rows, scoring, mode, runtime=runtime), rows
 
 
 def _shared_query(runtime, query_codes, residues, t_start, t_len, t_len_host) -> DevicePairs:

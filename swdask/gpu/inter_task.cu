@@ -154,6 +154,32 @@
 // faster that way; the 144-letter query, with the one-pass kernel (ONE_PASS_ROWS) and fewer
 // host steps around it, faster still (docs/notes/gpu-inter-task.md, profile words by
 // multiply-add).
+//
+// End-to-end modes (MODE != 0, the bits SWP_MODE_* of tie_rule.cuh; swdask/_cpu_modes.py
+// states the recurrences). The local kernel is MODE = 0, its code unchanged. A search keeps
+// hits scoring above 0, so these kernels report a score only where it is above 0 (and above
+// the floor), as the local ones do; every score of .sw.align comes from the row-wise pairs
+// kernels (pairs_inter.cu). What changes:
+// - no zero floor: every value holds `mode_bias` more (both lanes), at least the depth of
+//   the lowest value the mode can reach (the host's bound from the longest query and
+//   target), so T's floor t_zero, the same word as the local kernel's, is a value far below
+//   every real cell that keeps lane 0 non-negative, the adds' no-borrow argument as above;
+//   and no value passes 32767 (the host checks the highest value the mode can reach: no
+//   saturation, no recompute);
+// - PAD scores 0 against everything (entries gap_open): the fill steps (j < 0) then keep
+//   H = 0 exactly, the free boundary column, and rows of PAD above a query keep H = 0, the
+//   free boundary row (see the last row below);
+// - the boundary row where target ends are not free: a thread starting its query takes
+//   -(gap_open + j * gap_extend) from above at column j (its diagonal at column 0, 0);
+//   the boundary column where query ends are not free: at its column 0 a thread sets its
+//   rows' H (and E) of column -1 to -(gap_open + i * gap_extend), 0 above row 0;
+// - the end candidates instead of every cell: the last row at each column (free target
+//   ends), the last column (free query ends), the corner (global), by the same rule
+//   (score, then j, then i). Where target ends are free the host pads each query with PAD
+//   rows before it rather than after, so that its last row is the last register (HG[R -
+//   1]) of the thread holding it, read every column with no index; the last column is
+//   reduced over the thread's rows of its query once, at that lane's last column
+//   (slot_len), each lane its own.
 #include "sw_common.cuh"
 
 namespace swdask {
@@ -325,7 +351,7 @@ __global__ void sw_finish_column(const int* __restrict__ cell, const int* __rest
 // exact unless a lane's reaches 32767 - gap_open - profile_shift - max substitution
 // (Lanes16, see "Adds on the FMA pipe"): the host recomputes those. (A
 // scores-only variant, without the end cell, was slower: docs/notes/gpu-inter-task.md.)
-template <class V, int G, int R>
+template <class V, int G, int R, int MODE = 0>
 __global__ void __launch_bounds__(256, 2)
 sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alpha1,
                  int pad_score, const u16* __restrict__ pair_codes,
@@ -337,7 +363,8 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
                  const int* __restrict__ query_row0, const int* __restrict__ query_floor,
                  i64 out_stride,
                  int* __restrict__ out_score, int* __restrict__ out_end_i,
-                 int* __restrict__ out_end_j) {
+                 int* __restrict__ out_end_j, const int* __restrict__ slot_len,
+                 const int* __restrict__ query_len, int mode_bias) {
   typedef typename V::reg_t reg_t;
   typedef typename V::prof_t prof_t;
   constexpr int L = V::lanes;
@@ -353,6 +380,14 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   constexpr bool ONE_PASS = R == ONE_PASS_ROWS;
   static_assert(G >= 1 && G <= 32 && (G & (G - 1)) == 0, "G must be a power of two <= 32");
   static_assert(R % 4 == 0, "R must be a multiple of 4");
+  // the end-to-end modes ("End-to-end modes" above): the boundary column (query ends free)
+  // and row (target ends free) are 0 as in the local mode, where free
+  constexpr bool E2E = (MODE & SWP_MODE_END_TO_END) != 0;
+  constexpr bool FREE_Q = !E2E || (MODE & SWP_MODE_FREE_QUERY) != 0;
+  constexpr bool FREE_T = !E2E || (MODE & SWP_MODE_FREE_TARGET) != 0;
+  // the last column (or the corner) is an end candidate
+  constexpr bool LAST_COLUMN = E2E && (FREE_Q || !FREE_T);
+  static_assert(!E2E || (V::lanes == 2 && !ONE_PASS), "end-to-end modes: 16-bit lanes, passes");
   SW_DYNAMIC_SHARED(prof_t, tile);
 
   // query streams: one (the lanes hold targets) or one per lane ("Query lanes" above)
@@ -395,11 +430,12 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
   // hold their value + low_bias + profile_shift in lane 0, + profile_shift in lane 1 (the
   // 32-bit lanes none: both are 0 there).
   const int low_bias = L == 2 ? gap_open : 0;
-  const int hg_shift = profile_shift;
+  const int hg_shift = profile_shift + (E2E ? mode_bias : 0);  // (the modes' depth too)
   const reg_t hg_zero =  // HG of a cell with H = 0
       V::pack(low_bias - gap_open + hg_shift, -gap_open + hg_shift);
   // T's floor, H = 0 (as a multiply-add, which the compiler redoes in the loop from the
-  // parameters: as a pack it took four ALU instructions per step)
+  // parameters: as a pack it took four ALU instructions per step); in the end-to-end modes
+  // the same word is H = -mode_bias, below every real cell
   const reg_t t_zero = (u32)profile_shift * 0x10001u + (u32)low_bias;
   // T - this: U = T - go, in HG's offsets: splat(gap_open), which the compiler otherwise
   // rebuilt in the loop from the parameter, a move per row (opaque).
@@ -428,6 +464,11 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     run_j[l] = SW_INT_MAX;
     run_i[l] = SW_INT_MAX;
   }
+  // end-to-end modes: each lane's target's last column (-1: no target)
+  int end_col[L];
+#pragma unroll
+  for (int l = 0; l < L; ++l)
+    end_col[l] = E2E && live ? slot_len[V::query_lanes ? unit : pair * L + l] - 1 : -1;
 
   // the passes: G segments each, from the part's first (seg_begin) to its end (seg_end)
   for (int seg0 = seg_begin;; seg0 += G) {
@@ -473,6 +514,50 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
     }
     const bool starts_query = fresh[0], same_above = t > 0 && !fresh[0];
     const bool same_below = t + 1 < G && !query_ends[0];
+    // End-to-end modes: the query row of this thread's first row per stream (negative in
+    // the PAD rows before a query), its query's length; per lane the rows [lo, hi) that
+    // are end candidates in the last column, and (last_bits) the lanes whose query's last
+    // row is this thread's last (the host pads before each query where target ends are
+    // free).
+    int first_i[QL], length_q[QL], column_lo[L], column_hi[L];
+    u32 last_bits = 0;
+    if constexpr (E2E) {
+#pragma unroll
+      for (int q = 0; q < QL; ++q) {
+        first_i[q] = my_query[q] >= 0 ? seg * R - query_row0[my_query[q]] : 0;
+        length_q[q] = my_query[q] >= 0 ? query_len[my_query[q]] : 0;
+      }
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const int q = QL == 1 ? 0 : l;
+        int lo = 0, hi = 0;
+        if (my_query[q] >= 0 && FREE_Q) {
+          lo = max(0, -first_i[q]);
+          hi = min(R, length_q[q] - first_i[q]);
+        } else if (my_query[q] >= 0 && !FREE_T) {  // global: the corner
+          lo = length_q[q] - 1 - first_i[q];
+          hi = lo + 1;
+          if (lo < 0 || lo >= R) lo = hi = 0;
+        }
+        column_lo[l] = lo;
+        column_hi[l] = hi;
+        if (FREE_T && my_query[q] >= 0 && query_ends[q]) last_bits |= lane_bits(l);
+      }
+    }
+    // H of column -1 at this thread's row r (-1: the row above its first), as HG: the
+    // query gap -(gap_open + i * gap_extend) at query row i >= 0, 0 above the query
+    // (only where query ends are not free)
+    auto left_column = [&](int r) -> reg_t {
+      int value[L];
+#pragma unroll
+      for (int l = 0; l < L; ++l) {
+        const int q = QL == 1 ? 0 : l;
+        const int i = min(first_i[q] + r, length_q[q] - 1);
+        value[l] = my_query[q] >= 0 && first_i[q] + r >= 0 ? -(gap_open + i * gap_extend) : 0;
+      }
+      return V::pack(value[0] - gap_open + low_bias + hg_shift,
+                     value[L - 1] - gap_open + hg_shift);
+    };
 
     reg_t HG[R], E[R];
 #pragma unroll
@@ -527,6 +612,12 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
 
     auto step = [&](const int s, u32& codes_slot, uint2& row_slot) {
       const int j = s - t;
+      // the boundary row where target ends are not free: H = -(gap_open + j * gap_extend)
+      // at column j, 0 before column 0 (the diagonal of column 0)
+      reg_t top_HG = hg_zero;
+      if constexpr (!FREE_T) {
+        if (j >= 0) top_HG = V::add_max(hg_zero, V::splat(-(gap_open + j * gap_extend)), neg);
+      }
       // whether column j is the target's; with query lanes one unsigned compare, used again
       // for the row below (the target lanes' loop kept as it compiles, see above)
       const bool in_range = V::query_lanes ? (u32)j < (u32)my_len : (j >= 0 && j < my_len);
@@ -545,13 +636,23 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       }
       if constexpr (QL == 1) {
         if (starts_query) {  // the first rows of a query: the matrix's top
-          in_HG = hg_zero;
+          in_HG = top_HG;
           in_F = neg;
         }
       } else {  // the same, in the lanes whose query starts (a select, not a branch)
         const u32 fresh_bits = flag_bits(stream_flags);
-        in_HG = select_bits(in_HG, hg_zero, fresh_bits);
+        in_HG = select_bits(in_HG, top_HG, fresh_bits);
         in_F = select_bits(in_F, neg, fresh_bits);
+      }
+      if constexpr (!FREE_Q) {
+        if (j == 0) {  // the boundary column, over what the fill steps left
+#pragma unroll
+          for (int r = 0; r < R; ++r) {
+            HG[r] = left_column(r);
+            E[r] = HG[r];  // E of column 0: H of column -1 less gap_open
+          }
+          prev_in_HG = left_column(-1);
+        }
       }
       codes_slot = fetch_codes(j + 2);
       row_slot = fetch_boundary(s + 2);
@@ -594,6 +695,52 @@ sw_inter_forward(const typename V::prof_t* __restrict__ profile, int m, int alph
       // for "some lane improved". The kernel is bound by the ALU pipe, where the DPX and the
       // maxima run: fewer ALU instructions per step made W1 faster
       // (docs/notes/gpu-inter-task.md, the ALU pipe).
+      if constexpr (E2E) {  // the mode's end candidates only ("End-to-end modes" above)
+        reg_t cand = best;
+        if constexpr (FREE_T) {  // the last row, at the lanes' own columns
+          u32 bits = last_bits;
+#pragma unroll
+          for (int l = 0; l < L; ++l)
+            if (j < 0 || j > end_col[l]) bits &= ~lane_bits(l);
+          cand = select_bits(best, V::max2(best, HG[R - 1]), bits);
+        }
+        if constexpr (LAST_COLUMN) {
+          bool at_end = false;
+#pragma unroll
+          for (int l = 0; l < L; ++l) at_end |= j == end_col[l];
+          if (at_end) {  // once per lane and pass
+#pragma unroll
+            for (int l = 0; l < L; ++l) {
+              if (j != end_col[l]) continue;
+              reg_t column_best = cand;
+#pragma unroll
+              for (int r = 0; r < R; ++r)
+                if (r >= column_lo[l] && r < column_hi[l])
+                  column_best = V::max2(column_best, HG[r]);
+              cand = select_bits(cand, column_best, lane_bits(l));
+            }
+          }
+        }
+        if (cand != best) {  // a lane's best went up: its first candidate row holding it
+          const u32 improved = V::improved_lanes(best, cand);
+#pragma unroll
+          for (int l = 0; l < L; ++l) {
+            if (improved >> l & 1u) {
+              int first = R - 1;
+              if (LAST_COLUMN && j == end_col[l]) {
+#pragma unroll
+                for (int r = R - 1; r >= 0; --r)
+                  if (r >= column_lo[l] && r < column_hi[l] && V::lane_equal(HG[r], cand, l))
+                    first = r;
+              }
+              best_j[l] = j;
+              best_r[l] = first;
+            }
+          }
+        }
+        best = cand;
+        return;
+      }
       reg_t column[R + 1];
 #pragma unroll
       for (int r = 0; r < R; ++r) column[r] = HG[r];

@@ -349,14 +349,23 @@ class _PairLayout:
     columns: int
     pair_len_host: np.ndarray  # pair_len on the host (counts and sizes are read there)
     upload: object             # the runtime's upload (host arrays to the device)
+    slot_len_host: np.ndarray  # int32[num_pairs * lanes]: each lane's target length, 0 none
     _at_least: dict = field(default_factory=dict, repr=False)
     _first_columns: dict = field(default_factory=dict, repr=False)
     _block_lengths: dict = field(default_factory=dict, repr=False)
     _plans: dict = field(default_factory=dict, repr=False)
+    _slot_len: object = field(default=None, repr=False)
 
     @property
     def num_pairs(self) -> int:
         return int(self.pair_len.shape[0])
+
+    def slot_lengths(self):
+        """``slot_len_host`` on the device, uploaded on first use (the end-to-end modes'
+        last columns; inter_task.cu, "End-to-end modes")."""
+        if self._slot_len is None:
+            self._slot_len = self.upload(self.slot_len_host)
+        return self._slot_len
 
     def pairs_at_least(self, length: int) -> int:
         """How many pairs hold ``length`` letters or more (the first ones: ``pair_len`` is
@@ -429,6 +438,8 @@ def _pair_layout(runtime, residues, offsets, lengths, rows, lanes: int, pad_code
     num_pairs = (n + lanes - 1) // lanes
     slot_rows = np.full(num_pairs * lanes, -1, dtype=np.int32)
     slot_rows[:n] = rows
+    slot_len_host = np.zeros(num_pairs * lanes, dtype=np.int32)
+    slot_len_host[:n] = lengths[rows]
     pair_len_host = lengths[rows[::lanes]].astype(np.int32)
     # the pairs' columns are laid out on the host, from their lengths, which the counts of
     # pairs_at_least read too
@@ -445,7 +456,7 @@ def _pair_layout(runtime, residues, offsets, lengths, rows, lanes: int, pad_code
                        [residues, offsets, slot_rows, np.int32(lanes), pair_start, pair_len,
                         np.int32(num_pairs), np.int32(pad_code), pair_codes])
     return _PairLayout(lanes, slot_rows, pair_len, pair_start, pair_codes, columns,
-                       pair_len_host, runtime.upload)
+                       pair_len_host, runtime.upload, slot_len_host)
 
 
 def _longest_first(rows: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -528,17 +539,57 @@ def lane16_bound(scoring) -> int:
     return scoring.saturation_bound(_LANE16_MAX - offset)
 
 
-def _profile(runtime, matrix, codes, gap_open, lanes):
+#: The end-to-end forward kernels never saturate (:func:`end_to_end_bias` checks the highest
+#: value first): a score limit no lane reaches.
+END_TO_END_LIMIT = _LANE16_MAX + 1
+
+
+def end_to_end_bias(scoring, query_length: int, target_length: int) -> int | None:
+    """How much deeper than 0 every value of an end-to-end mode's forward kernel is held
+    (inter_task.cu, "End-to-end modes") for queries up to ``query_length`` letters against
+    targets up to ``target_length``, or None where those values may not fit 16 bits (the
+    row-wise pairs' int32 kernels then take the search).
+
+    The lowest cell of the mode lies at most a boundary gap below 0: the query's
+    (``gap_open + (m - 1) * gap_extend``) where query ends are not free, the target's where
+    target ends are not free, both in global mode, the smaller one in overlap mode; T's
+    floor sits ``gap_open`` below that and a substitution more. The highest cell is at most
+    ``min(m, n)`` of the best substitution, since every path from the boundary (never
+    above 0) takes at most that many diagonal steps."""
+    if not lanes16_fit(scoring):
+        return None
+    go, ge = scoring.gap_open, scoring.gap_extend
+
+    def gap(length):
+        return go + (length - 1) * ge if length > 0 else 0
+
+    free_query, free_target = scoring.free_query_ends, scoring.free_target_ends
+    if free_query and free_target:  # overlap: below the better of the two boundaries
+        depth = min(gap(query_length), gap(target_length))
+    else:
+        depth = ((0 if free_query else gap(query_length))
+                 + (0 if free_target else gap(target_length)))
+    matrix = np.asarray(scoring.matrix)
+    worst = int(np.abs(matrix).max())
+    bias = depth + go + worst
+    highest = min(query_length, target_length) * max(0, int(matrix.max()))
+    room = _LANE16_MAX - (go + profile_shift(matrix, go)) - bias - worst
+    return bias if highest < room else None
+
+
+def _profile(runtime, matrix, codes, gap_open, lanes, end_to_end: bool = False):
     """``(profile, pad, shift)``: ``profile[a, i] = matrix[a, q_i] + gap_open`` as int32 plus a
     PAD row, as the kernels read it; a query row of code ``alphabet`` (the padding between
     stacked queries) scores PAD's score against every letter, as the rows past the stack's
     end do. PAD is a substitution of ``-gap_open`` in the 16-bit kernels (entries 0) and far
-    below any score in the 32-bit one; either way a PAD cell never wins (inter_task.cu).
+    below any score in the 32-bit one; either way a PAD cell never wins (inter_task.cu). In
+    the ``end_to_end`` modes PAD scores 0 (entries ``gap_open``: inter_task.cu, "End-to-end
+    modes").
     ``shift`` is :func:`profile_shift`, which the 16-bit kernels keep in HG, E and T
     instead of in the profile (inter_task.cu, "E a column ahead")."""
     alphabet = matrix.shape[0]
     shift = profile_shift(matrix, gap_open, lanes)
-    pad = 0 if lanes == 2 else gap_open + _LANE32_PAD
+    pad = gap_open if end_to_end else 0 if lanes == 2 else gap_open + _LANE32_PAD
     table = substitution_table(matrix, (alphabet + 1, alphabet + 1), pad=pad, offset=gap_open)
     # row-major, as the kernels read it (a column gather alone would come out column-major);
     # on the host (runtime None) or uploaded
@@ -594,14 +645,22 @@ class _Stack:
     lane (inter_task.cu, "Query lanes"): each query to the stream with fewer rows so far,
     longest first (so the streams end within one query of each other), in their order
     within a stream; the shorter stream is padded to the longer one's rows. ``streams[k]``
-    is query k's stream, ``starts[k]`` its first row there."""
+    is query k's stream, ``starts[k]`` its first row there.
+
+    ``mode`` (an end-to-end mode's code, :data:`~swdask.gpu._kernels.MODE_CODES`; R given):
+    PAD scores 0, and where target ends are free each query's padding goes before it, so
+    that its last row ends a segment (inter_task.cu, "End-to-end modes"); ``starts[k]`` is
+    then its first real row. ``pad`` is the kernel's PAD entry for the rows past the
+    stack's end (both streams' in one word with query lanes)."""
 
     def __init__(self, runtime, matrix, codes_list, gap_open: int, lanes: int,
-                 rows: int | None, query_lanes: bool = False):
+                 rows: int | None, query_lanes: bool = False, mode: int = 0):
         self.runtime = runtime
         self.lengths = [int(c.shape[0]) for c in codes_list]
         self.rows = rows
         self.query_lanes = query_lanes
+        self.mode = mode
+        pad_before = bool(mode & _kernels.MODE_FREE_TARGET)
         alphabet = matrix.shape[0]
         if rows is None:
             assert len(codes_list) == 1 and not query_lanes
@@ -617,6 +676,8 @@ class _Stack:
                 ends = np.cumsum(padded[members])
                 self.starts[members] = ends - padded[members]
                 codes = np.full(int(ends[-1]) if members.size else 0, alphabet, dtype=np.int64)
+                if pad_before:  # each query's last row ends its last segment
+                    self.starts[members] += padded[members] - np.asarray(self.lengths)[members]
                 for k, start in zip(members, self.starts[members]):
                     codes[start:start + self.lengths[k]] = codes_list[k]
                 joined.append(codes)
@@ -624,14 +685,16 @@ class _Stack:
             joined = [np.concatenate([codes, np.full(total - codes.shape[0], alphabet,
                                                      dtype=np.int64)]) for codes in joined]
         self.profile_rows = int(joined[0].shape[0])
-        profile, self.pad, self.shift = _profile(None, matrix, joined[0], gap_open, lanes)
+        profile, self.pad, self.shift = _profile(None, matrix, joined[0], gap_open, lanes,
+                                                 bool(mode))
         if query_lanes:
             # both streams' entries in a uint32 per row, packed as high * 65536 + low, so
             # that lane 0's negative entries borrow from lane 1 as the kernel's 32-bit add
-            # carries back into it (PAD's entries are 0 in both lanes)
-            second, _, _ = _profile(None, matrix, joined[1], gap_open, lanes)
+            # carries back into it (PAD's entries are 0 in both lanes, or gap_open)
+            second, _, _ = _profile(None, matrix, joined[1], gap_open, lanes, bool(mode))
             profile = (((second.astype(np.int64) << 16) + profile.astype(np.int64))
                        & 0xFFFFFFFF).astype(np.uint32)
+            self.pad = self.pad * 0x10001
         self.profile = runtime.upload(profile)
         self._segments = {}
         self._part_cuts = {}
@@ -780,14 +843,16 @@ def _floors(runtime, out_score, first: int, end: int, top: int, limit: int, floo
 
 
 def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, plan,
-                 joined=None, hold=None, top: int | None = None):
+                 joined=None, hold=None, top: int | None = None, bias: int = 0):
     """Forward kernel of the queries of ``stack`` over ``layout``, one launch per (first
     pair, end pair, G, R) of ``plan`` (see :func:`forward_plan`); returns score, end_i,
     end_j per query and slot (arrays of shape (queries, slots)). With ``joined`` (a list),
     the current stream does not wait for the launches: their end events go to ``joined``
     and the arrays they use to ``hold`` (a list), see ``runtime.concurrent``. With ``top``
     (16-bit lanes), a slot that cannot be among its query's ``top`` best may report 0: a
-    scout runs first and sets each query's floor (:data:`SCOUT_PAIRS`)."""
+    scout runs first and sets each query's floor (:data:`SCOUT_PAIRS`). A stack of an
+    end-to-end mode (``stack.mode``) runs that mode's kernels, every value ``bias`` deeper
+    (:func:`end_to_end_bias`)."""
     xp = runtime.xp
     lanes = layout.lanes
     num_pairs = layout.num_pairs
@@ -807,6 +872,12 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
     out_end_i = xp.empty((len(stack), stride), dtype=xp.int32)
     out_end_j = xp.empty((len(stack), stride), dtype=xp.int32)
     no_floors = _read_only_zeros(runtime, len(stack))
+    # the end-to-end modes' inputs: each lane's target length, each query's (the local
+    # kernels read neither)
+    slot_len = layout.slot_lengths() if stack.mode else no_floors
+    query_len = (runtime.upload(np.asarray(stack.lengths, dtype=np.int32)) if stack.mode
+                 else no_floors)
+    limit = END_TO_END_LIMIT if stack.mode else lane16_bound(scoring)
     scout, plan = _scout(plan, top if lanes == 2 else None)
     floors = no_floors if scout is None else xp.zeros(len(stack), dtype=xp.int32)
     block = runtime.block_threads
@@ -815,7 +886,7 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
         # each launch sees its pairs as 0..count-1: the per-pair arrays and the outputs are
         # passed from its first pair on (contiguous views); pair_start stays absolute, so
         # pair_codes and the boundary are shared (each launch touches only its own pairs)
-        name = _kernels.forward_name(lanes, group, rows, stack.query_lanes)
+        name = _kernels.forward_name(lanes, group, rows, stack.query_lanes, stack.mode)
         function = runtime.function("inter_task.cu", name)
         groups_per_block = block // group
         count = end - first
@@ -851,7 +922,9 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
                           np.int64(stride),
                           out_score.reshape(-1)[first * lanes:],
                           out_end_i.reshape(-1)[first * lanes:],
-                          out_end_j.reshape(-1)[first * lanes:]]))
+                          out_end_j.reshape(-1)[first * lanes:],
+                          slot_len[first * lanes:] if stack.mode else slot_len, query_len,
+                          np.int32(bias)]))
     # Several buckets run side by side, one stream each: the bucket of the longest targets
     # (more threads per pair, so each of its pairs finishes sooner) fills the SMs the other
     # launch leaves idle instead of running before or after it. Its stream (the first: the
@@ -864,14 +937,14 @@ def _run_forward(runtime, layout: _PairLayout, stack: _Stack, alpha1, scoring, p
         if scout is not None:
             function, grid, shared, args = launches[0]
             runtime.launch(function, grid, block, args, shared_mem=shared, stream=streams[0])
-            _floors(runtime, out_score, scout[0] * lanes, scout[1] * lanes, top,
-                    lane16_bound(scoring), floors, stream=streams[0])
+            _floors(runtime, out_score, scout[0] * lanes, scout[1] * lanes, top, limit,
+                    floors, stream=streams[0])
             runtime.follow(streams[0], streams[1:])
         for (function, grid, shared, args), stream in zip(launches[scout is not None:],
                                                           streams):
             runtime.launch(function, grid, block, args, shared_mem=shared, stream=stream)
     if hold is not None:
-        hold.append((launches, floors))
+        hold.append((launches, floors, query_len))
     return out_score[:, :slots], out_end_i[:, :slots], out_end_j[:, :slots]
 
 
@@ -1104,6 +1177,8 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
         raise ValueError("targets were prepared for another alphabet than this scoring's")
     long_rows = targets.long_rows
     has_long = long_rows is not None and long_rows.shape[0]
+    if not scoring.is_local:
+        return _start_end_to_end(targets, codes_list, scoring, mode, top)
     on_long_kernel = [bool(has_long) and _long_rows_fit(scoring, len(codes),
                                                           targets.longest_long_row)
                       for codes in codes_list]
@@ -1208,6 +1283,62 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
             if on_long_kernel[k]:  # last: the 16-bit pass above rewrites whole columns
                 _align_long(targets, codes, scoring, mode, result)
         return results
+
+    return PendingStack(finish, runtime, joined, hold)
+
+
+def _start_end_to_end(targets: DeviceTargets, codes_list, scoring, mode: str,
+                      top: int | None) -> PendingStack:
+    """:func:`start_stack` in an end-to-end mode: every score above 0 exact, with its end
+    cell in mode ``"end"``; a row scoring 0 or below reports 0 (a search's hits score above
+    0). The mode's forward kernels (inter_task.cu, "End-to-end modes") where
+    :func:`end_to_end_bias` fits 16 bits and no row is set apart for the intra-task kernel
+    (which has no such modes); otherwise, and for start cells, the row-wise pairs (every
+    score exact, negative ones too)."""
+    from . import _pairs
+
+    runtime = targets.runtime
+    layout = targets.pairs
+    count, n = len(codes_list), len(targets)
+    longest = int(layout.pair_len_host[0]) if layout.num_pairs else 0
+    bias = end_to_end_bias(scoring, max(int(codes.shape[0]) for codes in codes_list), longest)
+    has_long = targets.long_rows is not None and targets.long_rows.shape[0]
+    if mode == "full" or has_long or bias is None:
+        valid = runtime.to_host(targets.valid).astype(bool)
+        return PendingStack(lambda checks: [
+            _pairs.query_cells(codes, targets.residues, targets.offsets, valid, scoring, mode,
+                               runtime)[0] for codes in codes_list])
+    track_end = mode != "none"
+    matrix = np.asarray(scoring.matrix)
+    capability = runtime.compute_capability
+    choices = _kernels.end_to_end_rows(capability)
+    query_lanes = query_lanes_for(runtime, count)
+    rows = (max(choices) if count > 1 else
+            min(choices, key=lambda r: (math.ceil(int(codes_list[0].shape[0]) / (4 * r))
+                                        * (r + 12), -r)))
+    joined, hold, forward = [], [], None
+    if layout.num_pairs:
+        stack = _Stack(runtime, matrix, codes_list, scoring.gap_open, 2, rows,
+                       query_lanes=query_lanes, mode=_kernels.MODE_CODES[scoring.alignment_mode])
+        plan = forward_plan(layout, stack.profile_rows, capability, rows=rows,
+                            query_lanes=query_lanes)
+        forward = _run_forward(runtime, layout, stack, matrix.shape[0] + 1, scoring, plan,
+                               joined=joined, hold=hold, top=top, bias=bias)
+
+    def finish(checks):
+        names = ("score",) + (("query_end", "target_end") if track_end else ())
+        if forward is None:  # no row to align
+            return [{name: runtime.full(n, 0 if name == "score" else -1, runtime.xp.int32)
+                     for name in names} for _ in codes_list]
+        columns, checked = _finish_stack(runtime, n, layout.slot_rows, forward,
+                                         [int(codes.shape[0]) for codes in codes_list],
+                                         END_TO_END_LIMIT, track_end)
+        flags = [(checked, k) for k in range(count)]
+        if checks is not None:  # (never saturated: only the end cells' check is left)
+            checks.extend(flags)
+        else:
+            _read_checks(flags)
+        return [{name: columns[name][k] for name in names} for k in range(count)]
 
     return PendingStack(finish, runtime, joined, hold)
 

@@ -167,11 +167,6 @@ struct Best {
   int score, i, j;  // j = -1 while nothing scored
 };
 
-// The end-to-end modes (pairs_inter.cu's MODE): bits of the template argument, the same
-// flags as swdask/_cpu_modes.py's (swdask/gpu/_pairs.py, mode_code).
-#define SWP_MODE_END_TO_END 1
-#define SWP_MODE_FREE_QUERY 2   // query ends free: boundary column 0, end in the last column
-#define SWP_MODE_FREE_TARGET 4  // target ends free: boundary row 0, end in the last row
 // below every score of an end-to-end mode (the host keeps those above -2**28)
 #define SWP_NO_SCORE (-(1 << 30))
 

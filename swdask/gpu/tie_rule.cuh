@@ -12,6 +12,13 @@
 // reduction (now branch-free and a few instructions shorter).
 #pragma once
 
+// The end-to-end modes (the MODE template argument of pairs_inter.cu and inter_task.cu): bits,
+// the same flags as swdask/_cpu_modes.py's (swdask/gpu/_kernels.py, MODE_CODES). They say
+// which cells may end an alignment, so they live beside the rule that picks among them.
+#define SWP_MODE_END_TO_END 1
+#define SWP_MODE_FREE_QUERY 2   // query ends free: boundary column 0, end in the last column
+#define SWP_MODE_FREE_TARGET 4  // target ends free: boundary row 0, end in the last row
+
 namespace swdask {
 
 // (j asc, i asc): whether cell (j, i) comes before cell (j2, i2); the rule among cells of
