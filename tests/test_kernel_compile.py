@@ -93,17 +93,35 @@ def test_every_variant_compiles(arch, source_name):
     if shutil.which("nvcc") is None and not _have_cupy_nvrtc():
         pytest.skip("no CUDA compiler here (neither nvcc nor CuPy's NVRTC)")
     names = _kernels.all_variants(int(arch[3:]))[source_name]
-    report = compile_for_arch(arch, source_name, names)
-    if shutil.which("nvcc"):
-        # ptxas reports one entry per kernel it built: all of them, for the asked target
-        built = re.findall(r"Compiling entry function '(\w+)' for '(\w+)'", report)
-        assert len(built) == len(names)
-        assert {target for _, target in built} == {arch}
-        # A few spilled words (loop-invariant values, outside the column loop: checked in the
-        # SASS) are tolerable; a kernel whose DP registers spill stores hundreds of bytes
-        # (seen: 364 at sm_80 with 32 rows per thread, why the engine stops at 16 there).
-        spills = [int(v) for v in re.findall(r"(\d+) bytes spill stores", report)]
-        assert spills and max(spills) <= 128, report
+    # the search kernels' end-to-end modes, checked apart (below); the kernels that are no
+    # template are built with every program, so they belong to both lists
+    modes = [name for name in names if name.startswith("swdask::sw_inter_forward")
+             and name.count(",") == 3]
+    plain = [name for name in names if "<" not in name]
+    for chosen, most in (([n for n in names if n not in modes], 128),
+                         (plain + modes, END_TO_END_SPILLS)):
+        if len(chosen) == len(plain):  # (a source without end-to-end kernels)
+            continue
+        report = compile_for_arch(arch, source_name, chosen)
+        if shutil.which("nvcc"):
+            # ptxas reports one entry per kernel it built: all of them, for the asked target
+            built = re.findall(r"Compiling entry function '(\w+)' for '(\w+)'", report)
+            assert len(built) == len(chosen)
+            assert {target for _, target in built} == {arch}
+            # A few spilled words (loop-invariant values, outside the column loop: checked in
+            # the SASS) are tolerable; a kernel whose DP registers spill stores hundreds of
+            # bytes (seen: 364 at sm_80 with 32 rows per thread, why the engine stops at 16
+            # there).
+            spills = [int(v) for v in re.findall(r"(\d+) bytes spill stores", report)]
+            assert spills and max(spills) <= most, report
+
+
+#: The end-to-end forward kernels (inter_task.cu, "End-to-end modes") spill their per-pass
+#: tables (each lane's candidate rows, its query's rows): up to 592 bytes of stores at sm_90
+#: with nvcc 13 (2026-12-04), while the reads job's scan in query-global ran at 0.9x the
+#: local kernel's rate (docs/notes/dna-reads.md, modes in the search kernels). Bounded here
+#: so that a change that spills more is seen; taking those tables out of the spills is open.
+END_TO_END_SPILLS = 640
 
 
 needs_gxx = pytest.mark.skipif(_runtime.host_compiler() is None,
