@@ -98,11 +98,12 @@ def tile_bytes(alpha1: int, group: int, rows: int, lanes: int, query_lanes: bool
     return (2 * alpha1 * letter + 16) * 4
 
 
-def rows_for(m: int, group: int, compute_capability: int = 90) -> int:
-    """Rows per thread (R) for a query of ``m`` residues and ``group`` threads per pair: the
-    cost is ~ passes x (rows + the per-step overhead of about 12 rows' worth of
-    instructions), R trading the padding of the last pass against that fixed cost."""
-    return min(_kernels.rows_per_thread(compute_capability, m, group),
+def rows_for(m: int, group: int, compute_capability: int = 90, choices=None) -> int:
+    """Rows per thread (R) for a query of ``m`` residues and ``group`` threads per pair, of
+    ``choices`` (default: every R of the device): the cost is ~ passes x (rows + the
+    per-step overhead of about 12 rows' worth of instructions), R trading the padding of
+    the last pass against that fixed cost."""
+    return min(choices or _kernels.rows_per_thread(compute_capability, m, group),
                key=lambda r: (math.ceil(m / (group * r)) * (r + 12), -r))
 
 
@@ -1314,8 +1315,7 @@ def _start_end_to_end(targets: DeviceTargets, codes_list, scoring, mode: str,
     choices = _kernels.end_to_end_rows(capability)
     query_lanes = query_lanes_for(runtime, count)
     rows = (max(choices) if count > 1 else
-            min(choices, key=lambda r: (math.ceil(int(codes_list[0].shape[0]) / (4 * r))
-                                        * (r + 12), -r)))
+            rows_for(int(codes_list[0].shape[0]), 4, capability, choices))
     joined, hold, forward = [], [], None
     if layout.num_pairs:
         stack = _Stack(runtime, matrix, codes_list, scoring.gap_open, 2, rows,
