@@ -57,9 +57,10 @@
 #           command -> long-w5b-*.json, w5b.log (needs $CARRY/kleborate: prepare_carry.sh
 #           copies the package's four .fna.xz there)
 #   reads   benchmarks/bench_reads_job.py (issue 47): gasic-examples' 100,000 FASTQ reads
-#           against its four genomes, `swdask search --top 1 -o hits.sam` with one strand and
+#           against its four genomes, `swdask search --top 1 -o hits.bam` with one strand and
 #           both, the whole command and its scan -> reads-job-gpu-*.json, reads.log (needs
-#           $CARRY/gasic: prepare_carry.sh copies the package's files there)
+#           $CARRY/gasic: prepare_carry.sh copies the package's files there; BAM needs the
+#           carried pysam wheel)
 #   venvcudf  ci/steps/venv_cudf.sh (needs cuDF staged with ci/cudf-extra-wheels.txt): a
 #           fresh virtual environment installs .[cudf] from the staged and carried wheels
 #           and runs the cuDF tests -> venv-cudf.log

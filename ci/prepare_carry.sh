@@ -35,6 +35,8 @@ PYTHON=${PYTHON:-python3}
 WHEELS=(
   biopython==1.88
   parasail==1.3.4
+  # BAM output (the bam extra): the reads job writes BAM as the job does
+  pysam==0.24.1
   dask==2026.8.0
   distributed==2026.8.0
   locket==1.0.0
