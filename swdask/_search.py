@@ -350,6 +350,8 @@ def write_hits(hits: pd.DataFrame, output: str, fmt: str = "auto", stdout=None,
         if sort:  # the index of the file under its own name
             _pysam().index(temporary, output + ".bai")
         os.replace(temporary, output)
+    except ValueError as error:  # name the file the user asked for, not the temporary one
+        raise ValueError(f"writing {output}: {error}") from None
     finally:
         if os.path.exists(temporary):
             os.remove(temporary)
@@ -380,23 +382,32 @@ def _write(hits: pd.DataFrame, target, fmt: str, compression_of=None, queries=No
 
 
 def _write_bam(text: str, target: str, sort: bool) -> None:
-    """SAM ``text`` as BAM at ``target`` (a path), through pysam: the records parsed by
-    htslib, so a field it would refuse fails here, before the file is renamed into place;
-    ``sort``: coordinate-sorted (``samtools sort``, in pysam)."""
+    """SAM ``text`` as BAM at ``target`` (a path), through pysam's ``samtools view`` (or
+    ``samtools sort`` with ``sort``: coordinate-sorted), htslib's own conversion: the records
+    parsed by htslib, so a field it would refuse fails here (pysam's ``SamtoolsError``),
+    before the file is renamed into place. The BGZF blocks are compressed on every core this
+    process may use: compression is most of a BAM's write, and a record loop in Python
+    through ``AlignmentFile`` takes as long on one core. ``--no-PG``: the header's ``@PG`` is
+    swdask's command, not samtools'."""
     import tempfile
 
     pysam = _pysam()
+    threads = str(max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                      else os.cpu_count() or 1))
     with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(target))) as folder:
         sam = os.path.join(folder, "hits.sam")
         with open(sam, "w") as out:
             out.write(text)
-        unsorted = os.path.join(folder, "hits.bam") if sort else target
-        with pysam.AlignmentFile(sam, "r") as records, \
-                pysam.AlignmentFile(unsorted, "wb", template=records) as bam:
-            for record in records:
-                bam.write(record)
-        if sort:
-            pysam.sort("-o", target, "-O", "bam", "-T", os.path.join(folder, "sort"), unsorted)
+        try:
+            if sort:
+                pysam.sort("--no-PG", "-@", threads, "-o", target, "-O", "bam",
+                           "-T", os.path.join(folder, "sort"), sam, catch_stdout=False)
+            else:
+                pysam.view("--no-PG", "-@", threads, "-b", "-o", target, sam,
+                           catch_stdout=False)
+        except pysam.utils.SamtoolsError:
+            raise ValueError("htslib refused a SAM record (its message is above); write "
+                             "-o hits.sam to see the records") from None
 
 
 def _compression(output: str):

@@ -175,3 +175,17 @@ def test_bad_bam_requests_are_named(tmp_path, capsys, args, words):
     err = capsys.readouterr().err
     assert code == 1 and words in err and "Traceback" not in err
     assert not list(tmp_path.glob("hits.*"))
+
+
+def test_a_record_htslib_refuses_fails_the_write_and_leaves_no_file(tmp_path, monkeypatch):
+    """A SAM record htslib cannot parse (here a CIGAR operator it does not know) raises an
+    error naming the BAM, and neither the BAM nor a partial file is left behind."""
+    import swdask._search as search
+
+    monkeypatch.setattr(search, "sam_text", lambda *args, **kwargs: (
+        "@HD\tVN:1.6\n@SQ\tSN:a\tLN:10\nr\t0\ta\t1\t60\t5Q\t*\t0\t0\tACGTA\t*\n"))
+    hits = pd.DataFrame({"query_id": ["r"], "target_id": ["a"]})
+    for sort in (False, True):
+        with pytest.raises(ValueError, match="hits.bam: htslib refused"):
+            search.write_hits(hits, str(tmp_path / "hits.bam"), "bam", sort=sort)
+        assert list(tmp_path.iterdir()) == []
