@@ -212,7 +212,7 @@ class CpuBackend:
                 else:
                     from . import _cpu_modes
 
-                    _cpu_modes.one_to_many(profile.scores, len(query), targets.residues,
+                    _cpu_modes.one_to_many(profile, len(query), targets.residues,
                                            targets.offsets, rows, scoring, mode == "full",
                                            cells)
         return finish(cells, targets.valid, mode, scoring.is_local)

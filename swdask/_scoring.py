@@ -204,6 +204,24 @@ def saturation_bound(lane_max: int, max_substitution: int) -> int:
     return int(lane_max) - max(int(max_substitution), 0)
 
 
+def end_to_end_depth(free_query: bool, free_target: bool, gap_open: int, gap_extend: int,
+                     query_length: int, target_length: int) -> int:
+    """How far below 0 a cell of an end-to-end mode can lie, for sequences up to these
+    lengths (the modes whose ends are given by the two flags; what every kernel that holds
+    these values offset by a bias takes its bias from): at most a boundary gap, the query's
+    (``gap_open + (m - 1) * gap_extend``) where query ends are not free, the target's where
+    target ends are not free, both in global mode, the smaller one in overlap mode: a cell
+    is reached from the boundary by one gap along the sequence that is not free, and the
+    boundary itself is never lower. ``E`` and ``F`` lie at most ``gap_open`` lower, and a
+    diagonal step a substitution more. Plain integer arithmetic, so the CPU kernels compile
+    it with numba as it stands."""
+    query_gap = gap_open + (query_length - 1) * gap_extend if query_length > 0 else 0
+    target_gap = gap_open + (target_length - 1) * gap_extend if target_length > 0 else 0
+    if free_query and free_target:
+        return min(query_gap, target_gap)
+    return (0 if free_query else query_gap) + (0 if free_target else target_gap)
+
+
 def start_windows(score: int, rows_before: int, prefix: int, best_substitution: int,
                   gap_open: int, gap_extend: int, narrowest: int):
     """The windows ``(rows, columns)`` a long pair's start pass tries in turn, from the end
@@ -233,10 +251,20 @@ def start_rows(score: int, columns: int, best_substitution: int, gap_open: int,
     ``best_substitution * columns - (gap_open + (r - columns - 1) * gap_extend)``; rows
     past those that leave this below ``score`` cannot hold its start (the long pair's start
     passes, :mod:`swdask._long_tiles` and :mod:`swdask.gpu._pairs`)."""
+    letters = span_bound(score, columns, best_substitution, gap_open, gap_extend)
+    return None if letters < 0 else letters
+
+
+def span_bound(score: int, letters: int, best_substitution: int, gap_open: int,
+               gap_extend: int) -> int:
+    """:func:`start_rows` as one integer, -1 for no bound: the letters of one sequence an
+    alignment of ``score`` can span when it spans at most ``letters`` of the other (gap
+    costs are the same either way). Plain integer arithmetic, so the CPU kernels compile it
+    with numba as it stands."""
     if gap_extend <= 0:
-        return None
-    excess = max(0, best_substitution * columns - score - gap_open)
-    return columns + 2 + -(-excess // gap_extend)
+        return -1
+    excess = max(0, best_substitution * letters - score - gap_open)
+    return letters + 2 + -(-excess // gap_extend)
 
 
 def substitution_table(matrix: np.ndarray, shape, *, pad: int, offset: int = 0,

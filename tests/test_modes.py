@@ -144,16 +144,24 @@ def _starts_allowed(mode: str, m: int, n: int, end_i: int, end_j: int):
                 yield qs, ts
 
 
+@pytest.mark.parametrize("shape", ["pairs", "one-query"])
 @pytest.mark.parametrize("mode", MODES)
-def test_start_is_the_nearest_to_the_end(mode):
+def test_start_is_the_nearest_to_the_end(mode, shape):
     """Among every start from which a global alignment of the segments reaches the score,
     the reported one has the largest target start, then the largest query start (brute
-    force with Biopython's global aligner, small DNA pairs with many ties)."""
-    rng = np.random.default_rng(200 + MODES.index(mode))
+    force with Biopython's global aligner, small DNA pairs with many ties). ``one-query``:
+    one short query against many longer rows (the CPU's int16 lanes, and start passes cut
+    to the target letters an alignment of the score can span)."""
+    rng = np.random.default_rng(200 + MODES.index(mode) + 10 * (shape == "one-query"))
     aligner = DNA.global_aligner
-    queries = ["".join(rng.choice(list("AC"), int(rng.integers(1, 9)))) for _ in range(150)]
-    targets = ["".join(rng.choice(list("AC"), int(rng.integers(1, 9)))) for _ in range(150)]
-    frame = swdask.align_pairs(queries, targets, mode=mode, **DNA.options)
+    if shape == "pairs":
+        queries = ["".join(rng.choice(list("AC"), int(rng.integers(1, 9)))) for _ in range(150)]
+        targets = ["".join(rng.choice(list("AC"), int(rng.integers(1, 9)))) for _ in range(150)]
+        frame = swdask.align_pairs(queries, targets, mode=mode, **DNA.options)
+    else:
+        targets = ["".join(rng.choice(list("AC"), int(rng.integers(1, 40)))) for _ in range(150)]
+        queries = ["".join(rng.choice(list("AC"), 6))] * len(targets)
+        frame = pd.Series(targets).sw.align(queries[0], mode=mode, **DNA.options)
     for row, query, target in zip(frame.itertuples(), queries, targets):
         end_i, end_j = row.query_end - 1, row.target_end - 1
 
@@ -167,6 +175,54 @@ def test_start_is_the_nearest_to_the_end(mode):
         best = [(ts, qs) for qs, ts in _starts_allowed(mode, len(query), len(target), end_i,
                                                       end_j) if score(qs, ts) == row.score]
         assert best and max(best) == (row.target_start, row.query_start), (query, target, row)
+
+
+@pytest.mark.parametrize("scheme, letters, query_length", [
+    (DNA, "ACGT", 72), (DNA_WIDE, "ACGT", 1_000), (PROTEIN, AMINO, 300)],
+    ids=["dna", "dna-wide", "protein"])
+@pytest.mark.parametrize("mode", MODES)
+def test_one_query_against_many_rows_equals_parasail(mode, scheme, letters, query_length,
+                                                     monkeypatch):
+    """One query against many rows (the CPU's int16 lanes, where a row's values fit them,
+    and the scalar kernel for the rest: ``dna-wide``'s long rows where a target's ends are
+    not free, their boundary gaps too deep for the lanes): every score and end cell
+    equals parasail's, every start re-scores to the score and spans what the mode needs."""
+    from swdask import _cpu_modes
+
+    rng = np.random.default_rng(300 + MODES.index(mode))
+    query = "".join(rng.choice(list(letters), query_length))
+    targets = []
+    for k in range(400):
+        n = int(np.exp(rng.uniform(np.log(1), np.log(5_000 if scheme is DNA_WIDE else 600))))
+        target = "".join(rng.choice(list(letters), n))
+        if k % 3 == 0:  # a mutated piece of the query inside it
+            first = int(rng.integers(0, query_length))
+            piece = mutate(query[first:first + int(rng.integers(1, query_length + 1))], rng,
+                           0.1, letters)
+            cut = int(rng.integers(0, n + 1))
+            target = target[:cut] + piece + target[cut:]
+        targets.append(target)
+    lanes = []
+    kernel = _cpu_modes._one_to_many_lanes
+    monkeypatch.setattr(_cpu_modes, "_one_to_many_lanes",
+                        lambda *args: (lanes.append(len(args[4])), kernel(*args)))
+    frame = pd.Series(targets).sw.align(query, mode=mode, backend="cpu", **scheme.options)
+    assert lanes and (sum(lanes) < len(targets)) == (
+        scheme is DNA_WIDE and mode in ("global", "target-global"))
+    got = list(zip(frame["score"].tolist(), frame["query_end"].tolist(),
+                   frame["target_end"].tolist()))
+    want = [parasail_cells(query, t, scheme, mode) for t in targets]
+    wrong = [k for k in range(len(targets)) if got[k] != want[k]]
+    assert not wrong, [(k, got[k], want[k]) for k in wrong[:5]]
+    aligner = scheme.global_aligner
+    for row, target in zip(frame.itertuples(), targets):
+        check_spans(row, len(query), len(target), mode)
+        a = query[row.query_start:row.query_end]
+        b = target[row.target_start:row.target_end]
+        if a and b:
+            assert int(aligner.score(a, b)) == row.score
+        else:
+            assert -(scheme.gap_open + (len(a) + len(b) - 1) * scheme.gap_extend) == row.score
 
 
 def test_edges_nulls_and_empty_sequences():

@@ -25,7 +25,7 @@ import numpy as np
 from .. import _settings
 from .._results import (TOP_GROUP_SCORES, Alignments, finish, host_array, kernel_mode,
                         position_mode, result_columns)
-from .._scoring import substitution_table
+from .._scoring import end_to_end_depth, substitution_table
 from . import _kernels
 from ._runtime import get_runtime
 
@@ -551,25 +551,15 @@ def end_to_end_bias(scoring, query_length: int, target_length: int) -> int | Non
     targets up to ``target_length``, or None where those values may not fit 16 bits (the
     row-wise pairs' int32 kernels then take the search).
 
-    The lowest cell of the mode lies at most a boundary gap below 0: the query's
-    (``gap_open + (m - 1) * gap_extend``) where query ends are not free, the target's where
-    target ends are not free, both in global mode, the smaller one in overlap mode; T's
-    floor sits ``gap_open`` below that and a substitution more. The highest cell is at most
-    ``min(m, n)`` of the best substitution, since every path from the boundary (never
-    above 0) takes at most that many diagonal steps."""
+    The lowest cell of the mode lies at most :func:`~swdask._scoring.end_to_end_depth`
+    below 0; T's floor sits ``gap_open`` below that and a substitution more. The highest
+    cell is at most ``min(m, n)`` of the best substitution, since every path from the
+    boundary (never above 0) takes at most that many diagonal steps."""
     if not lanes16_fit(scoring):
         return None
-    go, ge = scoring.gap_open, scoring.gap_extend
-
-    def gap(length):
-        return go + (length - 1) * ge if length > 0 else 0
-
-    free_query, free_target = scoring.free_query_ends, scoring.free_target_ends
-    if free_query and free_target:  # overlap: below the better of the two boundaries
-        depth = min(gap(query_length), gap(target_length))
-    else:
-        depth = ((0 if free_query else gap(query_length))
-                 + (0 if free_target else gap(target_length)))
+    go = scoring.gap_open
+    depth = end_to_end_depth(scoring.free_query_ends, scoring.free_target_ends, go,
+                             scoring.gap_extend, query_length, target_length)
     matrix = np.asarray(scoring.matrix)
     worst = int(np.abs(matrix).max())
     bias = depth + go + worst
