@@ -1428,6 +1428,21 @@ def _pairs_forward(query_rows, n_rows, table, t_residues, t_first, t_lengths, n_
     store(best, 0, best_so_far)
 
 
+@nb.njit(cache=True, nogil=True)
+def batch_query_rows(q_residues, q_first, q_lengths, n_query_rows, stride):
+    """A batch of pairs' queries as :func:`_pairs_forward` reads them: entry ``i * 32 + l``
+    is lane ``l``'s code at row ``i`` times the pair table's ``stride`` (padding, code
+    ``stride - 1``, past the lane's query)."""
+    query_rows = np.empty(n_query_rows * LANES, dtype=np.int16)
+    for i in range(n_query_rows):
+        for lane in range(LANES):
+            code = stride - 1
+            if i < q_lengths[lane]:
+                code = q_residues[q_first[lane] + i]
+            query_rows[i * LANES + lane] = code * stride
+    return query_rows
+
+
 @nb.njit(cache=True, parallel=True)
 def _pairs_lanes(table, stride, q_residues, q_offsets, t_residues, t_offsets, rows, gap_open,
                  gap_extend, mode, saturation, score, query_start, query_end, target_start,
@@ -1444,27 +1459,11 @@ def _pairs_lanes(table, stride, q_residues, q_offsets, t_residues, t_offsets, ro
                 break
             first = batch * LANES
             count = min(LANES, n_rows - first)
-            q_first = np.zeros(LANES, dtype=np.int64)
-            q_lengths = np.zeros(LANES, dtype=np.int64)
-            t_first = np.zeros(LANES, dtype=np.int64)
-            t_lengths = np.zeros(LANES, dtype=np.int64)
-            n_query_rows = np.int64(0)
-            n_columns = np.int64(0)
-            for lane in range(count):
-                row = rows[first + lane]
-                q_first[lane] = q_offsets[row]
-                q_lengths[lane] = q_offsets[row + 1] - q_offsets[row]
-                t_first[lane] = t_offsets[row]
-                t_lengths[lane] = t_offsets[row + 1] - t_offsets[row]
-                n_query_rows = max(n_query_rows, q_lengths[lane])
-                n_columns = max(n_columns, t_lengths[lane])
-            query_rows = np.empty(n_query_rows * LANES, dtype=np.int16)
-            for i in range(n_query_rows):
-                for lane in range(LANES):
-                    code = pad_code
-                    if i < q_lengths[lane]:
-                        code = q_residues[q_first[lane] + i]
-                    query_rows[i * LANES + lane] = code * stride
+            q_first, q_lengths, n_query_rows = _batch_rows(rows, q_offsets, first, count,
+                                                           LANES)
+            t_first, t_lengths, n_columns = _batch_rows(rows, t_offsets, first, count, LANES)
+            query_rows = batch_query_rows(q_residues, q_first, q_lengths, n_query_rows,
+                                          stride)
             H = np.empty(n_query_rows * LANES, dtype=np.int16)
             E = np.empty(n_query_rows * LANES, dtype=np.int16)
             codes = np.empty(LANES, dtype=np.uint8)

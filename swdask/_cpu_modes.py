@@ -36,7 +36,8 @@ import numba as nb
 import numpy as np
 
 from ._cpu import (_LANE_MAX, _PAD_CODE, _batch_rows, _cell, _gaps_fit_lanes,
-                   _matrix_fits_lanes, _pair_score, _substitution_rows, pair_profile,
+                   _matrix_fits_lanes, _pair_score, _substitution_rows, batch_query_rows,
+                   pair_profile,
                    pair_table)
 from ._results import check_starts
 from ._scoring import end_to_end_depth, span_bound
@@ -425,13 +426,8 @@ def _pairs_lanes(table, stride, q_residues, q_offsets, t_residues, t_offsets, ro
                 for lane in range(count):
                     unfit[rows[first + lane]] = True
                 continue
-            query_rows = np.empty(n_query_rows * LANES, dtype=np.int16)
-            for i in range(n_query_rows):
-                for lane in range(LANES):
-                    code = pad_code
-                    if i < q_lengths[lane]:
-                        code = q_residues[q_first[lane] + i]
-                    query_rows[i * LANES + lane] = code * stride
+            query_rows = batch_query_rows(q_residues, q_first, q_lengths, n_query_rows,
+                                          stride)
             H = np.zeros(n_query_rows * LANES, dtype=np.int16)
             E = np.zeros(n_query_rows * LANES, dtype=np.int16)
             codes = np.empty(LANES, dtype=np.uint8)
