@@ -365,6 +365,16 @@ def _pairs_forward(query_rows, q_lengths, n_rows, table, t_residues, t_first, t_
     store(best, 0, best_so_far)
 
 
+@nb.njit(cache=True, nogil=True)
+def _write_lanes(rows, first, count, best, bias, end_i, end_j, score, query_end, target_end):
+    """A batch's lanes into their rows' cells, the bias taken off the scores."""
+    for lane in range(count):
+        row = rows[first + lane]
+        score[row] = np.int64(best[lane]) - bias
+        query_end[row] = end_i[lane]
+        target_end[row] = end_j[lane]
+
+
 @nb.njit(cache=True, parallel=True)
 def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_extend, bias,
                        free_query, free_target, score, query_end, target_end):
@@ -392,11 +402,8 @@ def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_exte
             _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open,
                            gap_extend, bias, free_query, free_target, H, E, S, codes, best,
                            end_i, end_j)
-            for lane in range(count):
-                row = rows[first + lane]
-                score[row] = np.int64(best[lane]) - bias
-                query_end[row] = end_i[lane]
-                target_end[row] = end_j[lane]
+            _write_lanes(rows, first, count, best, bias, end_i, end_j, score, query_end,
+                         target_end)
 
 
 @nb.njit(cache=True, parallel=True)
@@ -437,11 +444,8 @@ def _pairs_lanes(table, stride, q_residues, q_offsets, t_residues, t_offsets, ro
             _pairs_forward(query_rows, q_lengths, n_query_rows, table, t_residues, t_first,
                            t_lengths, n_columns, pad_code, gap_open, gap_extend, bias,
                            free_query, free_target, H, E, codes, best, end_i, end_j)
-            for lane in range(count):
-                row = rows[first + lane]
-                score[row] = np.int64(best[lane]) - bias
-                query_end[row] = end_i[lane]
-                target_end[row] = end_j[lane]
+            _write_lanes(rows, first, count, best, bias, end_i, end_j, score, query_end,
+                         target_end)
 
 
 @nb.njit(cache=True, parallel=True)
