@@ -24,11 +24,12 @@ Every row with both sequences non-empty has an alignment, its score possibly 0 o
 its path from start to end is a global alignment of the two segments, so the traceback
 (:mod:`swdask._traceback`) is the local mode's.
 
-Scalar int64, one pair per task (:mod:`swdask._work`), rows longest first: parasail's
-striped 32-bit functions are the reference these are tested against, not an engine (their
-positions for ``sg`` come without starts, and a pass per pair from Python would cost more
-than these kernels); the local lane kernels' tricks (``E' = max(E, 0)``, saturating 16-bit
-lanes with a recompute above a bound) rest on the zero floor, which these modes lack.
+Two implementations, as in :mod:`swdask._cpu`: the scalar int64 kernel, one row or pair
+per task (:mod:`swdask._work`), the spec and the fallback; and the local kernels' int16
+lanes with every value held a bias above its true value (the section "int16 lanes, biased"
+below), for one query against many rows and for row-wise pairs, wherever a batch's values
+fit them. parasail's striped 32-bit functions are the reference these are tested against,
+not an engine (their positions for ``sg`` come without starts).
 """
 from __future__ import annotations
 
@@ -37,8 +38,7 @@ import numpy as np
 
 from ._cpu import (_LANE_MAX, _PAD_CODE, _batch_rows, _cell, _gaps_fit_lanes,
                    _matrix_fits_lanes, _pair_score, _substitution_rows, batch_query_rows,
-                   pair_profile,
-                   pair_table)
+                   pair_profile, pair_table)
 from ._results import check_starts
 from ._scoring import end_to_end_depth, span_bound
 from ._simd import LANES, add, load, load_codes, mask_gt, select, splat, store
@@ -136,7 +136,8 @@ def _start(prof, target, gap_open, gap_extend, best_substitution, free_query, fr
     the reversed prefixes from the end cell (``H``, ``E``: work rows of at least the query's
     length). Only the reversed target letters an alignment of that score can span are
     scored (:func:`~swdask._scoring.span_bound`: it spans the query rows up to its end at
-    most, so more target letters put gaps against it that cost more than the score allows); where that cuts the prefix short, the reversed last column
+    most, so more target letters put gaps against it that cost more than the score
+    allows); where that cuts the prefix short, the reversed last column
     (a start at target letter 0) is out of reach and no candidate."""
     best = score[row_index]
     end_i = query_end[row_index]
