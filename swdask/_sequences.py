@@ -66,13 +66,26 @@ class EncodedSequences:
         return EncodedSequences(residues, offsets, np.asarray(self.valid)[rows])
 
 
+# the mean span length from which gather_spans copies slices: a Python step per span costs
+# about as much as copying a few hundred letters
+_SLICE_COPY_LETTERS = 512
+
+
 def gather_spans(data, starts, lengths):
     """``(joined, offsets)``: the spans ``data[starts[k]:starts[k] + lengths[k]]`` joined in
     that order, and their ``int64`` offsets (``n + 1``, from 0); host arrays (on the GPU:
     ``swdask.gpu._encode.take_rows``). One gather, no loop over spans: each position's
-    shift from its span's start, repeated over the span."""
+    shift from its span's start, repeated over the span; spans long on average (a genome taken
+    once for each read that hit it) are copied a slice at a time instead, where the copy is the
+    cost and an index per letter would move eight bytes of index for each byte of data."""
     offsets = np.zeros(int(lengths.shape[0]) + 1, dtype=np.int64)
     np.cumsum(lengths, out=offsets[1:])
+    if offsets[-1] >= _SLICE_COPY_LETTERS * max(1, lengths.shape[0]):
+        joined = np.empty(int(offsets[-1]), dtype=data.dtype)
+        for start, begin, end in zip(np.asarray(starts).tolist(), offsets[:-1].tolist(),
+                                     offsets[1:].tolist()):
+            joined[begin:end] = data[start:start + end - begin]
+        return joined, offsets
     position = np.arange(int(offsets[-1]), dtype=np.int64)
     return data[np.repeat(starts - offsets[:-1], lengths) + position], offsets
 

@@ -242,15 +242,17 @@ def test_many_targets_span_several_batches(scheme, data):
 
 
 @FAST
-@given(st.lists(st.integers(0, 12), max_size=40), st.data())
-def test_gather_spans_joins_the_spans_in_order(lengths, data):
+@given(st.lists(st.integers(0, 12), max_size=40), st.sampled_from([1, 100]), st.data())
+def test_gather_spans_joins_the_spans_in_order(lengths, scale, data):
     """``gather_spans`` (the hits' sequences taken for their pairs) equals the spans cut one
-    by one and joined, empty spans, repeated and overlapping spans included."""
+    by one and joined, empty spans, repeated and overlapping spans included; short spans
+    (one index gather) and long ones (``scale`` 100: copied a slice at a time) alike."""
     import numpy as np
 
     from swdask._sequences import gather_spans
 
-    text = np.frombuffer(data.draw(st.binary(min_size=12, max_size=80)), dtype=np.uint8)
+    lengths = [length * scale for length in lengths]
+    text = np.frombuffer(data.draw(st.binary(min_size=12, max_size=80)) * scale, dtype=np.uint8)
     starts = [data.draw(st.integers(0, text.size - length)) for length in lengths]
     joined, offsets = gather_spans(text, np.asarray(starts, dtype=np.int64),
                                    np.asarray(lengths, dtype=np.int64))
