@@ -29,7 +29,8 @@ end, ``"end"``, ``False``: score only, ``"alignment"``: also ``cigar`` with ``=`
 ``"alignment"``: also ``query_aligned``/``target_aligned``, the segments with ``-`` against
 gaps) and ``strand`` (``"plus"``; ``"both"`` for DNA: the query's reverse complement too,
 each row the better strand, with a ``strand`` column ``"+"``/``"-"``; a minus row's positions
-and CIGAR are those of the reverse complement as aligned), ``mask`` (``"lowercase"``, ``"dust"``) and
+and CIGAR are those of the reverse complement as aligned), ``mask`` (``"lowercase"``, ``"dust"`` for DNA,
+``"seg"`` for protein) and
 ``mode`` (``"local"``; ``"global"``, ``"query-global"``, ``"target-global"``, ``"overlap"``:
 end gaps free on neither, the target's, the query's or either side; scores may be negative). ``.sw.search`` adds ``bitscore``
 and ``evalue`` (``statistics="auto"``: NCBI BLAST's published parameters; ``"search"``: fitted

@@ -17,8 +17,9 @@ from ._scoring import Scoring, make_scoring
 
 #: Values of ``backend=``: where the kernels run (``"auto"``: where the data lives).
 BACKENDS = ("auto", "cpu", "gpu")
-#: Values of ``mask=``: none, or lower-case letters read as the masked letter.
-MASKS = (None, "lowercase", "dust")
+#: Values of ``mask=``: none, lower-case letters read as the masked letter, or the
+#: low-complexity runs a masker finds (DUST for DNA, SEG for protein).
+MASKS = (None, "lowercase", "dust", "seg")
 
 SCORING_DOC = """
         matrix: substitution matrix name (BLOSUM45/50/62/80/90, PAM30/70/250, any name Biopython
@@ -50,7 +51,9 @@ SCORING_DOC = """
             (soft-masked repeats and low-complexity runs) score as ``N`` for DNA, ``X`` for
             protein, against everything; positions and CIGARs count them as usual; or
             ``"dust"`` (DNA): the low-complexity runs symmetric DUST finds (``dustmasker``'s
-            algorithm and defaults, :mod:`swdask._dust`) score as ``N``.
+            algorithm and defaults, :mod:`swdask._dust`) score as ``N``; or ``"seg"``
+            (protein): the low-complexity runs SEG finds (``segmasker``'s algorithm and
+            defaults: window 12, locut 2.2, hicut 2.5; :mod:`swdask._seg`) score as ``X``.
         mode: ``"local"`` (Smith-Waterman), ``"global"`` (Needleman-Wunsch: both sequences
             end to end), ``"query-global"`` (the whole query against any part of the target:
             reads against a reference; parasail's ``sg_dx``), ``"target-global"`` (the whole
@@ -114,7 +117,8 @@ class Options:
     ``aligned_strings`` (mode ``"alignment"``: the gapped strings too) and ``strand``
     (``"plus"`` or ``"both"``: :data:`~swdask._results.STRANDS`); ``mask`` is in
     ``scoring`` (:attr:`~swdask.Scoring.lowercase_masked`: the encoding is its lookup;
-    :attr:`~swdask.Scoring.dust_masked`: the encoders mask),
+    :attr:`~swdask.Scoring.dust_masked`, :attr:`~swdask.Scoring.seg_masked`: the encoders
+    mask),
     and so is the alignment mode (``mode=``, :attr:`~swdask.Scoring.alignment_mode`: what
     every kernel scores)."""
 
@@ -142,11 +146,14 @@ class Options:
             scoring.complement_codes  # noqa: B018 - a protein scoring fails here, named
         if mask not in MASKS:
             raise ValueError(f"mask must be None, 'lowercase' (lower-case letters score as "
-                             f"N, or X for protein) or 'dust' (DNA), got {mask!r}")
+                             f"N, or X for protein), 'seg' (protein) or 'dust' (DNA), got "
+                             f"{mask!r}")
         if mask == "lowercase":  # the encoding is the scoring's lookup: one with them masked
             scoring = scoring.lowercase_masked
         elif mask == "dust":  # the encoders mask what DUST finds
             scoring = scoring.dust_masked
+        elif mask == "seg":  # the encoders mask what SEG finds
+            scoring = scoring.seg_masked
         return cls(scoring, mode, check_backend(backend), bool(aligned_strings), strand)
 
     @property

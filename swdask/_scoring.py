@@ -72,8 +72,9 @@ class Scoring:
         lookup: ``uint8[256]`` table from an ASCII byte to its code, ``255`` where unknown.
         alignment_mode: one of :data:`ALIGNMENT_MODES` (``"local"`` unless made with
             :meth:`with_mode`).
-        dust: whether the encoders mask low-complexity DNA (``mask="dust"``,
-            :attr:`dust_masked`, :mod:`swdask._dust`).
+        low_complexity: the low-complexity masker the encoders apply: ``None``, ``"dust"``
+            (DNA, ``mask="dust"``: :attr:`dust_masked`, :mod:`swdask._dust`) or ``"seg"``
+            (protein, ``mask="seg"``: :attr:`seg_masked`, :mod:`swdask._seg`).
     """
 
     name: str
@@ -84,7 +85,7 @@ class Scoring:
     unknown: str | None
     lookup: np.ndarray = field(repr=False)
     alignment_mode: str = "local"
-    dust: bool = False
+    low_complexity: str | None = None
 
     def with_mode(self, mode) -> "Scoring":
         """This scoring aligning in ``mode`` (one of :data:`ALIGNMENT_MODES`; a
@@ -166,8 +167,20 @@ class Scoring:
         if not (self.is_nucleotide and "N" in self.alphabet):
             raise ScoringError(f"mask='dust' masks DNA (its letters read as N), and {self.name} "
                                "is not a nucleotide scoring with N; for protein use "
-                               "mask='lowercase' on SEG-masked input")
-        return replace(self, dust=True)
+                               "mask='seg'")
+        return replace(self, low_complexity="dust")
+
+    @cached_property
+    def seg_masked(self) -> "Scoring":
+        """This scoring with low-complexity protein masked: every encoder sets the letters of
+        the intervals SEG finds (``segmasker``'s algorithm and defaults,
+        :mod:`swdask._seg`) to ``X``, which scores as ``X`` against everything. Protein
+        only."""
+        if self.is_nucleotide or "X" not in self.alphabet:
+            raise ScoringError(f"mask='seg' masks protein (its letters read as X), and "
+                               f"{self.name} is not a protein scoring with X; for DNA use "
+                               "mask='dust'")
+        return replace(self, low_complexity="seg")
 
     @property
     def is_nucleotide(self) -> bool:

@@ -207,7 +207,7 @@ def encode_text(text, scoring: Scoring, what: str = "query") -> np.ndarray:
         text = text.decode("ascii", errors="replace")
     # utf-8, not ascii/replace: a non-ASCII character must raise, not become '?' -> X
     codes = encode_bytes(text.encode("utf-8"), scoring, what=what)
-    return dust_masked(codes, np.array([0, codes.size], dtype=np.int64), scoring)
+    return low_complexity_masked(codes, np.array([0, codes.size], dtype=np.int64), scoring)
 
 
 @dataclass(eq=False)
@@ -334,19 +334,24 @@ def encode(values, scoring: Scoring, labels=None, what: str = "row") -> EncodedS
     if codes.size and (codes == UNKNOWN_CODE).any():
         raise _bad_residue_error(data, codes, offsets, labels, what, scoring)
     offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-    return EncodedSequences(dust_masked(codes, offsets, scoring), offsets, valid)
+    return EncodedSequences(low_complexity_masked(codes, offsets, scoring), offsets, valid)
 
 
-def dust_masked(codes, offsets, scoring: Scoring):
-    """``codes`` as every encoder hands them on: where ``scoring.dust``
-    (``mask="dust"``), with DUST's intervals read as ``N`` (:func:`swdask._dust.mask_codes`;
-    device arrays go to the host and back), else as they are."""
-    if not scoring.dust:
+def low_complexity_masked(codes, offsets, scoring: Scoring):
+    """``codes`` as every encoder hands them on: with the intervals of
+    ``scoring.low_complexity`` masked (``mask="dust"``: DUST's read as ``N``,
+    :func:`swdask._dust.mask_codes`; ``mask="seg"``: SEG's read as ``X``,
+    :func:`swdask._seg.mask_codes`; device arrays go to the host and back), else as they
+    are."""
+    if scoring.low_complexity is None:
         return codes
-    from . import _dust
+    if scoring.low_complexity == "dust":
+        from ._dust import mask_codes
+    else:
+        from ._seg import mask_codes
 
     if isinstance(codes, np.ndarray):
-        return _dust.mask_codes(codes, np.asarray(offsets), scoring)
+        return mask_codes(codes, np.asarray(offsets), scoring)
     import cupy  # codes on the GPU: the mask is a host scan
 
-    return cupy.asarray(_dust.mask_codes(cupy.asnumpy(codes), cupy.asnumpy(offsets), scoring))
+    return cupy.asarray(mask_codes(cupy.asnumpy(codes), cupy.asnumpy(offsets), scoring))

@@ -84,10 +84,12 @@ def build_parser() -> argparse.ArgumentParser:
                              "better strand per target (a strand column; blast6 writes "
                              "sstart > send and SAM flag 16 for minus-strand hits; default "
                              "plus)")
-    search.add_argument("--mask", choices=("lowercase", "dust"),
+    search.add_argument("--mask", choices=("lowercase", "dust", "seg"),
                         help="lowercase: lower-case letters (soft-masked repeats) score as N "
                              "(X for protein) against everything; dust (DNA): low-complexity "
-                             "runs found by symmetric DUST (dustmasker's) score as N")
+                             "runs found by symmetric DUST (dustmasker's) score as N; seg "
+                             "(protein): low-complexity runs found by SEG (segmasker's) "
+                             "score as X")
     search.add_argument("--mode", choices=ALIGNMENT_MODES, default="local", help=MODE_HELP)
     search.add_argument("--evalue", type=float, metavar="MAX",
                         help="keep only hits with an E-value of at most MAX (needs E-values: "
@@ -156,9 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
     pairs.add_argument("--strand", choices=("plus", "both"), default="plus",
                        help="DNA: also align each query's reverse complement, the better "
                             "strand per pair (default plus)")
-    pairs.add_argument("--mask", choices=("lowercase", "dust"),
+    pairs.add_argument("--mask", choices=("lowercase", "dust", "seg"),
                        help="lowercase: lower-case letters score as N (X for protein); dust "
-                            "(DNA): low-complexity runs score as N")
+                            "(DNA): low-complexity runs score as N; seg (protein): "
+                            "low-complexity runs (segmasker's SEG) score as X")
     pairs.add_argument("--mode", choices=ALIGNMENT_MODES, default="local", help=MODE_HELP)
     pairs.add_argument("--strip-gaps", action="store_true",
                        help="remove '-' and '.' from FASTA sequences (aligned FASTA)")

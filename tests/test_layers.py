@@ -25,7 +25,7 @@ UPPER = ("swdask._engine", "swdask._api", "swdask._accessor", "swdask._dask", "s
          "swdask._runners", "swdask._long", "swdask._long_job", "swdask._pairs_job")
 #: The bottom floor: imports nothing of swdask but itself.
 BOTTOM = ("swdask._settings", "swdask._results", "swdask._timing", "swdask._imports",
-          "swdask._dust")
+          "swdask._dust", "swdask._seg")
 
 
 def _module_name(path: Path) -> str:

@@ -165,10 +165,11 @@ def _chunks(offsets, budget: int):
 
 
 def _cache_key(runtime, scoring, fingerprint: tuple) -> tuple:
-    # what the layout depends on: the data, the alphabet's codes (and the DUST mask), the
-    # long-row routing
-    return (fingerprint, scoring.lookup.tobytes(), scoring.dust, scoring.matrix.shape[0],
-            inter_task.long_row_threshold(runtime), inter_task.long_rows_cap(runtime))
+    # what the layout depends on: the data, the alphabet's codes (and the low-complexity
+    # mask), the long-row routing
+    return (fingerprint, scoring.lookup.tobytes(), scoring.low_complexity,
+            scoring.matrix.shape[0], inter_task.long_row_threshold(runtime),
+            inter_task.long_rows_cap(runtime))
 
 
 def _search_cached(runtime, queries, mode, owner, fingerprint, checks=None, top=None):

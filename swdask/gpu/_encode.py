@@ -22,7 +22,7 @@ import numpy as np
 
 from .._results import host_array, on_device
 from .._scoring import UNKNOWN_CODE, Scoring
-from .._sequences import EncodedSequences, arrow_layout, dust_masked, encode
+from .._sequences import EncodedSequences, arrow_layout, encode, low_complexity_masked
 from ._runtime import get_runtime
 
 
@@ -185,7 +185,8 @@ def encode_device_layout(data, offsets, valid: np.ndarray, scoring: Scoring,
                 "internal error: the GPU found a byte that is not a residue where the CPU "
                 "found none; please report it with the input")
     device_offsets = xp.ascontiguousarray(device_offsets)
-    return EncodedSequences(dust_masked(codes, device_offsets, scoring), device_offsets, valid)
+    return EncodedSequences(low_complexity_masked(codes, device_offsets, scoring), device_offsets,
+                            valid)
 
 
 #: Bytes of FASTA text per thread of ``fasta.cu``'s chunk kernels (sp500k: some 56,000
@@ -277,6 +278,6 @@ def encode_fasta_text(text: np.ndarray, path: str, scoring: Scoring, runtime=Non
              headers[0], headers[1], headers[2], reader_needed))
     if runtime.to_host(reader_needed)[0]:
         return None
-    encoded = EncodedSequences(dust_masked(codes[:total], offsets, scoring), offsets,
+    encoded = EncodedSequences(low_complexity_masked(codes[:total], offsets, scoring), offsets,
                                np.ones(records, dtype=bool))
     return encoded, FastaHeaders(text, *runtime.to_host(headers), path)
