@@ -6,6 +6,7 @@ Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFr
     hits = series.sw.align("MKTAYIAKQR", matrix="BLOSUM62", gap_open=11, gap_extend=1)
     frame = frame.sw.align(query, column="sequence")        # adds the result columns
     hits = frame.sw.search(queries, top=10)                  # each query's 10 best rows
+    hits = swdask.all_vs_all(db, top=10)                     # each row's 10 best other rows
     pairs = frame.sw.align_pairs(query="read", target="contig")
     best = swdask.align_long(chromosome_a, chromosome_b, matrix=None, match=1, mismatch=-3)
     hits = swdask.align_long(query, genomes, top=200, backend="gpu")  # disjoint in the target
@@ -47,6 +48,7 @@ import sys as _sys
 
 from . import _settings
 from ._api import align, align_pairs
+from ._all_vs_all import all_vs_all
 from ._long import align_long
 from ._scoring import Scoring, ScoringError, make_scoring
 from ._sequences import SequenceError
@@ -88,6 +90,7 @@ _when_imported("dask.config", _settings.load_defaults)
 __all__ = [
     "align",
     "align_long",
+    "all_vs_all",
     "align_pairs",
     "balance_by_residues",
     "cluster",

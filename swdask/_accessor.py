@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from . import _api, _many_queries
+from . import _all_vs_all, _api, _many_queries
 from ._options import Options
 from ._sequences import prepare_query
 
@@ -111,6 +111,15 @@ class SeriesAccessor:
         return _many_queries.search_columns([(self._series, kept)], queries, top, options,
                                             statistics=statistics)
 
+    @_api.takes_options
+    def all_vs_all(self, top: int = 10, include_self: bool = False, statistics="auto", *,
+                   options: Options):
+        """Each row's ``top`` best hits among the other rows, each unordered pair scored
+        once: :func:`swdask.all_vs_all` of the Series (``query_id``: its index)."""
+        return _all_vs_all.search_all_vs_all(self._series, self._series.index.tolist(),
+                                             options, top, include_self=include_self,
+                                             statistics=statistics)
+
     def search_prepared(self, ids, queries, top: int, options: Options, partition: int = 0,
                         kept=None, summaries: bool = False, totals: bool = False):
         """:meth:`search` for queries already encoded, before ranking (what the Dask accessor
@@ -152,6 +161,21 @@ class DataFrameAccessor:
         keep = keep_columns(self._frame.columns, keep)
         return SeriesAccessor(self._frame[column]).search_with(
             queries, top, options, kept=self._frame[list(keep)], statistics=statistics)
+
+    @_api.takes_options
+    def all_vs_all(self, top: int = 10, column: str = "sequence", keep=(),
+                   include_self: bool = False, statistics="auto", *, options: Options):
+        """Each row's ``top`` best hits among the other rows of ``column``, each unordered
+        pair scored once: :func:`swdask.all_vs_all` (``query_id``: the ``id`` column where
+        there is one, else the index; ``keep``: columns copied from each hit's row)."""
+        check_columns(self._frame.columns, {"column": column})
+        keep = keep_columns(self._frame.columns, keep)
+        frame = self._frame.rename(columns={column: "sequence"}) if column != "sequence" \
+            else self._frame
+        column_rows, ids, kept = _all_vs_all.frame_rows(frame, keep)
+        return _all_vs_all.search_all_vs_all(column_rows, ids, options, top,
+                                             include_self=include_self, statistics=statistics,
+                                             kept=kept)
 
     @_api.takes_options
     def align_pairs(self, query: str = "query", target: str = "target", prefix: str = "", *,

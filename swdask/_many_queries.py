@@ -80,43 +80,17 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
     with chosen.own_pool():
         if owner is None:  # keep the layout for this batch: it dies with ``encoded``
             owner, fingerprint = encoded, ("batch",)
-        names = ("query", "row") + result_columns(mode, strings, both) + (
-            ("target_length",) if mode == "alignment" else ())
-        found = {name: np.zeros(0, dtype=np.int64) for name in names}
+        found = no_hits(mode, strings, both)
 
-        def with_hits(query_of_hit, rows, columns):
-            """``found`` with the hits (each query's, best first: ``rows`` of ``encoded``,
-            ``columns`` what the scan gave, host arrays), what the scan did not give (start
-            positions, the alignment; ends where the scan gave none) from one row-wise batch
-            of every hit against the strand that won."""
-            if not rows.size:
-                return found
-            if any(name not in columns for name in result_columns(kernel_mode(mode))):
-                hit_queries = query_column(queries).take(query_of_hit)
-                if both:  # the minus hits' queries reverse-complemented, as one column
-                    minus = np.asarray(columns[STRAND], dtype=np.int64)
-                    hit_queries = stack_sequences(
-                        hit_queries, reverse_complement(hit_queries, queries[0].scoring)).take(
-                        np.arange(rows.size) + rows.size * minus)
-                with stage("alignments" if mode == "alignment" else "positions"):
-                    hits = _engine.align_pairs(
-                        hit_queries, chosen.take(encoded, rows), queries[0].scoring, mode,
-                        backend=chosen.name, strings=strings).to_host()
-                columns = {**columns, **hits.columns}
-            found.update({"query": query_of_hit, "row": rows})
-            found.update({name: columns[name] if name in TEXT_COLUMNS else
-                          np.asarray(columns[name]) for name in result_columns(mode, strings,
-                                                                               both)})
-            if mode == "alignment":
-                lengths = encoded.offsets[1:] - encoded.offsets[:-1]
-                found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]
-            return found
+        def hits(query_of_hit, rows, columns):
+            return with_hits(found, queries, encoded, chosen, mode, strings, both, query_of_hit,
+                             rows, columns)
 
         with chosen.batch():  # many queries, few rows: the rows scan the queries instead
             few = None if summaries else _few_targets(queries, encoded, chosen, both)
             if few is not None:
                 query_of_hit, rows, strand_of_hit, scores = _top_of_scores(few, top)
-                return with_hits(query_of_hit, rows,
+                return hits(query_of_hit, rows,
                                  {"score": scores, **({STRAND: strand_of_hit} if both else {})})
         # each query then its reverse complement (made once per query, kept with it)
         scanned_queries = ([each for query in queries for each in
@@ -195,7 +169,46 @@ def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "aut
             columns = {name: np.concatenate([np.asarray(host_array(s.columns[name]))
                                              for s in scanned])[keep]
                        for name in scanned_columns} if mode != "full" or both else {}
-            return with_hits(query_of_hit, rows, columns)
+            return hits(query_of_hit, rows, columns)
+
+
+def no_hits(mode: str, strings: bool, both: bool) -> dict:
+    """What :func:`search_encoded` returns where no query has a hit: each column empty."""
+    names = ("query", "row") + result_columns(mode, strings, both) + (
+        ("target_length",) if mode == "alignment" else ())
+    return {name: np.zeros(0, dtype=np.int64) for name in names}
+
+
+def with_hits(found: dict, queries, encoded: EncodedSequences, chosen, mode: str, strings: bool,
+              both: bool, query_of_hit, rows, columns) -> dict:
+    """``found`` (:func:`no_hits`) with the hits of ``queries`` (PreparedQuery) in
+    ``encoded`` (each query's, best first: ``query_of_hit`` and ``rows`` of ``encoded``,
+    ``columns`` what the scan gave, host arrays), what the scan did not give (start
+    positions, the alignment; ends where the scan gave none) from one row-wise batch of every
+    hit against the strand that won (``chosen``: the backend that scanned; ``mode``,
+    ``strings``, ``both`` as in :func:`search_encoded`)."""
+    if not rows.size:
+        return found
+    if any(name not in columns for name in result_columns(kernel_mode(mode))):
+        hit_queries = query_column(queries).take(query_of_hit)
+        if both:  # the minus hits' queries reverse-complemented, as one column
+            minus = np.asarray(columns[STRAND], dtype=np.int64)
+            hit_queries = stack_sequences(
+                hit_queries, reverse_complement(hit_queries, queries[0].scoring)).take(
+                np.arange(rows.size) + rows.size * minus)
+        with stage("alignments" if mode == "alignment" else "positions"):
+            hits = _engine.align_pairs(
+                hit_queries, chosen.take(encoded, rows), queries[0].scoring, mode,
+                backend=chosen.name, strings=strings).to_host()
+        columns = {**columns, **hits.columns}
+    found.update({"query": query_of_hit, "row": rows})
+    found.update({name: columns[name] if name in TEXT_COLUMNS else
+                  np.asarray(columns[name]) for name in result_columns(mode, strings,
+                                                                       both)})
+    if mode == "alignment":
+        lengths = encoded.offsets[1:] - encoded.offsets[:-1]
+        found["target_length"] = np.asarray(host_array(lengths), dtype=np.int64)[rows]
+    return found
 
 
 #: The transposed scan (:func:`_few_targets`): at most this many rows, and at least this
@@ -365,6 +378,20 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
     found = search_encoded(queries, targets, top, options.mode, backend=backend, owner=owner,
                            fingerprint=fingerprint, summaries=summaries,
                            strings=options.aligned_strings, strand=options.strand)
+    frame = hits_frame(found, ids, column, options, kept, partition)
+    found_summaries = {}
+    if summaries:
+        found_summaries = {k: (found["score_counts"][k], found["length_sums"][k])
+                           for k in range(len(ids))}
+    residues, sequences = database_totals(column) if totals else (0, 0)
+    return PartialHits(frame, found_summaries, residues, sequences)
+
+
+def hits_frame(found: dict, ids, column, options, kept=None, partition: int = 0):
+    """The hits ``found`` (:func:`search_encoded`'s arrays) of the queries ``ids`` in
+    ``column`` (pandas or cuDF) as :func:`search_column`'s frame: the query's id, the row's
+    index label, ``options``' result columns (null positions where nothing aligned), the
+    sort keys, and the columns of ``kept`` (a frame of the column's rows) for each hit."""
     rows = found["row"]
     labels = column.index.take(rows) if hasattr(column, "index") else pd.Index(rows)
     if is_cudf(labels):
@@ -388,12 +415,7 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
         if name not in frame.columns:
             continue
         frame.loc[frame[name] < 0, name] = pd.NA
-    found_summaries = {}
-    if summaries:
-        found_summaries = {k: (found["score_counts"][k], found["length_sums"][k])
-                           for k in range(len(ids))}
-    residues, sequences = database_totals(column) if totals else (0, 0)
-    return PartialHits(frame, found_summaries, residues, sequences)
+    return frame
 
 
 def record_error(error: SequenceError, frame) -> SequenceError | None:

@@ -458,7 +458,8 @@ def read_queries(path, scoring, strip_gaps: bool = False):
 def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_workers=None,
            scheduler=None, progress: bool = True, backend: str = "auto", report=None,
            phases: Phases | None = None, positions=True, statistics="auto", evalue=None,
-           strip_gaps: bool = False, **scoring_options) -> pd.DataFrame:
+           strip_gaps: bool = False, all_vs_all: bool = False, include_self: bool = False,
+           **scoring_options) -> pd.DataFrame:
     """Run the search (in this process, on the local GPUs, or on a cluster: ``n_workers``
     local worker processes, or ``scheduler``; see the module docstring); the hits table.
 
@@ -468,6 +469,9 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     ``statistics`` those of ``.sw.search``; ``evalue`` keeps hits of at most that E-value.
     Scoring, queries and options are checked before any cluster starts, so a mistake costs no
     start-up time. ``phases`` (a :class:`Phases`) collects the seconds of each phase.
+    ``all_vs_all``: the database (one file, the queries' own) searched against itself, each
+    unordered pair scored once (:mod:`swdask._all_vs_all`; the self hits with
+    ``include_self``).
     """
     from ._cluster import _report_to_stderr
 
@@ -485,6 +489,10 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     if evalue is not None and statistics not in ("blast", "search"):
         raise ValueError("evalue= filters on E-values: pass statistics='blast' or 'search' "
                          "with it")
+    if all_vs_all:
+        return hits_table(_below(_search_itself(
+            queries_path, database_path, options, top, include_self, statistics, scheduler,
+            n_workers, strip_gaps, phases, report), evalue))
     runner = pick_runner(backend, scheduler, n_workers)
     try:
         runner.start()  # what can run beside the queries' read (GPU 0's driver, processes)
@@ -506,6 +514,45 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     finally:
         runner.stop()
     return hits_table(_below(hits, evalue))
+
+
+def check_itself(queries_path, database_path) -> None:
+    """A ValueError unless the queries and the database are one and the same file (an
+    all-against-all search)."""
+    queries, database = expand_paths(queries_path)[1], expand_paths(database_path)[1]
+    if len(queries) != 1 or len(database) != 1 or \
+            Path(queries[0]).resolve() != Path(database[0]).resolve():
+        raise ValueError("--all-vs-all searches one file against itself: give the same FASTA "
+                         "file as the queries and the database (swdask search DB.fa DB.fa "
+                         "--all-vs-all)")
+
+
+def _search_itself(queries_path, database_path, options, top: int, include_self: bool,
+                   statistics, scheduler, n_workers, strip_gaps: bool, phases: Phases,
+                   report) -> pd.DataFrame:
+    """:func:`search` with ``all_vs_all``: the one database file read once, its records
+    searched against each other (:func:`swdask._all_vs_all.search_all_vs_all`), in this
+    process, or on a cluster (``scheduler``, or ``n_workers`` local workers)."""
+    from contextlib import nullcontext
+
+    from ._all_vs_all import check_symmetric, search_all_vs_all
+    from ._cluster import _report_to_stderr, cluster
+
+    if not isinstance(queries_path, pd.DataFrame):  # a frame: read from the checked path
+        check_itself(queries_path, database_path)
+    path = expand_paths(database_path)[1][0]
+    check_symmetric(options)  # before the file is read
+    with phases("queries"):
+        database = read_sequences(path, strip_gaps)
+    if database.empty:
+        raise ValueError(f"{path}: no records (the file holds no '>' or '@' header)")
+    on_cluster = scheduler is not None or n_workers is not None
+    with (cluster(scheduler, n_workers, gpu=False, report=report or _report_to_stderr)
+          if on_cluster else nullcontext()) as client:
+        with phases("search"):
+            return search_all_vs_all(database["sequence"], database["id"].tolist(), options,
+                                     top, include_self=include_self, statistics=statistics,
+                                     kept=database[["id", "description"]], client=client)
 
 
 def _below(hits: pd.DataFrame, evalue) -> pd.DataFrame:

@@ -67,6 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="hits file: *.tsv (also .tab/.txt/.csv, optionally .gz) or "
                              "*.parquet; '-' (default) writes TSV to standard output")
     search.add_argument("--top", type=int, default=10, help="hits per query (default 10)")
+    search.add_argument("--all-vs-all", action="store_true",
+                        help="search the database against itself (give the same file as "
+                             "queries and database): each unordered pair scored once, each "
+                             "record's --top best other records (modes local, global, "
+                             "overlap)")
+    search.add_argument("--include-self", action="store_true",
+                        help="with --all-vs-all: also each record's hit against itself")
     search.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
                         help="output format (default auto: from the suffix of -o, .m8, .sam "
                              "and .bam included; TSV for '-'); sam and bam need --dna, bam "
@@ -379,8 +386,8 @@ def _done(args, phases, wrote: str) -> int:
 
 def _search_command(args, parser, argv) -> int:
     from ._options import Options
-    from ._search import (SAM_FORMATS, Phases, check_statistics, read_queries, search,
-                          write_hits)
+    from ._search import (SAM_FORMATS, Phases, check_itself, check_statistics, read_queries,
+                          search, write_hits)
     from .gpu import GpuUnavailableError
 
     options = dict(scoring_options(args, parser), mode=args.mode)
@@ -402,6 +409,8 @@ def _search_command(args, parser, argv) -> int:
         statistics = check_statistics(fmt, args.evalue, scoring, args.statistics)
         positions = _positions(args, fmt)
         queries = args.queries
+        if args.all_vs_all:
+            check_itself(args.queries, args.database)
         # read here where the writer needs the queries: SAM writes the reads, and blast6
         # gives a minus-strand hit's query positions on the query as given (its length)
         writes_queries = fmt in SAM_FORMATS or (fmt == "blast6" and args.strand == "both")
@@ -413,7 +422,8 @@ def _search_command(args, parser, argv) -> int:
                       progress=not args.no_progress, backend=args.backend, phases=phases,
                       positions=positions, statistics=statistics, evalue=args.evalue,
                       strip_gaps=args.strip_gaps, aligned_strings=_strings(args, fmt),
-                      strand=args.strand, mask=args.mask, **options)
+                      strand=args.strand, mask=args.mask, all_vs_all=args.all_vs_all,
+                      include_self=args.include_self, **options)
         with phases("write"):
             write_hits(hits, args.output, fmt,
                        queries=queries if writes_queries else None,
