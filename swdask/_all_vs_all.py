@@ -45,6 +45,7 @@ from ._many_queries import (check_top, database_totals, hit_statistics, hits_fra
                             rank_hits, with_hits)
 from ._results import PartialHits, host_array
 from ._sequences import EncodedSequences, PreparedQuery
+from ._timing import stage
 
 #: The modes whose score is the same with query and target swapped.
 SYMMETRIC_MODES = ("local", "global", "overlap")
@@ -112,7 +113,8 @@ def _block(encoded, queries, backend, first_i, stop_i, first_j, stop_j, top, inc
             if first >= stop_j:
                 continue
             targets = _rows(encoded, first, stop_j) if diagonal else column
-            found = chosen.one_against_many(query, targets, "none")
+            with stage("scan"):
+                found = chosen.one_against_many(query, targets, "none")
             score = np.asarray(host_array(found.columns["score"]), dtype=np.int64)
             hit = np.flatnonzero(score > 0)
             owners.append(np.full(hit.size, row, dtype=np.int64))

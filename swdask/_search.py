@@ -535,6 +535,7 @@ def _search_itself(queries_path, database_path, options, top: int, include_self:
     process, or on a cluster (``scheduler``, or ``n_workers`` local workers)."""
     from contextlib import nullcontext
 
+    from . import _timing
     from ._all_vs_all import check_symmetric, search_all_vs_all
     from ._cluster import _report_to_stderr, cluster
 
@@ -550,9 +551,12 @@ def _search_itself(queries_path, database_path, options, top: int, include_self:
     with (cluster(scheduler, n_workers, gpu=False, report=report or _report_to_stderr)
           if on_cluster else nullcontext()) as client:
         with phases("search"):
-            return search_all_vs_all(database["sequence"], database["id"].tolist(), options,
+            _timing.take()  # from zero: only this job's stages
+            hits = search_all_vs_all(database["sequence"], database["id"].tolist(), options,
                                      top, include_self=include_self, statistics=statistics,
                                      kept=database[["id", "description"]], client=client)
+        phases.add_in_tasks(_timing.take())
+        return hits
 
 
 def _below(hits: pd.DataFrame, evalue) -> pd.DataFrame:
