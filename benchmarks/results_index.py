@@ -43,6 +43,9 @@ WORKLOADS = {
     "and filled (warm)",
     "reads-job": "the reads job: gasic-examples' 100,000 FASTQ reads against its four "
     "genomes, `swdask search --top 1 -o hits.sam` in a new process, one strand and both",
+    "all-vs-all": "a database searched against itself (issue 48): `swdask search DB DB "
+    "--all-vs-all`, each unordered pair scored once, beside the plain search of the file as "
+    "its own queries, same run, same hits",
     "long": "W5: one long pair with `swdask.align_long` (slices of two Klebsiella chromosomes, "
     "and the two whole chromosomes), the GPU's score pass and traceback beside the CPU's",
 }
@@ -98,6 +101,12 @@ def headline(record: dict) -> str:
                 f"both {runs['both']['wall_seconds_median']:.2f} s whole command "
                 f"({get('both_over_plus'):.2f}x); scan "
                 f"{gcups:,.{1 if gcups < 10 else 0}f} GCUPS on both")
+    if get("workload") == "all-vs-all" and isinstance(get("runs"), dict):
+        runs = get("runs")
+        return (f"{get('backend')}, {get('records'):,} records, top {get('top')}: "
+                f"--all-vs-all {runs['all_vs_all']['wall_seconds_median']:.2f} s, the search "
+                f"of every record {runs['search']['wall_seconds_median']:.2f} s whole command "
+                f"({get('search_over_all_vs_all'):.2f}x), same hits")
     if get("first_over_second") is not None and isinstance(get("phases"), dict):
         phases = get("phases")
         return (f"{get('workload')} {'cold' if get('cold') else 'warm'}: first search "
