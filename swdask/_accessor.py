@@ -65,7 +65,11 @@ _SEARCH_DOC = """The ``top`` best hits of each of ``queries`` among the rows of 
         12/1). ``statistics="blast"`` asks for them always (null, with a warning, where no
         parameters are published); ``statistics="search"`` fits ``lambda`` and ``K`` to each
         query's own scores against every row (all partitions), for any scoring (null where a
-        query met fewer than 200 rows); ``None`` leaves them out. Hits are ranked by score, then by
+        query met fewer than 200 rows); ``statistics="composition"``: blastp's
+        ``-comp_based_stats 1`` (each hit's substitution scores scaled by the lambda ratio of
+        its two sequences' compositions, Schaffer et al. 2001, and the E-value of that score
+        with BLAST+'s finite-size correction for the pair's lengths; protein matrices with
+        published parameters); ``None`` leaves them out. Hits are ranked by score, then by
         the rows' order;
         rows scoring 0 are not hits, so a query may have fewer than ``top``. ``queries`` is a
         list of sequences (ids 0, 1, ...), a Series (ids: its index) or a DataFrame with a
@@ -121,13 +125,16 @@ class SeriesAccessor:
                                              statistics=statistics)
 
     def search_prepared(self, ids, queries, top: int, options: Options, partition: int = 0,
-                        kept=None, summaries: bool = False, totals: bool = False):
+                        kept=None, summaries: bool = False, totals: bool = False,
+                        compositions: bool = False):
         """:meth:`search` for queries already encoded, before ranking (what the Dask accessor
         runs per partition); ``kept``: a frame of other columns to copy for each hit;
         ``summaries``: each query's score summary too (statistics fitted to the search);
-        ``totals``: the column's residues and sequences (the search space)."""
+        ``totals``: the column's residues and sequences (the search space);
+        ``compositions``: each hit's composition-based lambda ratio
+        (``statistics="composition"``)."""
         return _many_queries.search_column(queries, ids, self._series, options, top, partition,
-                                           kept, summaries, totals)
+                                           kept, summaries, totals, compositions)
 
 
 class DataFrameAccessor:

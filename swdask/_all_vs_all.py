@@ -41,8 +41,8 @@ import pandas as pd
 from . import _engine, _settings
 from ._api import column_targets, is_cudf, takes_options
 from ._options import document
-from ._many_queries import (check_top, database_totals, hit_statistics, hits_frame, no_hits,
-                            rank_hits, with_hits)
+from ._many_queries import (add_composition, check_top, database_totals, hit_statistics,
+                            hits_frame, no_hits, rank_hits, with_hits)
 from ._results import PartialHits, host_array
 from ._sequences import EncodedSequences, PreparedQuery
 from ._timing import stage
@@ -184,12 +184,17 @@ def search_all_vs_all(column, ids, options, top: int = 10, *, include_self: bool
     owners, partners, scores = (np.concatenate([r[k] for r in results]) for k in range(3))
     owners, partners, scores = _best(owners, partners, scores, top)
     chosen = _engine.get_backend(backend, encoded.residues)
-    with chosen.own_pool():
-        found = with_hits(no_hits(options.mode, options.aligned_strings, False), queries,
-                          encoded, chosen, options.mode, options.aligned_strings, False,
-                          owners, partners, {"score": scores})
     stats = hit_statistics(statistics, options.scoring, queries)
+    # composition-based statistics need each hit's gap cost: the hits are traced
+    compositions = bool(stats and stats.composition)
+    mode = "alignment" if compositions else options.mode
+    strings = options.aligned_strings and not compositions
+    with chosen.own_pool():
+        found = with_hits(no_hits(mode, strings, False), queries, encoded, chosen, mode,
+                          strings, False, owners, partners, {"score": scores})
     frame = hits_frame(found, ids, column, options, kept)
+    if compositions:
+        add_composition(frame, queries, found, column, options.scoring)
     residues, sequences = database_totals(column)
     return rank_hits(PartialHits(frame, {}, residues, sequences), top, stats)
 
@@ -230,8 +235,9 @@ def all_vs_all(sequences, top: int = 10, *, include_self: bool = False, statisti
             for the hits' ``query_id``, as :func:`swdask.read_fasta` gives).
         top: each row's best hits kept (by score, then the partners' order).
         include_self: also each row's hit against itself (left out by default).
-        statistics: as ``.sw.search``'s (``"auto"``, ``"blast"`` or ``None``; not
-            ``"search"``): E-values for the row's length against the whole column.
+        statistics: as ``.sw.search``'s (``"auto"``, ``"blast"``, ``"composition"`` or
+            ``None``; not ``"search"``): E-values for the row's length against the whole
+            column.
         keep: columns of a DataFrame copied for each hit (its target's values).
         block_rows: rows per block of the triangle, one task per block pair (default: the
             setting ``swdask.all-vs-all.block-rows``).

@@ -67,7 +67,7 @@ def _pairs_partition(frame, query, target, prefix, options):
 
 
 def _search_partition(part, number, ids, queries, top, column, keep, options,
-                      summaries=False, totals=False):
+                      summaries=False, totals=False, compositions=False):
     """One ``sw-search`` task: every query against partition ``number`` of the database,
     its :class:`~swdask._results.PartialHits` (only the hits, and what ranking them needs,
     leave the worker)."""
@@ -76,7 +76,7 @@ def _search_partition(part, number, ids, queries, top, column, keep, options,
     _wait_for_warm_up()
     try:
         partial = _sw(series).search_prepared(ids, queries, top, options, number, kept,
-                                              summaries, totals)
+                                              summaries, totals, compositions)
     except SequenceError as exc:  # name the record by its id where the frame has one
         named = _many_queries.record_error(exc, part)
         if named is None:
@@ -106,13 +106,15 @@ def search_tasks(collection, ids, prepared, top, column, keep, options, stats):
     # over the partitions would keep each partition in memory until both had read it (peak
     # memory then grew with the database: docs/notes/cpu-search-job.md)
     totals = stats is not None
+    compositions = bool(stats and stats.composition)
     # the empty partition checks every argument here, before any task runs
     empty = _search_partition(collection._meta, 0, ids, prepared, top, column, keep, options,
-                              summaries, totals)
+                              summaries, totals, compositions)
     token = tokenize(collection._name, shipped.key,
-                     (ids, top, column, keep, options, summaries, totals))
+                     (ids, top, column, keep, options, summaries, totals, compositions))
     tasks = [dask.delayed(_search_partition, pure=True)(
                  part, number, ids, shipped, top, column, keep, options, summaries, totals,
+                 compositions,
                  dask_key_name=(f"{SEARCH_PREFIX}-{token}", number))
              for number, part in enumerate(collection.to_delayed())]
     return tasks, empty

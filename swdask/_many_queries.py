@@ -41,7 +41,8 @@ from ._results import (ALIGNED_STRINGS, ALIGNMENT_COLUMNS, COLUMNS, STRAND, TEXT
 from ._scoring import ScoringError
 from ._sequences import (EncodedSequences, PreparedQuery, SequenceError, encode,
                          prepare_query, query_column, reverse_complement, stack_sequences)
-from ._statistics import SCORE_BINS, KarlinAltschul, blast_parameters, fit_scores, score_summary
+from ._statistics import (SCORE_BINS, KarlinAltschul, blast_parameters, composition_ratios,
+                          fit_scores, score_summary)
 from ._timing import stage
 
 def search_encoded(queries, targets, top: int, mode: str, *, backend: str = "auto",
@@ -304,6 +305,15 @@ ADDED_COLUMNS = (("bitscore", "evalue", STRAND) + ALIGNMENT_COLUMNS + ALIGNED_ST
 #: Sort keys that travel with a column's hits until they are ranked (then dropped): the
 #: query's number, the column's number (Dask partition), the row's number in it.
 _KEYS = ("_query", "_partition", "_row")
+#: A hit's ratio lambda' / lambda of composition-based statistics, carried with it until its
+#: E-value is computed (then dropped with the keys).
+LAMBDA_RATIO = "_lambda_ratio"
+#: A hit's gap cost (its gaps' share of the score) and its target's length, carried with
+#: the ratio.
+GAP_COST = "_gap_cost"
+SUBJECT_LENGTH = "_subject_length"
+#: Everything that travels with the hits until they are ranked and their E-values computed.
+CARRIED = _KEYS + (LAMBDA_RATIO, GAP_COST, SUBJECT_LENGTH)
 
 
 def check_top(top) -> int:
@@ -364,7 +374,7 @@ def prepare_queries(queries, scoring) -> tuple[list, list]:
 
 
 def search_column(queries, ids, column, options, top: int, partition: int = 0, kept=None,
-                  summaries: bool = False, totals: bool = False):
+                  summaries: bool = False, totals: bool = False, compositions: bool = False):
     """Each prepared query's ``top`` hits in ``column`` (pandas or cuDF, in memory), as a
     :class:`~swdask._results.PartialHits`: a pandas frame of :data:`HITS_COLUMNS` but
     ``rank``, plus the sort keys :func:`rank_hits` uses, and the columns of ``kept`` (a
@@ -372,13 +382,20 @@ def search_column(queries, ids, column, options, top: int, partition: int = 0, k
     ``summaries``, each query's score summary over the column (for statistics fitted to the
     search); with ``totals``, the column's residues and sequences (the search space, summed
     by the ranking: so a Dask search reads each partition once, for its hits and its share
-    of the totals together)."""
+    of the totals together); with ``compositions``, each hit's composition-based lambda ratio
+    (:data:`LAMBDA_RATIO`, for ``statistics="composition"``)."""
     targets, backend, owner, fingerprint, _library = column_targets(column, options.scoring,
                                                                     options)
-    found = search_encoded(queries, targets, top, options.mode, backend=backend, owner=owner,
-                           fingerprint=fingerprint, summaries=summaries,
-                           strings=options.aligned_strings, strand=options.strand)
+    # composition-based statistics rescale each hit's substitutions, not its gaps: the hits
+    # are traced for their gap costs (the frame keeps only the columns asked for)
+    found = search_encoded(queries, targets, top,
+                           "alignment" if compositions else options.mode, backend=backend,
+                           owner=owner, fingerprint=fingerprint, summaries=summaries,
+                           strings=options.aligned_strings and not compositions,
+                           strand=options.strand)
     frame = hits_frame(found, ids, column, options, kept, partition)
+    if compositions:
+        add_composition(frame, queries, found, column, options.scoring)
     found_summaries = {}
     if summaries:
         found_summaries = {k: (found["score_counts"][k], found["length_sums"][k])
@@ -418,6 +435,50 @@ def hits_frame(found: dict, ids, column, options, kept=None, partition: int = 0)
     return frame
 
 
+def add_composition(frame, queries, found: dict, column, scoring) -> None:
+    """What ``statistics="composition"`` needs of each hit, added to its ``frame`` (the
+    hidden :data:`CARRIED` columns): the lambda ratio of its two compositions, its gap cost
+    and its target's length (``found``: mode ``"alignment"``'s columns)."""
+    frame[LAMBDA_RATIO] = hit_ratios(queries, found, column, scoring)
+    frame[GAP_COST] = gap_costs(found, scoring)
+    frame[SUBJECT_LENGTH] = np.asarray(found["target_length"], dtype=np.int64)
+
+
+def gap_costs(found: dict, scoring) -> np.ndarray:
+    """Each traced hit's cost of gaps (``found``: mode ``"alignment"``'s columns): its gap
+    opens and the further letters of its gaps at the scoring's costs (0 where nothing
+    aligned)."""
+    if not len(found["row"]):
+        return np.zeros(0)
+    opens = np.asarray(found["gap_opens"], dtype=np.float64)
+    letters = (np.asarray(found["alignment_length"], dtype=np.float64)
+               - np.asarray(found["matches"], dtype=np.float64)
+               - np.asarray(found["mismatches"], dtype=np.float64))
+    return np.nan_to_num(opens * scoring.gap_open + (letters - opens) * scoring.gap_extend)
+
+
+def hit_ratios(queries, found: dict, column, scoring) -> np.ndarray:
+    """Each hit's composition-based lambda ratio
+    (:func:`~swdask._statistics.composition_ratios`): its query's codes against its row's,
+    only the hits' rows taken from ``column`` (pandas or cuDF strings, encoded on the host; or
+    encoded already, gathered where they live)."""
+    rows = found["row"]
+    if not len(rows):
+        return np.zeros(0)
+    if isinstance(column, EncodedSequences):
+        owner = "cpu" if array_module(column.offsets) is np else "gpu"
+        targets = _engine.get_backend(owner).take(column, rows)
+        targets = EncodedSequences(np.asarray(host_array(targets.residues)),
+                                   np.asarray(host_array(targets.offsets)), targets.valid)
+    else:
+        hit_rows = column.take(rows)
+        targets = encode(hit_rows.to_pandas() if is_cudf(hit_rows) else hit_rows, scoring)
+    offsets = targets.offsets
+    return composition_ratios([queries[k].codes for k in found["query"]],
+                              [targets.residues[offsets[k]:offsets[k + 1]]
+                               for k in range(len(rows))], scoring)
+
+
 def record_error(error: SequenceError, frame) -> SequenceError | None:
     """``error`` (a bad target row, by its index label) naming the record by the ``id``
     column of ``frame`` (a frame of the same rows), or None where it has none."""
@@ -439,7 +500,8 @@ def search_part(number, part, prepared, ids, options, top: int, stats=None,
     try:
         return search_column(prepared, ids, column, options, top, partition=number, kept=kept,
                              summaries=bool(stats and stats.fitted),
-                             totals=totals and stats is not None)
+                             totals=totals and stats is not None,
+                             compositions=bool(stats and stats.composition))
     except SequenceError as exc:
         named = record_error(exc, kept)
         if named is None:
@@ -483,23 +545,26 @@ class HitStatistics:
     parameters: KarlinAltschul | None
     query_lengths: tuple
     fitted: bool = False
+    composition: bool = False
 
 
 #: The ``statistics=`` choices of the search.
-STATISTICS = ("auto", "blast", "search", None)
+STATISTICS = ("auto", "blast", "search", "composition", None)
 
 
 def hit_statistics(statistics, scoring, queries) -> HitStatistics | None:
     """``statistics`` of the search API: ``"auto"`` (bit scores and E-values where NCBI BLAST
     publishes the scoring's parameters, else no such columns), ``"blast"`` (those columns
     always; null, with a warning, without published parameters), ``"search"`` (parameters
-    fitted to each query's scores against the whole database, for any scoring) or ``None``
-    (none)."""
+    fitted to each query's scores against the whole database, for any scoring),
+    ``"composition"`` (BLAST's published parameters, each hit's score first scaled by its
+    composition-based lambda ratio, :func:`~swdask._statistics.composition_ratios`: BLAST's
+    ``-comp_based_stats 1``; protein matrices) or ``None`` (none)."""
     if statistics is None:
         return None
     if statistics not in STATISTICS:
-        raise ValueError(f"statistics must be 'auto', 'blast', 'search' or None, got "
-                         f"{statistics!r}")
+        raise ValueError(f"statistics must be 'auto', 'blast', 'search', 'composition' or "
+                         f"None, got {statistics!r}")
     if not scoring.is_local:  # Karlin-Altschul statistics are those of local alignment
         if statistics == "auto":
             return None
@@ -509,10 +574,12 @@ def hit_statistics(statistics, scoring, queries) -> HitStatistics | None:
     lengths = tuple(len(q) for q in queries)
     if statistics == "search":
         return HitStatistics(None, lengths, fitted=True)
-    parameters = blast_parameters(scoring, warn=statistics == "blast")
+    if statistics == "composition":  # a protein matrix's, checked before any work
+        composition_ratios([], [], scoring)
+    parameters = blast_parameters(scoring, warn=statistics != "auto")
     if parameters is None and statistics == "auto":
         return None
-    return HitStatistics(parameters, lengths)
+    return HitStatistics(parameters, lengths, composition=statistics == "composition")
 
 
 def fitted_parameters(summaries: dict, query_lengths) -> dict:
@@ -541,6 +608,11 @@ def add_statistics(hits: pd.DataFrame, statistics: HitStatistics, residues: int,
     if len(hits):
         numbers = hits["_query"].to_numpy()
         scores = hits["score"].to_numpy(dtype=np.float64, na_value=0)
+        if statistics.composition:  # each substitution at its pair's composition's scale
+            gaps = hits[GAP_COST].to_numpy(dtype=np.float64)
+            scores = np.maximum(hits[LAMBDA_RATIO].to_numpy(dtype=np.float64) *
+                                (scores + gaps) - gaps, 0.0)
+            subjects = hits[SUBJECT_LENGTH].to_numpy(dtype=np.float64)
         # each query's hits as one run of positions (grouped by a stable sort, a no-op on
         # the ranking's order): slices, not a mask over every hit per query (1,000 queries'
         # 10,000 hits: 1,000 masks of 10,000)
@@ -553,8 +625,12 @@ def add_statistics(hits: pd.DataFrame, statistics: HitStatistics, residues: int,
             if parameters is None:
                 continue
             bits[run] = parameters.bit_score(scores[run])
-            evalue[run] = parameters.evalue(scores[run], statistics.query_lengths[number],
-                                            residues, sequences)
+            if statistics.composition and parameters.finite_size is not None:
+                evalue[run] = parameters.finite_size_evalue(
+                    scores[run], statistics.query_lengths[number], subjects[run], residues)
+            else:
+                evalue[run] = parameters.evalue(scores[run], statistics.query_lengths[number],
+                                                residues, sequences)
             missing[run] = False
     return hits.assign(bitscore=pd.arrays.FloatingArray(bits, missing.copy()),
                        evalue=pd.arrays.FloatingArray(evalue, missing.copy()))
@@ -580,5 +656,5 @@ def rank_hits(partials, top: int, statistics: HitStatistics | None = None):
     columns = [c for c in HITS_COLUMNS if c in hits.columns]
     columns[columns.index("score") + 1:columns.index("score") + 1] = [
         c for c in ("bitscore", "evalue") if c in hits.columns]
-    kept = [c for c in hits.columns if c not in columns and c not in _KEYS]
+    kept = [c for c in hits.columns if c not in columns and c not in CARRIED]
     return hits[columns + kept].reset_index(drop=True)

@@ -123,21 +123,26 @@ def _no_statistics(scoring, wanted: str) -> str:
 
 def check_statistics(fmt: str, evalue, scoring, source: str = "blast"):
     """The search's ``statistics`` for an output format, an ``--evalue`` filter and
-    ``--statistics`` (``source``): ``"search"`` as asked; else ``"auto"`` for the tables and
-    ``"blast"`` where E-values are needed (blast6, ``--evalue``), which must then be published
-    for ``scoring`` (a Scoring): a ValueError saying so otherwise, before any work."""
-    from ._statistics import blast_parameters
+    ``--statistics`` (``source``): ``"search"`` as asked; ``"composition"`` as asked, where
+    BLAST publishes ``scoring``'s parameters; else ``"auto"`` for the tables and ``"blast"``
+    where E-values are needed (blast6, ``--evalue``), which must then be published for
+    ``scoring`` (a Scoring): a ValueError saying so otherwise, before any work."""
+    from ._statistics import blast_parameters, composition_ratios
 
-    if not scoring.is_local and (fmt == "blast6" or evalue is not None or source == "search"):
+    if not scoring.is_local and (fmt == "blast6" or evalue is not None or
+                                 source in ("search", "composition")):
         raise ValueError(_no_statistics(scoring, "--format blast6" if fmt == "blast6" else
                                         "--evalue" if evalue is not None else
-                                        "--statistics search"))
+                                        f"--statistics {source}"))
     if source == "search":
         return "search"
-    if fmt != "blast6" and evalue is None:
+    if source == "composition":
+        composition_ratios([], [], scoring)  # a protein matrix's, or the error naming it
+    elif fmt != "blast6" and evalue is None:
         return "auto"
     if blast_parameters(scoring, warn=False) is None:
-        wanted = "--format blast6" if fmt == "blast6" else "--evalue"
+        wanted = ("--statistics composition" if source == "composition" else
+                  "--format blast6" if fmt == "blast6" else "--evalue")
         raise ValueError(
             f"{wanted} needs E-values, and NCBI BLAST publishes no statistics for "
             f"{scoring.name} with gap_open={scoring.gap_open}, gap_extend={scoring.gap_extend}"
@@ -145,7 +150,7 @@ def check_statistics(fmt: str, evalue, scoring, source: str = "blast"):
             f"matrix and gap cost BLAST supports (e.g. BLOSUM62 with --gap-open 12 "
             f"--gap-extend 1, BLAST's default), or fit them to this search with --statistics "
             f"search")
-    return "blast"
+    return "composition" if source == "composition" else "blast"
 
 
 def blast6_table(hits: pd.DataFrame, queries: pd.DataFrame | None = None) -> pd.DataFrame:

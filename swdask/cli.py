@@ -105,11 +105,14 @@ def build_parser() -> argparse.ArgumentParser:
                         help="remove the gap characters '-' and '.' from queries and database "
                              "sequences (aligned FASTA); without it they are an error naming "
                              "the record")
-    search.add_argument("--statistics", choices=("blast", "search"), default="blast",
+    search.add_argument("--statistics", choices=("blast", "search", "composition"),
+                        default="blast",
                         help="where bit scores and E-values come from: blast (default; NCBI "
                              "BLAST's published parameters, for the matrices and gap costs "
-                             "it supports) or search (lambda and K fitted to each query's "
-                             "own scores against the whole database, for any scoring)")
+                             "it supports), search (lambda and K fitted to each query's "
+                             "own scores against the whole database, for any scoring) or "
+                             "composition (blast's, each hit's score scaled by its pair's "
+                             "composition-based lambda ratio: blastp -comp_based_stats 1)")
 
     add_scoring_arguments(search)
 
