@@ -159,7 +159,14 @@ def headline(record: dict) -> str:
     if get("end_over_parasail") is not None:
         return f"{get('end_over_parasail'):.2f}x parasail sw_striped_16 (one thread, ends)"
     if get("hits_ssearch36") is not None:
-        return f"{get('queries')} queries, {get('hits_ssearch36')} ssearch36 hits compared"
+        line = f"{get('queries')} queries, {get('hits_ssearch36')} ssearch36 hits compared"
+        composition = (get("blastp") or {}).get("comp_based_stats_1_vs_composition")
+        if composition:
+            line += (f"; --statistics composition against blastp -comp_based_stats 1: "
+                     f"Spearman {composition['evalue_spearman']:.3f}, median abs log10 ratio "
+                     f"{composition['evalue_abs_log10_ratio_median']:.2f} "
+                     f"({composition['in_range']} hits, E 1e-30..10)")
+        return line
     sweep = get("runs") or get("rows")
     if isinstance(sweep, list) and sweep and all(isinstance(r, dict) for r in sweep):
         return _sweep(sweep)
