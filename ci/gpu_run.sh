@@ -51,6 +51,11 @@
 #           RECIPE_VARIANTS -> recipe.log, recipe-<n>.json (n: 0 for the defaults, then
 #           each variant in order)
 #   notebook  examples/etl.ipynb executed with cuDF (ci/run_notebook.py) -> etl.ipynb
+#   protein  (issue 48) benchmarks/bench_all_vs_all.py --backend gpu: the first 2,000 records
+#           of DB.fasta against themselves, `--all-vs-all` beside the plain search, same hits
+#           (all-vs-all-gpu-*.json, protein.log); then `--statistics composition` on the GPU
+#           against the CPU's on 50 queries of QUERY.fasta (the same blast6 file, byte for
+#           byte). Needs $CARRY/DB.fasta.gz and $CARRY/QUERY.fasta.gz
 #   w5b     benchmarks/bench_w5b_top_gpu.py (issue 46, the GPU Gems chapter's case): a 1 Mbp
 #           query planted from HS11286 against the four kleborate-examples assemblies and
 #           their reverse complements (44.6 Mbp), the whole `swdask align-long --top 200`
@@ -127,7 +132,7 @@ else
   export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-STEPS=(setup startup tests w1 search abkernels w1long w2 w5b reads profile daskcudf scaling recipe notebook venvcudf)
+STEPS=(setup startup tests w1 search abkernels w1long w2 w5b reads protein profile daskcudf scaling recipe notebook venvcudf)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -187,6 +192,33 @@ step_w5b() {
   timeout "${W5B_TIMEOUT:-540}" python3 benchmarks/bench_w5b_top_gpu.py \
     --data "$CARRY/kleborate" --out "$OUT" --commit "$COMMIT" ${W5B_ARGS:-} \
     2>&1 | tee "$OUT/w5b.log"
+}
+
+step_protein() {
+  [ -f "$CARRY/DB.fasta.gz" ] && [ -f "$CARRY/QUERY.fasta.gz" ] || {
+    echo "no $CARRY/DB.fasta.gz or QUERY.fasta.gz: run ci/prepare_carry.sh"; return 1; }
+  (cd benchmarks && timeout "${PROTEIN_TIMEOUT:-300}" python3 bench_all_vs_all.py \
+    --db "../$CARRY/DB.fasta.gz" --records "${PROTEIN_RECORDS:-2000}" --backend gpu \
+    --out "$OUT" --commit "$COMMIT") 2>&1 | tee "$OUT/protein.log" || return 1
+  local work
+  work=$(mktemp -d)
+  python3 - "$CARRY/QUERY.fasta.gz" "$work/q.fa" <<'PY'
+import gzip, sys
+records = gzip.open(sys.argv[1], "rt").read().split(">")[1:51]
+open(sys.argv[2], "w").write("".join(">" + r for r in records))
+PY
+  zcat "$CARRY/DB.fasta.gz" > "$work/db.fa"
+  for backend in cpu gpu; do
+    python3 -m swdask search "$work/q.fa" "$work/db.fa" --top 10 --format blast6 \
+      --gap-open 12 --gap-extend 1 --statistics composition --backend "$backend" \
+      --no-progress -v -o "$work/$backend.m8" 2>&1 | tee -a "$OUT/protein.log"
+  done
+  if cmp "$work/cpu.m8" "$work/gpu.m8"; then
+    echo "composition statistics: the GPU's blast6 equals the CPU's" | tee -a "$OUT/protein.log"
+  else
+    echo "composition statistics: the GPU's blast6 differs from the CPU's" | tee -a "$OUT/protein.log"
+    return 1
+  fi
 }
 
 step_reads() {

@@ -6,8 +6,8 @@
 #               (dependencies listed by hand: one version each, found with a resolving
 #               `pip download` for that platform); installed there into /tmp/site by
 #               gpu_run.sh's setup step (--no-deps).
-#   .devcarry/  make_protein_db.py and cudasw_queries.fasta (../shared), DB.fasta.gz (Debian
-#               package mmseqs2-examples), w2/make_dna_pairs.py (../shared/bench) and w2/ref/:
+#   .devcarry/  make_protein_db.py and cudasw_queries.fasta (../shared), DB.fasta.gz and
+#               QUERY.fasta.gz (Debian package mmseqs2-examples), w2/make_dna_pairs.py (../shared/bench) and w2/ref/:
 #               the CPU engine's results for W2's checked rows (bench_w2_gpu.py reference;
 #               used on the GPU machine only where the SHA-256 of the regenerated data matches),
 #               kleborate/: the four genomes of Debian's kleborate-examples (W5b).
@@ -108,6 +108,8 @@ mkdir -p "$DEST/.devcarry/w2"
 install -m 0555 "$SHARED/bench/make_protein_db.py" "$DEST/.devcarry/make_protein_db.py"
 install -m 0444 "$SHARED/data/cudasw_queries.fasta" "$DEST/.devcarry/cudasw_queries.fasta"
 install -m 0444 "$MMSEQS_DB" "$DEST/.devcarry/DB.fasta.gz"
+# the protein step's queries (issue 48: composition statistics on the GPU against the CPU)
+install -m 0444 "$(dirname "$MMSEQS_DB")/QUERY.fasta.gz" "$DEST/.devcarry/QUERY.fasta.gz"
 install -m 0555 "$SHARED/bench/make_dna_pairs.py" "$DEST/.devcarry/w2/make_dna_pairs.py"
 # W5b's genomes (gpu_run.sh's w5b step), from Debian's kleborate-examples where installed
 if compgen -G "$KLEBORATE/*.fna.xz" > /dev/null; then
