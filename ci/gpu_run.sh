@@ -197,9 +197,9 @@ step_w5b() {
 step_protein() {
   [ -f "$CARRY/DB.fasta.gz" ] && [ -f "$CARRY/QUERY.fasta.gz" ] || {
     echo "no $CARRY/DB.fasta.gz or QUERY.fasta.gz: run ci/prepare_carry.sh"; return 1; }
-  (cd benchmarks && timeout "${PROTEIN_TIMEOUT:-300}" python3 bench_all_vs_all.py \
-    --db "../$CARRY/DB.fasta.gz" --records "${PROTEIN_RECORDS:-2000}" --backend gpu \
-    --out "$OUT" --commit "$COMMIT") 2>&1 | tee "$OUT/protein.log" || return 1
+  timeout "${PROTEIN_TIMEOUT:-300}" python3 benchmarks/bench_all_vs_all.py \
+    --db "$CARRY/DB.fasta.gz" --records "${PROTEIN_RECORDS:-2000}" --backend gpu \
+    --out "$OUT" --commit "$COMMIT" 2>&1 | tee "$OUT/protein.log"
   local work
   work=$(mktemp -d)
   python3 - "$CARRY/QUERY.fasta.gz" "$work/q.fa" <<'PY'
