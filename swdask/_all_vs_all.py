@@ -9,9 +9,12 @@ global, overlap), so each unordered pair is scored once and counts for both of i
 
 1. The rows are cut into blocks of ``block_rows``; each block pair (I, J) with I <= J is a
    task (on Dask one task per block of the triangle, named ``all-vs-all-I-J`` on the
-   dashboard). Off the diagonal every row of I is scanned against block J (the backend's
-   one-against-many scan, scores only); on the diagonal each row against the rows after it
-   in the block (a contiguous slice of the encoded column: no copy).
+   dashboard). Off the diagonal the rows of I are scanned against block J as one batch (the
+   backend's many-queries scan, scores only: on the GPU stacks of queries per launch); on
+   the diagonal the CPU scans each row against the rows after it in the block (a contiguous
+   slice of the encoded column: no copy), the GPU groups of
+   ``swdask.all-vs-all.gpu-group-rows`` rows against the rows from the group's first on
+   (the pairs inside a group scored twice, counted once).
 2. Each task keeps, for every row of I and of J, its ``top`` best partners among the pairs
    it scored: score descending, then the partner's row (record order, the search's rule).
    Every partner of a row is scored in exactly one task, so the ``top`` best of those
@@ -95,6 +98,20 @@ def _best(owners, partners, scores, top: int):
     return owners[keep], partners[keep], scores[keep]
 
 
+def _scores(chosen, queries: list, targets: EncodedSequences) -> list:
+    """Each of ``queries`` scanned against ``targets`` (scores only, ``int64`` host arrays):
+    one batch (on the GPU: stacks of queries per launch, read back once the batch is queued;
+    a query whose fast path could not tell is scanned again, checked at once)."""
+    checks = [[] for _ in queries]
+    with stage("scan"):
+        found = [result.columns["score"] for result in chosen.many_against_many(
+            queries, targets, "none", checks=checks)]
+        for k, again in enumerate(chosen.failed_checks(checks)):
+            if again:
+                found[k] = chosen.one_against_many(queries[k], targets, "none").columns["score"]
+        return [np.asarray(host_array(score), dtype=np.int64) for score in found]
+
+
 def _block(encoded, queries, backend, first_i, stop_i, first_j, stop_j, top, include_self):
     """One task: the pairs of rows ``first_i..stop_i`` with rows ``first_j..stop_j`` (each
     unordered pair once: on the diagonal, each row with the rows after it, and itself with
@@ -103,23 +120,33 @@ def _block(encoded, queries, backend, first_i, stop_i, first_j, stop_j, top, inc
     chosen = _engine.get_backend(backend, encoded.residues)
     owners, partners, scores = [], [], []
     diagonal = first_i == first_j
+    # on the diagonal the CPU scans one row at a time against the rows after it (every pair
+    # once); the GPU scans a group of rows as one batch against the rows from the group's
+    # first on (the pairs inside the group scored twice, counted once), since a batch per
+    # row would leave it waiting on the host
+    if not diagonal:
+        group = stop_i - first_i  # the whole block as one batch
+    elif chosen.name == "gpu":
+        group = max(1, int(_settings.get("all-vs-all.gpu-group-rows")))
+    else:
+        group = 1
     with chosen.own_pool():
         column = None if diagonal else _rows(encoded, first_j, stop_j)
-        for row in range(first_i, stop_i):
-            query = queries[row]
-            if not len(query):
-                continue
-            first = (row if include_self else row + 1) if diagonal else first_j
-            if first >= stop_j:
+        for start in range(first_i, stop_i, group):
+            rows = [row for row in range(start, min(start + group, stop_i))
+                    if len(queries[row])]
+            first = (start + (0 if include_self or group > 1 else 1)) if diagonal else first_j
+            if not rows or first >= stop_j:
                 continue
             targets = _rows(encoded, first, stop_j) if diagonal else column
-            with stage("scan"):
-                found = chosen.one_against_many(query, targets, "none")
-            score = np.asarray(host_array(found.columns["score"]), dtype=np.int64)
-            hit = np.flatnonzero(score > 0)
-            owners.append(np.full(hit.size, row, dtype=np.int64))
-            partners.append(hit + first)
-            scores.append(score[hit])
+            partner = np.arange(first, stop_j, dtype=np.int64)
+            for row, score in zip(rows, _scores(chosen, [queries[r] for r in rows], targets)):
+                keep = score > 0
+                if diagonal:
+                    keep &= (partner > row) | ((partner == row) & include_self)
+                owners.append(np.full(np.count_nonzero(keep), row, dtype=np.int64))
+                partners.append(partner[keep])
+                scores.append(score[keep])
     if not owners:
         empty = np.zeros(0, dtype=np.int64)
         return empty, empty, empty
