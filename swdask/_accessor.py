@@ -75,8 +75,14 @@ _SEARCH_DOC = """The ``top`` best hits of each of ``queries`` among the rows of 
         list of sequences (ids 0, 1, ...), a Series (ids: its index) or a DataFrame with a
         ``sequence`` column (ids: its ``id`` column, else its index). The column is encoded
         (and on the GPU laid out) once for every query; each query scans for scores and end
-        cells, and only its ``top`` rows are aligned again for their start positions. The
-        options are those of :func:`swdask.align`."""
+        cells, and only its ``top`` rows are aligned again for their start positions.
+        ``alignments_per_target=k`` (above 1; implies ``positions="alignment"``): each hit
+        followed by up to k - 1 further local alignments of the same query and target, each
+        the best that uses none of the better ones' aligned pairs (Waterman-Eggert; see
+        :mod:`swdask._alternatives`), with a column ``alignment_rank`` (1, 2, ...), the hit's
+        ``rank`` shared, and each row's own score, positions, CIGAR and statistics; computed
+        on the CPU (not in the Dask accessor). The options are those of
+        :func:`swdask.align`."""
 
 
 def join_results(frame, results):
@@ -105,15 +111,18 @@ class SeriesAccessor:
         return _api.align_prepared(query, self._series, options)
 
     @_api.takes_options
-    def search(self, queries, top: int = 10, statistics="auto", *, options: Options):
+    def search(self, queries, top: int = 10, statistics="auto", alignments_per_target: int = 1,
+               *, options: Options):
         # the docstring, shared with the DataFrame's, is set below the classes
-        return self.search_with(queries, top, options, statistics=statistics)
+        return self.search_with(queries, top, options, statistics=statistics,
+                                alignments_per_target=alignments_per_target)
 
     def search_with(self, queries, top: int, options: Options, kept=None,
-                    statistics="auto"):
+                    statistics="auto", alignments_per_target: int = 1):
         """:meth:`search` with the options parsed."""
         return _many_queries.search_columns([(self._series, kept)], queries, top, options,
-                                            statistics=statistics)
+                                            statistics=statistics,
+                                            alignments_per_target=alignments_per_target)
 
     @_api.takes_options
     def all_vs_all(self, top: int = 10, include_self: bool = False, statistics="auto", *,
@@ -163,11 +172,12 @@ class DataFrameAccessor:
 
     @_api.takes_options
     def search(self, queries, top: int = 10, column: str = "sequence", keep=(),
-               statistics="auto", *, options: Options):
+               statistics="auto", alignments_per_target: int = 1, *, options: Options):
         check_columns(self._frame.columns, {"column": column})
         keep = keep_columns(self._frame.columns, keep)
         return SeriesAccessor(self._frame[column]).search_with(
-            queries, top, options, kept=self._frame[list(keep)], statistics=statistics)
+            queries, top, options, kept=self._frame[list(keep)], statistics=statistics,
+            alignments_per_target=alignments_per_target)
 
     @_api.takes_options
     def all_vs_all(self, top: int = 10, column: str = "sequence", keep=(),

@@ -238,10 +238,20 @@ class DaskSeriesAccessor:
         )
 
     @takes_options
-    def search(self, queries, top: int = 10, statistics="auto", *, options: Options):
+    def search(self, queries, top: int = 10, statistics="auto", alignments_per_target: int = 1,
+               *, options: Options):
         """Lazy ``Series.sw.search``: a Dask frame of each query's ``top`` hits (one
         partition), computed with one ``sw-search`` task per partition of the Series."""
+        _one_alignment_per_target(alignments_per_target)
         return _lazy_search(self._series, queries, top, None, (), options, statistics)
+
+
+def _one_alignment_per_target(count) -> None:
+    """Refuse ``alignments_per_target`` above 1, which the lazy search does not give."""
+    if count != 1:
+        raise ValueError(f"alignments_per_target={count!r}: the Dask search gives one "
+                         f"alignment per target; compute the frame and use the in-memory "
+                         f".sw.search, or the swdask search command without --workers")
 
 
 @register_dataframe_accessor("sw")
@@ -266,9 +276,10 @@ class DaskDataFrameAccessor:
 
     @takes_options
     def search(self, queries, top: int = 10, column: str = "sequence", keep=(),
-               statistics="auto", *, options: Options):
+               statistics="auto", alignments_per_target: int = 1, *, options: Options):
         """Lazy ``DataFrame.sw.search``: a Dask frame of each query's ``top`` hits (one
         partition), computed with one ``sw-search`` task per partition of the frame."""
+        _one_alignment_per_target(alignments_per_target)
         check_columns(self._frame.columns, {"column": column})
         keep = keep_columns(self._frame.columns, keep)
         return _lazy_search(self._frame, queries, top, column, keep, options, statistics)

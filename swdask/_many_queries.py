@@ -27,7 +27,7 @@ scoring 0 are not hits; a query may have fewer than ``top``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -312,8 +312,11 @@ LAMBDA_RATIO = "_lambda_ratio"
 #: the ratio.
 GAP_COST = "_gap_cost"
 SUBJECT_LENGTH = "_subject_length"
+#: A hit's target sequence (its text), carried where the ranking adds alternative alignments
+#: (``alignments_per_target``), which align it again.
+TARGET_TEXT = "_target_text"
 #: Everything that travels with the hits until they are ranked and their E-values computed.
-CARRIED = _KEYS + (LAMBDA_RATIO, GAP_COST, SUBJECT_LENGTH)
+CARRIED = _KEYS + (LAMBDA_RATIO, GAP_COST, SUBJECT_LENGTH, TARGET_TEXT)
 
 
 def check_top(top) -> int:
@@ -509,18 +512,24 @@ def search_part(number, part, prepared, ids, options, top: int, stats=None,
         raise named from None
 
 
-def search_columns(parts, queries, top, options, statistics="auto", done=None) -> pd.DataFrame:
+def search_columns(parts, queries, top, options, statistics="auto", done=None,
+                   alignments_per_target: int = 1) -> pd.DataFrame:
     """Each query's ``top`` best hits over ``parts`` (the parts of one database in record
     order: ``(column, kept)`` pairs, a pandas or cuDF column in memory, or EncodedSequences,
     and a frame of other columns to copy for each hit, or None), ranked together
     (:func:`rank_hits`): what ``.sw.search`` returns for one column. ``parts`` may be an
     iterator: the parts are searched one after another as they come, and only their hits
-    are kept (``done`` is called after each)."""
+    are kept (``done`` is called after each). ``alignments_per_target`` above 1: each hit
+    followed by its alternative alignments (:func:`alternatives_step`)."""
     top = check_top(top)
+    count = check_alignments_per_target(alignments_per_target, options)
+    if count > 1:
+        options = replace(options, mode="alignment")
+        parts = (with_target_text(column, kept) for column, kept in parts)
     ids, prepared = prepare_queries(queries, options.scoring)
     stats = hit_statistics(statistics, options.scoring, prepared)
     return rank_hits(search_parts(parts, prepared, ids, options, top, stats, done), top,
-                     stats)
+                     stats, alternatives_step(prepared, options.scoring, count))
 
 
 def search_parts(parts, prepared, ids, options, top: int, stats=None, done=None) -> list:
@@ -636,12 +645,15 @@ def add_statistics(hits: pd.DataFrame, statistics: HitStatistics, residues: int,
                        evalue=pd.arrays.FloatingArray(evalue, missing.copy()))
 
 
-def rank_hits(partials, top: int, statistics: HitStatistics | None = None):
+def rank_hits(partials, top: int, statistics: HitStatistics | None = None,
+              alternatives=None):
     """The partial results of every part (:class:`~swdask._results.PartialHits`, one or an
     iterable, from any runner) merged into each query's ``top`` best hits: score descending,
     then record order (partition, then row); ``rank`` 1, 2, ...; queries in their order.
     With ``statistics``, the hits' ``bitscore`` and ``evalue`` after the score, for the
-    whole database: the residues and sequences the partial results carry, summed."""
+    whole database: the residues and sequences the partial results carry, summed.
+    ``alternatives`` (:func:`alternatives_step`, or None): what adds each ranked hit's
+    further alignments, before the statistics (each row's are its own score's)."""
     merged = PartialHits.merge(partials)
     hits = merged.hits
     fitted = None
@@ -651,10 +663,108 @@ def rank_hits(partials, top: int, statistics: HitStatistics | None = None):
                             ascending=[True, False, True, True])
     rank = hits.groupby("_query", sort=False).cumcount().to_numpy() + 1
     hits = hits.assign(rank=rank)[rank <= top]
+    if alternatives is not None:
+        hits = alternatives(hits)
     if statistics is not None:
         hits = add_statistics(hits, statistics, merged.residues, merged.sequences, fitted)
     columns = [c for c in HITS_COLUMNS if c in hits.columns]
     columns[columns.index("score") + 1:columns.index("score") + 1] = [
         c for c in ("bitscore", "evalue") if c in hits.columns]
+    if ALIGNMENT_RANK in hits.columns:  # several alignments per target: each one's number
+        columns.insert(columns.index("rank") + 1, ALIGNMENT_RANK)
     kept = [c for c in hits.columns if c not in columns and c not in CARRIED]
     return hits[columns + kept].reset_index(drop=True)
+
+
+# ------------------------------------------------------------ several alignments per target
+
+#: The column that numbers a hit's alignments (1: the best, as without the option; 2, 3, ...:
+#: the alternatives, :mod:`swdask._alternatives`), present only with
+#: ``alignments_per_target`` above 1.
+ALIGNMENT_RANK = "alignment_rank"
+
+
+def check_alignments_per_target(count, options) -> int:
+    """``alignments_per_target`` as a positive whole number, or a ValueError saying what it
+    needs: a local alignment on the query as given, without the aligned strings."""
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+        raise ValueError(f"alignments_per_target must be a positive whole number of "
+                         f"alignments per hit, got {count!r}")
+    if count > 1:
+        if not options.scoring.is_local:
+            raise ValueError(f"alignments_per_target={count}: alternative alignments are "
+                             f"local ones; mode={options.scoring.alignment_mode!r} has one "
+                             f"alignment per pair, pass alignments_per_target=1")
+        if options.both_strands:
+            raise ValueError(f"alignments_per_target={count} is not available with "
+                             f"strand='both'; search each strand with strand='plus'")
+        if options.aligned_strings:
+            raise ValueError(f"alignments_per_target={count} gives CIGARs, not aligned "
+                             f"strings; pass aligned_strings=False")
+    return int(count)
+
+
+def with_target_text(column, kept):
+    """``(column, kept)`` with the column's sequences among the kept columns (as
+    :data:`TARGET_TEXT`), so that each hit carries its target to the ranking."""
+    if isinstance(column, EncodedSequences):
+        raise ValueError("alignments_per_target above 1 needs the database's sequences as "
+                         "strings (a pandas or cuDF column), not a preloaded one")
+    texts = column.rename(TARGET_TEXT).to_frame()
+    if kept is None or not len(kept.columns):
+        return column, texts
+    return column, kept.assign(**{TARGET_TEXT: texts[TARGET_TEXT]})
+
+
+def alternatives_step(prepared, scoring, count: int):
+    """What :func:`rank_hits` runs on the ranked hits for ``count`` alignments per target
+    (:func:`add_alternatives`), or None for one."""
+    if count <= 1:
+        return None
+    return lambda hits: add_alternatives(hits, prepared, scoring, count)
+
+
+def add_alternatives(hits: pd.DataFrame, prepared, scoring, count: int) -> pd.DataFrame:
+    """The ranked ``hits`` (their keys and :data:`TARGET_TEXT` still there, mode
+    ``"alignment"``), each followed by up to ``count - 1`` further alignments of the same
+    query and target (:func:`swdask._alternatives.alternatives`), best first: copies of the
+    hit's row (its ``rank`` too) with their own score, positions, CIGAR and counts, and
+    :data:`ALIGNMENT_RANK` 1, 2, ... . On the CPU, whatever backend found the hits."""
+    from ._alternatives import COLUMNS as ALTERNATIVE_COLUMNS, alternatives
+    from ._sequences import encode_text
+
+    hits = hits.reset_index(drop=True)
+    found, made = [], np.zeros(len(hits), dtype=np.int64)
+    with stage("alternatives"):
+        queries = hits["_query"].to_numpy()
+        for k in range(len(hits)):
+            first = {name: hits[name].iat[k] for name in ("query_start", "target_start",
+                                                          "cigar")}
+            target = encode_text(hits[TARGET_TEXT].iat[k], scoring, what="target row")
+            more = alternatives(prepared[int(queries[k])].codes, target, scoring, first,
+                                count - 1)
+            made[k] = len(more["score"])
+            found.append(more)
+    primary = hits.assign(**{ALIGNMENT_RANK: pd.array(np.ones(len(hits), np.int64),
+                                                      dtype="Int64")})
+    if not made.sum():
+        return primary
+    extra = primary.iloc[np.repeat(np.arange(len(hits)), made)].reset_index(drop=True)
+    joined = {name: np.concatenate([np.asarray(f[name]) for f in found if len(f["score"])])
+              if name != "cigar" else
+              np.concatenate([np.asarray(f[name].to_pylist(), dtype=object) for f in found
+                              if len(f["score"])])
+              for name in ALTERNATIVE_COLUMNS}
+    missing = np.zeros(len(extra), dtype=bool)
+    for name in ALTERNATIVE_COLUMNS:
+        if name in extra.columns:
+            extra[name] = column_array(name, joined[name], missing)
+    extra[ALIGNMENT_RANK] = pd.array(np.concatenate([np.arange(2, n + 2) for n in made if n]),
+                                     dtype="Int64")
+    if GAP_COST in extra.columns:  # composition-based statistics: each alignment's own gaps
+        extra[GAP_COST] = gap_costs({"row": joined["score"], **joined}, scoring)
+    # each hit's alternatives right after it: by the hit's place, then the alignment's number
+    place = np.concatenate([np.arange(len(hits)), np.repeat(np.arange(len(hits)), made)])
+    both = pd.concat([primary, extra], ignore_index=True)
+    order = np.lexsort((both[ALIGNMENT_RANK].to_numpy(dtype=np.int64), place))
+    return both.iloc[order].reset_index(drop=True)

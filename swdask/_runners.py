@@ -50,7 +50,8 @@ import pandas as pd
 
 from . import _timing
 from ._fasta import expand_paths, no_record_error
-from ._many_queries import HitStatistics, rank_hits, search_parts
+from ._many_queries import (HitStatistics, alternatives_step, rank_hits, search_parts,
+                            with_target_text)
 from ._options import Options
 from ._timing import Phases
 
@@ -78,6 +79,7 @@ class SearchJob:
     progress: bool
     phases: Phases
     report: Callable[[str], None]
+    alignments_per_target: int = 1  # above 1: in this process only (InProcess)
 
     def lengths(self) -> list[int]:
         return [len(query) for query in self.prepared]
@@ -101,7 +103,8 @@ def run(job: SearchJob, runner: Runner) -> pd.DataFrame:
     ``top`` best, score descending, then record order), with the statistics asked for."""
     partials = runner.partials(job)
     with job.phases("search"):
-        return rank_hits(partials, job.top, job.stats)
+        return rank_hits(partials, job.top, job.stats, alternatives_step(
+            job.prepared, job.options.scoring, job.alignments_per_target))
 
 
 def pick_runner(backend: str, scheduler=None, n_workers=None) -> Runner:
@@ -163,6 +166,8 @@ class InProcess:
                 raise no_record_error(job.database)
             _timing.take()  # from zero: only this job's stages
             parts = ((frame["sequence"], frame[["id", "description"]]) for frame in frames)
+            if job.alignments_per_target > 1:  # each hit carries its target to the ranking
+                parts = (with_target_text(column, kept) for column, kept in parts)
             with count_progress(count) if job.progress else nullcontext() as advance:
                 found = search_parts(parts, job.prepared, job.ids, job.options, job.top,
                                      job.stats, advance)

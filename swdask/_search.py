@@ -25,7 +25,8 @@ import pandas as pd
 
 from ._api import OPTION_PARAMETERS
 from ._fasta import expand_paths, parse_blocksize
-from ._many_queries import check_top, hit_statistics, prepare_queries
+from ._many_queries import (ALIGNMENT_RANK, check_alignments_per_target, check_top,
+                            hit_statistics, prepare_queries)
 from ._options import Options
 from ._results import ALIGNED_STRINGS, ALIGNMENT_COLUMNS, STRAND
 from ._runners import SearchJob, pick_runner, run
@@ -58,6 +59,8 @@ def hits_table(hits: pd.DataFrame) -> pd.DataFrame:
     table = table.astype({"query_id": strings, "target_id": strings,
                           "target_description": strings})
     columns = list(HIT_COLUMNS)
+    if ALIGNMENT_RANK in table.columns:  # several alignments per target: after the hit's rank
+        columns.insert(columns.index("rank") + 1, ALIGNMENT_RANK)
     if STRAND in table.columns:  # strand="both": after the positions it qualifies
         columns.insert(columns.index("target_end") + 1, STRAND)
     columns[4:4] = [c for c in _STATISTICS_COLUMNS if c in table.columns]
@@ -309,6 +312,8 @@ def _sam_records(hits: pd.DataFrame, aligned, sequences: dict, qualities: dict) 
         # ranks after the first are secondary; a table without ranks (swdask pairs) holds
         # each read's one alignment
         rank = rows["rank"].astype("int64") if "rank" in rows.columns else 1
+        if ALIGNMENT_RANK in rows.columns:  # a hit's further alignments are secondary too
+            rank = np.maximum(rank, rows[ALIGNMENT_RANK].astype("int64"))
         flag = np.where(rank == 1, 0, 256) | np.where(minus[hit], 16, 0)
         edits = rows["alignment_length"].astype("int64") - rows["matches"].astype("int64")
         md = ""
@@ -464,7 +469,7 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
            scheduler=None, progress: bool = True, backend: str = "auto", report=None,
            phases: Phases | None = None, positions=True, statistics="auto", evalue=None,
            strip_gaps: bool = False, all_vs_all: bool = False, include_self: bool = False,
-           **scoring_options) -> pd.DataFrame:
+           alignments_per_target: int = 1, **scoring_options) -> pd.DataFrame:
     """Run the search (in this process, on the local GPUs, or on a cluster: ``n_workers``
     local worker processes, or ``scheduler``; see the module docstring); the hits table.
 
@@ -476,7 +481,8 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
     start-up time. ``phases`` (a :class:`Phases`) collects the seconds of each phase.
     ``all_vs_all``: the database (one file, the queries' own) searched against itself, each
     unordered pair scored once (:mod:`swdask._all_vs_all`; the self hits with
-    ``include_self``).
+    ``include_self``). ``alignments_per_target`` that of ``.sw.search``: in this process only
+    (the runner of neither a cluster nor the local GPUs), not with all against all.
     """
     from ._cluster import _report_to_stderr
 
@@ -489,8 +495,16 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
         raise ValueError(f"backend must be 'auto', 'cpu', 'gpu' or 'cudf', got {backend!r}")
     # "cudf": on a cluster the database partitions live on the GPUs as cuDF frames
     # (read_fasta's cuDF backend) and the GPU backend reads them there
-    options = Options.parse(**scoring_options, positions=positions,
+    several = alignments_per_target != 1  # checked with the options below
+    options = Options.parse(**scoring_options, positions="alignment" if several else positions,
                             backend="gpu" if backend == "cudf" else backend)
+    check_alignments_per_target(alignments_per_target, options)
+    if several and (all_vs_all or scheduler is not None or n_workers is not None
+                    or backend in ("gpu", "cudf")):
+        raise ValueError(f"alignments_per_target={alignments_per_target} "
+                         f"(--alignments-per-target) runs in this process only: drop "
+                         f"--workers, --scheduler, --backend gpu/cudf and --all-vs-all, or "
+                         f"use the in-memory .sw.search")
     if evalue is not None and statistics not in ("blast", "search"):
         raise ValueError("evalue= filters on E-values: pass statistics='blast' or 'search' "
                          "with it")
@@ -514,7 +528,8 @@ def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_wo
                         top=top, options=options, statistics=statistics,
                         stats=hit_statistics(statistics, options.scoring, prepared),
                         blocksize=blocksize, strip_gaps=strip_gaps, progress=progress,
-                        phases=phases, report=report or _report_to_stderr)
+                        phases=phases, report=report or _report_to_stderr,
+                        alignments_per_target=alignments_per_target)
         hits = run(job, runner)
     finally:
         runner.stop()

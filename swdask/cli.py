@@ -114,6 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
                              "composition (blast's, each hit's score scaled by its pair's "
                              "composition-based lambda ratio: blastp -comp_based_stats 1)")
 
+    search.add_argument("--alignments-per-target", type=int, default=1, metavar="K",
+                        help="up to K local alignments per hit (default 1): each hit's "
+                             "best, then the best using none of the better ones' aligned "
+                             "pairs (Waterman-Eggert), rows numbered by an alignment_rank "
+                             "column; implies the alignment columns; in this process only "
+                             "(not with --workers, --scheduler or --backend gpu); in SAM "
+                             "and BAM the further alignments are secondary (FLAG 256)")
+
     add_scoring_arguments(search)
 
     run = search.add_argument_group("cluster")
@@ -426,7 +434,8 @@ def _search_command(args, parser, argv) -> int:
                       positions=positions, statistics=statistics, evalue=args.evalue,
                       strip_gaps=args.strip_gaps, aligned_strings=_strings(args, fmt),
                       strand=args.strand, mask=args.mask, all_vs_all=args.all_vs_all,
-                      include_self=args.include_self, **options)
+                      include_self=args.include_self,
+                      alignments_per_target=args.alignments_per_target, **options)
         with phases("write"):
             write_hits(hits, args.output, fmt,
                        queries=queries if writes_queries else None,

@@ -23,7 +23,7 @@ UPPER = ("swdask._engine", "swdask._api", "swdask._accessor", "swdask._dask", "s
          "swdask._search", "swdask.cli", "swdask.lowlevel", "swdask._options",
          "swdask._many_queries", "swdask._traceback", "swdask._aligned", "swdask._local_gpus",
          "swdask._runners", "swdask._long", "swdask._long_job", "swdask._pairs_job",
-         "swdask._all_vs_all")
+         "swdask._all_vs_all", "swdask._alternatives")
 #: The bottom floor: imports nothing of swdask but itself.
 BOTTOM = ("swdask._settings", "swdask._results", "swdask._timing", "swdask._imports",
           "swdask._dust", "swdask._seg")
