@@ -239,6 +239,22 @@ def run_process(command, stdout=None, env=None, cwd=None) -> tuple[float, str]:
     return seconds, done.stderr
 
 
+def command_runs(command, repeats: int, label: str, parse) -> list[dict]:
+    """``command`` run ``repeats + 1`` times as new processes, the first a warm-up (numba's
+    and the kernels' caches), not counted: each counted run's wall clock and the phases
+    ``parse(stderr)`` and ``parse(stderr, in_tasks=True)`` read from its ``-v`` lines
+    (``bench_w5_long_gpu.command_phases``), each run printed as it ends."""
+    runs = []
+    for repeat in range(repeats + 1):
+        seconds, stderr = run_process(command)
+        phases, inside = parse(stderr), parse(stderr, in_tasks=True)
+        if repeat:
+            runs.append({"wall_seconds": round(seconds, 3), "phases": phases,
+                         "in_tasks": inside})
+        print(f"{label} run {repeat}: {seconds:.2f} s, {phases}, {inside}", flush=True)
+    return runs
+
+
 def timed_repeats(fn, repeats: int):
     """``(seconds of each of repeats calls, the last call's result)``, as :func:`timed`."""
     times, out = [], None

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 import bench_w5_long_gpu as w5
-from _common import add_commit_argument, run_process, stamp, write_result
+from _common import add_commit_argument, command_runs, stamp, write_result
 
 
 def first_records(source: Path, count: int, target: Path) -> list[int]:
@@ -65,15 +65,7 @@ def main() -> int:
             out = Path(folder) / f"{name}.tsv"
             command = [sys.executable, "-m", "swdask", "search", db, db, *extra,
                        "--backend", args.backend, "--no-progress", "-v", "-o", out]
-            runs = []
-            for repeat in range(args.repeats + 1):
-                seconds, stderr = run_process(command)
-                phases = w5.command_phases(stderr)
-                inside = w5.command_phases(stderr, in_tasks=True)
-                if repeat:  # the first run warms the caches (numba's, the kernels')
-                    runs.append({"wall_seconds": round(seconds, 3), "phases": phases,
-                                 "in_tasks": inside})
-                print(f"{name} run {repeat}: {seconds:.2f} s, {phases}, {inside}", flush=True)
+            runs = command_runs(command, args.repeats, name, w5.command_phases)
             tables[name] = pd.read_csv(out, sep="\t")
             record["runs"][name] = {
                 "runs": runs, "cells": cells,

@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 
 import bench_w5_long_gpu as w5
-from _common import add_commit_argument, run_process, stamp, write_result
+from _common import add_commit_argument, command_runs, stamp, write_result
 
 READS = "SRR059298_subset.fastq.gz"
 SCORING = ["--dna", "--match", "2", "--mismatch", "-3", "--gap-open", "5", "--gap-extend", "2"]
@@ -93,16 +93,7 @@ def main() -> int:
                        "--strand", strand, "--mode", args.mode, "--top", "1",
                        "--backend", args.backend,
                        "--no-progress", "-v", "-o", sam]
-            runs = []
-            for repeat in range(args.repeats + 1):
-                seconds, stderr = run_process(command)
-                phases = w5.command_phases(stderr)
-                inside = w5.command_phases(stderr, in_tasks=True)
-                if repeat:  # the first run warms the caches (numba's, the kernels')
-                    runs.append({"wall_seconds": round(seconds, 3), "phases": phases,
-                                 "in_tasks": inside})
-                print(f"{strand} run {repeat}: {seconds:.2f} s, {phases}, {inside}",
-                      flush=True)
+            runs = command_runs(command, args.repeats, strand, w5.command_phases)
             cells = read_letters * genome_letters * (2 if strand == "both" else 1)
             scan = statistics.median(run["in_tasks"].get("scan", float("nan")) for run in runs)
             lines = sam_lines(sam)

@@ -151,14 +151,21 @@ def test_search_command_masks_dust(tmp_path):
     rng = np.random.default_rng(6)
     targets = _with_repeats(rng, 8)
     queries = [t[10:150] for t in targets]
-    for name, seqs in (("q", queries), ("t", targets), ("qn", map(_masked_by_hand, queries)),
-                       ("tn", map(_masked_by_hand, targets))):
+    assert_command_masks_as_by_hand(tmp_path, queries, targets, _masked_by_hand, "dust", [
+        "--dna", "--match", "2", "--mismatch", "-3", "--gap-open", "5", "--gap-extend", "2"])
+
+
+def assert_command_masks_as_by_hand(tmp_path, queries, targets, by_hand, mask: str,
+                                    scoring: list) -> None:
+    """``swdask search --mask MASK`` of ``queries`` against ``targets`` writes what the
+    search of the same files masked by hand (``by_hand`` of each sequence) writes."""
+    for name, seqs in (("q", queries), ("t", targets), ("qm", map(by_hand, queries)),
+                       ("tm", map(by_hand, targets))):
         (tmp_path / f"{name}.fa").write_text("".join(f">s{k}\n{s}\n" for k, s in enumerate(seqs)))
-    base = ["--dna", "--match", "2", "--mismatch", "-3", "--gap-open", "5", "--gap-extend",
-            "2", "--no-progress", "--backend", "cpu", "--top", "3"]
+    base = [*scoring, "--no-progress", "--backend", "cpu", "--top", "3"]
     assert main(["search", str(tmp_path / "q.fa"), str(tmp_path / "t.fa"), *base,
-                 "--mask", "dust", "-o", str(tmp_path / "masked.tsv")]) == 0
-    assert main(["search", str(tmp_path / "qn.fa"), str(tmp_path / "tn.fa"), *base,
+                 "--mask", mask, "-o", str(tmp_path / "masked.tsv")]) == 0
+    assert main(["search", str(tmp_path / "qm.fa"), str(tmp_path / "tm.fa"), *base,
                  "-o", str(tmp_path / "by_hand.tsv")]) == 0
     got = pd.read_csv(tmp_path / "masked.tsv", sep="\t").drop(columns=["target_length"],
                                                                errors="ignore")

@@ -27,6 +27,7 @@ from swdask._seg import WINDOW, seg_intervals
 from swdask._sequences import encode
 from swdask.cli import main
 
+from .test_dust import assert_command_masks_as_by_hand
 from .test_traceback import _gpu_runtime
 
 DB = Path(os.environ.get("SWDASK_MMSEQS_DB", "/usr/share/doc/mmseqs2/example-data/DB.fasta.gz"))
@@ -165,19 +166,7 @@ def test_search_command_masks_seg(tmp_path):
     targets = _proteins()
     queries = [t[max(0, start - 30):end + 30] for t in targets
                for start, end in seg_intervals(t)[:1]]
-    for name, seqs in (("q", queries), ("t", targets), ("qx", map(_masked_by_hand, queries)),
-                       ("tx", map(_masked_by_hand, targets))):
-        (tmp_path / f"{name}.fa").write_text("".join(f">s{k}\n{s}\n" for k, s in enumerate(seqs)))
-    base = ["--no-progress", "--backend", "cpu", "--top", "3"]
-    assert main(["search", str(tmp_path / "q.fa"), str(tmp_path / "t.fa"), *base,
-                 "--mask", "seg", "-o", str(tmp_path / "masked.tsv")]) == 0
-    assert main(["search", str(tmp_path / "qx.fa"), str(tmp_path / "tx.fa"), *base,
-                 "-o", str(tmp_path / "by_hand.tsv")]) == 0
-    got = pd.read_csv(tmp_path / "masked.tsv", sep="\t").drop(columns=["target_length"],
-                                                               errors="ignore")
-    want = pd.read_csv(tmp_path / "by_hand.tsv", sep="\t").drop(columns=["target_length"],
-                                                                errors="ignore")
-    pd.testing.assert_frame_equal(got, want)
+    assert_command_masks_as_by_hand(tmp_path, queries, targets, _masked_by_hand, "seg", [])
 
 
 def test_each_mask_is_for_its_alphabet():
