@@ -8,7 +8,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import swdask
 from swdask import _alternatives
 from swdask._scoring import make_scoring
 from swdask._sequences import encode_text

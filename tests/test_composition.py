@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import swdask
 from swdask._scoring import make_scoring
 from swdask._sequences import encode_text
 from swdask._statistics import (ROBINSON_FREQUENCIES, blast_parameters, composition_ratios,

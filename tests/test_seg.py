@@ -15,7 +15,6 @@ import subprocess
 from pathlib import Path
 
 import dask.config
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -25,7 +24,6 @@ from swdask import ScoringError
 from swdask._scoring import make_scoring
 from swdask._seg import WINDOW, seg_intervals
 from swdask._sequences import encode
-from swdask.cli import main
 
 from .test_dust import assert_command_masks_as_by_hand
 from .test_traceback import _gpu_runtime
