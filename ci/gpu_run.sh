@@ -56,6 +56,10 @@
 #           (all-vs-all-gpu-*.json, protein.log); then `--statistics composition` on the GPU
 #           against the CPU's on 50 queries of QUERY.fasta (the same blast6 file, byte for
 #           byte). Needs $CARRY/DB.fasta.gz and $CARRY/QUERY.fasta.gz
+#   pssm    (issue 48) benchmarks/bench_pssm_gpu.py: W1's 20 queries as PSI-BLAST PSSMs
+#           against sp500k beside the same queries with BLOSUM62 (the kernel, its results
+#           against the CPU's on sampled rows, the whole `swdask search --pssm` command)
+#           -> pssm-W1-*.json, pssm.log (needs $CARRY/pssm: prepare_carry.sh makes it)
 #   w5b     benchmarks/bench_w5b_top_gpu.py (issue 46, the GPU Gems chapter's case): a 1 Mbp
 #           query planted from HS11286 against the four kleborate-examples assemblies and
 #           their reverse complements (44.6 Mbp), the whole `swdask align-long --top 200`
@@ -132,7 +136,7 @@ else
   export PYTHONPATH=$PWD:/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
-STEPS=(setup startup tests w1 search abkernels w1long w2 w5b reads protein profile daskcudf scaling recipe notebook venvcudf)
+STEPS=(setup startup tests w1 search abkernels w1long w2 w5b reads protein pssm profile daskcudf scaling recipe notebook venvcudf)
 
 step_setup() {
   if compgen -G ".whl/*.whl" >/dev/null; then
@@ -192,6 +196,16 @@ step_w5b() {
   timeout "${W5B_TIMEOUT:-540}" python3 benchmarks/bench_w5b_top_gpu.py \
     --data "$CARRY/kleborate" --out "$OUT" --commit "$COMMIT" ${W5B_ARGS:-} \
     2>&1 | tee "$OUT/w5b.log"
+}
+
+step_pssm() {
+  # issue 48: W1's queries as PSSMs beside BLOSUM62 (kernel, exactness on a sample, the
+  # whole `swdask search --pssm` job); needs sp500k.fa (setup) and $CARRY/pssm/
+  [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
+  [ -s "$CARRY/pssm/w00.pssm" ] || { echo "no $CARRY/pssm: run ci/prepare_carry.sh"; return 1; }
+  timeout "${PSSM_TIMEOUT:-400}" python3 benchmarks/bench_pssm_gpu.py \
+    --db "$BENCH_DIR/sp500k.fa" --queries "$CARRY/cudasw_queries.fasta" \
+    --pssms "$CARRY/pssm" --out "$OUT" --commit "$COMMIT" ${PSSM_ARGS:-} 2>&1 | tee "$OUT/pssm.log"
 }
 
 step_protein() {

@@ -11,6 +11,7 @@
 #               the CPU engine's results for W2's checked rows (bench_w2_gpu.py reference;
 #               used on the GPU machine only where the SHA-256 of the regenerated data matches),
 #               kleborate/: the four genomes of Debian's kleborate-examples (W5b).
+#               pssm/: W1's queries as PSI-BLAST PSSMs (psiblast, where installed).
 #               gasic/: gasic-examples' 100,000 reads and four genomes (the reads job).
 #
 #   bash ci/prepare_carry.sh              # from anywhere; writes into the repository root
@@ -111,6 +112,29 @@ install -m 0444 "$MMSEQS_DB" "$DEST/.devcarry/DB.fasta.gz"
 # the protein step's queries (issue 48: composition statistics on the GPU against the CPU)
 install -m 0444 "$(dirname "$MMSEQS_DB")/QUERY.fasta.gz" "$DEST/.devcarry/QUERY.fasta.gz"
 install -m 0555 "$SHARED/bench/make_dna_pairs.py" "$DEST/.devcarry/w2/make_dna_pairs.py"
+# W1's queries as PSI-BLAST PSSMs (gpu_run.sh's pssm step; psiblast is not on the GPU
+# machine): psiblast -num_iterations 2 of each against DB.fasta, where ncbi-blast+ is installed
+if command -v psiblast >/dev/null && [ ! -s "$DEST/.devcarry/pssm/w19.pssm" ]; then
+  pssm_work=$(mktemp -d)
+  mkdir -p "$DEST/.devcarry/pssm"
+  zcat "$MMSEQS_DB" > "$pssm_work/db.fa"
+  makeblastdb -in "$pssm_work/db.fa" -dbtype prot -out "$pssm_work/db" > /dev/null
+  "$PYTHON" - "$SHARED/data/cudasw_queries.fasta" "$pssm_work" <<'PY'
+import sys
+records = open(sys.argv[1]).read().split(">")[1:]
+for k, record in enumerate(records):
+    open(f"{sys.argv[2]}/w{k:02d}.fa", "w").write(">" + record)
+PY
+  for query in "$pssm_work"/w*.fa; do
+    name=$(basename "$query" .fa)
+    psiblast -query "$query" -db "$pssm_work/db" -num_iterations 2 -out /dev/null \
+      -out_ascii_pssm "$DEST/.devcarry/pssm/$name.pssm" 2>/dev/null || true
+  done
+  rm -rf "$pssm_work"
+elif ! command -v psiblast >/dev/null; then
+  echo "no psiblast (apt-get install ncbi-blast+): no pssm step there"
+fi
+
 # W5b's genomes (gpu_run.sh's w5b step), from Debian's kleborate-examples where installed
 if compgen -G "$KLEBORATE/*.fna.xz" > /dev/null; then
   mkdir -p "$DEST/.devcarry/kleborate"

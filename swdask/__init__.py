@@ -6,6 +6,8 @@ Importing swdask registers the ``.sw`` accessor on pandas and Dask Series/DataFr
     hits = series.sw.align("MKTAYIAKQR", matrix="BLOSUM62", gap_open=11, gap_extend=1)
     frame = frame.sw.align(query, column="sequence")        # adds the result columns
     hits = frame.sw.search(queries, top=10)                  # each query's 10 best rows
+    pssm = swdask.Profile.read_pssm("query.pssm")            # psiblast -out_ascii_pssm
+    hits = frame.sw.search([pssm], top=10)                   # a profile wherever a query goes
     hits = swdask.all_vs_all(db, top=10)                     # each row's 10 best other rows
     pairs = frame.sw.align_pairs(query="read", target="contig")
     best = swdask.align_long(chromosome_a, chromosome_b, matrix=None, match=1, mismatch=-3)
@@ -37,6 +39,10 @@ end gaps free on neither, the target's, the query's or either side; scores may b
 and ``evalue`` (``statistics="auto"``: NCBI BLAST's published parameters; ``"search"``: fitted
 to the search's own scores; BLAST's gap cost 11/1 is ``gap_open=12, gap_extend=1`` here).
 
+A :class:`Profile` (a position-specific score matrix: PSI-BLAST's ASCII PSSM, or an array
+``scores[position, letter]``) is a query wherever a query string is, in local mode; its
+letters without a column score as the matrix scores the position's own letter.
+
 cuDF: ``.sw`` on ``cudf.Series``/``cudf.DataFrame`` (results as cuDF columns on the GPU) is
 registered when cuDF is imported before swdask; if cuDF is imported after, call
 ``swdask.register_cudf()`` once. swdask itself never imports cuDF otherwise.
@@ -50,6 +56,7 @@ from . import _settings
 from ._api import align, align_pairs
 from ._all_vs_all import all_vs_all
 from ._long import align_long
+from ._profile import Profile, ProfileError
 from ._scoring import Scoring, ScoringError, make_scoring
 from ._sequences import SequenceError
 from . import _accessor  # noqa: F401  (registers the pandas accessor)
@@ -97,6 +104,8 @@ __all__ = [
     "FastaError",
     "make_scoring",
     "persist_balanced",
+    "Profile",
+    "ProfileError",
     "read_fasta",
     "read_fastq",
     "register_cudf",

@@ -76,14 +76,15 @@ def aligned_strings(queries, query_rows, targets, target_rows, columns: dict,
         row_start_column[rows] = np.cumsum(lengths[rows]) - lengths[rows]
         letters = np.frombuffer(scoring.alphabet.encode("ascii"), dtype=np.uint8)
         strings = []
-        for skipped, encoded, sequence_rows, start in (
-                (ord("D"), queries, query_rows, "query_start"),
-                (ord("I"), targets, target_rows, "target_start")):
+        # a query code's letter (a profile's codes are its positions: Scoring.code_letters)
+        for skipped, encoded, sequence_rows, start, letters_of in (
+                (ord("D"), queries, query_rows, "query_start", letters[scoring.code_letters]),
+                (ord("I"), targets, target_rows, "target_start", letters)):
             first_residue = (np.asarray(encoded.offsets, dtype=np.int64)[
                 np.asarray(sequence_rows, dtype=np.int64)]
                 + np.asarray(columns[start], dtype=np.int64))
             strings.append(_letters(column_op != skipped, column_row, row_start_column,
-                                    first_residue, np.asarray(encoded.residues), letters))
+                                    first_residue, np.asarray(encoded.residues), letters_of))
     out = {}
     for name, text in zip(ALIGNED_STRINGS, strings):
         values = arrow_strings(lengths, text)

@@ -129,7 +129,7 @@ def _nearest_start(a, b, matrix, gap_open, gap_extend, forbidden, end_i, end_j, 
 
 
 @nb.njit(cache=True, nogil=True)
-def _trace_masked(a, b, matrix, gap_open, gap_extend, forbidden, q0, t0, raw):
+def _trace_masked(a, letters, b, matrix, gap_open, gap_extend, forbidden, q0, t0, raw):
     """:func:`swdask._traceback._trace_one`'s whole-table traceback of the segments ``a``
     x ``b`` (which begin at query letter ``q0`` and target letter ``t0`` of ``forbidden``'s
     pair), the same cells and tie rule, with the forbidden pairs closed to substitutions;
@@ -193,7 +193,7 @@ def _trace_masked(a, b, matrix, gap_open, gap_extend, forbidden, q0, t0, raw):
         s_row[:] = s_cur
         i_row[:] = i_cur
         d_row[:] = d_cur
-    _, _, _, count = _walk(a, b, trace, 0, m, n, 0, -1, raw, 0)
+    _, _, _, count = _walk(a, letters, b, trace, 0, m, n, 0, -1, raw, 0)
     return count
 
 
@@ -214,8 +214,8 @@ def _forbid(forbidden, q0, t0, ops, lengths, runs):
 
 
 @nb.njit(cache=True, nogil=True)
-def _next_alignments(a, b, matrix, gap_open, gap_extend, forbidden, count, found, ops,
-                     lengths):
+def _next_alignments(a, letters, b, matrix, gap_open, gap_extend, forbidden, count, found,
+                     ops, lengths):
     """Up to ``count`` alignments after those whose pairs ``forbidden`` holds, each the best
     with its predecessors' pairs forbidden (closed in ``forbidden`` as they are found): row
     ``k`` of ``found`` (score, query_start, query_end, target_start, target_end, runs,
@@ -230,8 +230,8 @@ def _next_alignments(a, b, matrix, gap_open, gap_extend, forbidden, count, found
                                           end_i, end_j, score)
         segment_a = a[start_i:end_i]
         segment_b = b[start_j:end_j]
-        steps = _trace_masked(segment_a, segment_b, matrix, gap_open, gap_extend, forbidden,
-                              start_i, start_j, raw)
+        steps = _trace_masked(segment_a, letters, segment_b, matrix, gap_open, gap_extend,
+                              forbidden, start_i, start_j, raw)
         if _score_of(segment_a, segment_b, matrix, gap_open, gap_extend, raw, steps) != score:
             return -1 - k  # a bug, not bad input: raised by the caller
         runs, matches, mismatches, gap_opens = _runs_of(raw, steps, ops[k], lengths[k])
@@ -279,7 +279,7 @@ def alternatives(query_codes, target_codes, scoring, first: dict, count: int) ->
     best alignment's ``query_start``, ``target_start`` and ``cigar``), at most ``count`` of
     them (``count`` = k - 1 for k alignments per target), best first, by the module's rule:
     a dict of :data:`COLUMNS` (NumPy arrays; ``cigar`` an Arrow string array)."""
-    a = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    a = np.ascontiguousarray(query_codes)  # (a profile's codes are int32)
     b = np.ascontiguousarray(target_codes, dtype=np.uint8)
     check_cells(a.size, b.size)
     forbidden = np.zeros((a.size, b.size), dtype=np.uint8)
@@ -291,8 +291,8 @@ def alternatives(query_codes, target_codes, scoring, first: dict, count: int) ->
     ops = np.zeros((count, a.size + b.size), dtype=np.uint8)
     lengths = np.zeros((count, a.size + b.size), dtype=np.int64)
     matrix = np.ascontiguousarray(scoring.matrix, dtype=np.int64)
-    made = _next_alignments(a, b, matrix, int(scoring.gap_open), int(scoring.gap_extend),
-                            forbidden, count, found, ops, lengths)
+    made = _next_alignments(a, scoring.code_letters, b, matrix, int(scoring.gap_open),
+                            int(scoring.gap_extend), forbidden, count, found, ops, lengths)
     if made < 0:  # pragma: no cover - a bug, not bad input
         raise RuntimeError(f"internal error: alternative alignment {-made + 1} does not "
                            f"re-score to its score; please report it with the input")
@@ -313,13 +313,14 @@ def first_alignment(query_codes, target_codes, scoring) -> dict:
     """The best local alignment by this module's own passes with nothing forbidden (what the
     engines report as the hit: the tests check they agree), as :func:`alternatives`' columns,
     each of one row (none where nothing scores)."""
-    a = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    a = np.ascontiguousarray(query_codes)  # (a profile's codes are int32)
     b = np.ascontiguousarray(target_codes, dtype=np.uint8)
     check_cells(a.size, b.size)
     found = np.zeros((1, 10), dtype=np.int64)
     ops = np.zeros((1, a.size + b.size), dtype=np.uint8)
     lengths = np.zeros((1, a.size + b.size), dtype=np.int64)
-    made = _next_alignments(a, b, np.ascontiguousarray(scoring.matrix, dtype=np.int64),
+    made = _next_alignments(a, scoring.code_letters, b,
+                            np.ascontiguousarray(scoring.matrix, dtype=np.int64),
                             int(scoring.gap_open), int(scoring.gap_extend),
                             np.zeros((a.size, b.size), dtype=np.uint8), 1, found, ops, lengths)
     found = found[:max(made, 0)]

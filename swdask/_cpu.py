@@ -273,18 +273,22 @@ def pair_table(matrix: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 def query_profile(query_codes: np.ndarray, matrix: np.ndarray) -> QueryProfile:
-    """Everything the kernels need about one query, built once per query (see QueryProfile)."""
-    codes = np.ascontiguousarray(query_codes, dtype=np.uint8)
+    """Everything the kernels need about one query, built once per query (see QueryProfile).
+    ``matrix[t, c]`` scores target letter ``t`` against query code ``c``: a square matrix,
+    or a profile's columns with the positions as codes (``PreparedQuery.scan_terms``), whose
+    lane tables then have a row per position."""
+    codes = np.ascontiguousarray(query_codes,
+                                 dtype=np.uint8 if matrix.shape[1] <= 256 else np.int32)
     scores = np.ascontiguousarray(matrix[:, codes].astype(np.int64))
     if not _matrix_fits_lanes(matrix):
         return QueryProfile(codes, scores, None)
-    # row a: query residue a against every target residue
-    table = substitution_table(matrix.T, (matrix.shape[0], LANES), pad=_PAD_SCORE,
+    # row a: query code a against every target residue
+    table = substitution_table(matrix.T, (matrix.shape[1], LANES), pad=_PAD_SCORE,
                                dtype=np.int16)
     bias = max(0, -int(matrix.min()))
     byte_table = None
     if matrix.shape[0] < BYTE_LANES and _byte_bound(matrix, bias) >= _BYTE_MIN_BOUND:
-        byte_table = substitution_table(matrix.T, (matrix.shape[0], BYTE_LANES), pad=0,
+        byte_table = substitution_table(matrix.T, (matrix.shape[1], BYTE_LANES), pad=0,
                                         offset=bias, dtype=np.uint8).reshape(-1)
     return QueryProfile(codes, scores, table.reshape(-1), byte_table, bias)
 
@@ -1515,7 +1519,10 @@ def pairs(matrix, q_residues, q_offsets, t_residues, t_offsets, order, gap_open,
     q_lengths = q_offsets[rows + 1] - q_offsets[rows]
     t_lengths = t_offsets[rows + 1] - t_offsets[rows]
     rows = rows[np.lexsort((-t_lengths, -q_lengths))]  # query length, then target length
-    if not (_matrix_fits_lanes(matrix) and _gaps_fit_lanes(gap_open, gap_extend)):
+    # (a profile's matrix, [target letter, query code], is not square: its codes are rows of
+    # their own, which the lanes' 32-entry tables do not hold)
+    if not (matrix.shape[0] == matrix.shape[1] and _matrix_fits_lanes(matrix)
+            and _gaps_fit_lanes(gap_open, gap_extend)):
         _scalar_pairs(matrix.astype(np.int64), q_residues, q_offsets, t_residues, t_offsets,
                       rows, gap_open, gap_extend, mode == MODE_FULL, score, query_start,
                       query_end, target_start, target_end)

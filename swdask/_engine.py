@@ -169,7 +169,7 @@ class CpuBackend:
         """Build the query's CPU profile now (before it is shipped to Dask workers)."""
         from . import _cpu
 
-        query.profile("cpu", lambda q: _cpu.query_profile(q.codes, q.scoring.matrix))
+        query.profile("cpu", lambda q: _cpu.query_profile(*q.scan_terms))
         return query
 
     @staticmethod
@@ -227,7 +227,9 @@ class CpuBackend:
         if rows.size:
             with _CPU_KERNEL_LOCK:
                 if scoring.is_local:
-                    _cpu.pairs(scoring.matrix, queries.residues, queries.offsets,
+                    # [target letter, query code]: a profile's rows table transposed
+                    _cpu.pairs(scoring.matrix.T if scoring.position_specific else
+                               scoring.matrix, queries.residues, queries.offsets,
                                targets.residues, targets.offsets, rows, scoring.gap_open,
                                scoring.gap_extend, kernel_mode(mode), **cells)
                 else:
@@ -336,8 +338,11 @@ def align_many(query: PreparedQuery, targets, mode: str, *, backend: str = "auto
     residues = None if callable(targets) else targets.residues
     chosen = get_backend(backend, residues)
     strands = [query] if strand == "plus" else [query, query.reverse_complement]
-    found = [chosen.one_against_many(each, targets, kernel_mode(mode), owner=owner,
-                                     fingerprint=fingerprint) for each in strands]
+    if query.scoring.position_specific and chosen is not _CPU and kernel_mode(mode) == "full":
+        found = [_profile_starts(chosen, query, targets, owner, fingerprint)]
+    else:
+        found = [chosen.one_against_many(each, targets, kernel_mode(mode), owner=owner,
+                                         fingerprint=fingerprint) for each in strands]
     found = found[0] if len(found) == 1 else better_strand(*found)
     if mode != "alignment":
         return found
@@ -348,6 +353,27 @@ def align_many(query: PreparedQuery, targets, mode: str, *, backend: str = "auto
     found = with_alignments(queries, query_rows, targets, rows, found, query.scoring, chosen)
     return (with_aligned_strings(queries, query_rows, targets, rows, found,
                                  query.scoring) if strings else found)
+
+
+def _profile_starts(chosen: Backend, query: PreparedQuery, targets, owner, fingerprint):
+    """A profile's mode ``"full"`` on a device backend: the scores and end cells from its
+    scan, the start cells of the rows that score from the CPU's kernels over those rows
+    (the GPU's reverse kernel reads a square matrix), put into the device's columns."""
+    found = chosen.one_against_many(query, targets, "end", owner=owner,
+                                    fingerprint=fingerprint)
+    xp = found.xp
+    hit = np.flatnonzero(np.asarray(host_array(found.has_hit), dtype=bool))
+    columns = dict(found.columns)
+    for name in ("query_start", "target_start"):
+        columns[name] = xp.full(len(found), -1, dtype=columns["score"].dtype)
+    if hit.size:
+        encoded = _on_host(targets() if callable(targets) else targets)
+        starts = _CPU.one_against_many(query, encoded.take(hit), "full").columns
+        where = xp.asarray(hit)
+        for name in ("query_start", "target_start"):
+            columns[name][where] = xp.asarray(np.asarray(starts[name]),
+                                              dtype=columns[name].dtype)
+    return found.with_columns({name: columns[name] for name in COLUMNS}, "full")
 
 
 def _strand_rows(found: Alignments, rows, minus_offset: int):
@@ -369,6 +395,8 @@ def align_pairs(queries: EncodedSequences, targets: EncodedSequences, scoring: S
         raise ValueError(f"align_pairs needs as many queries as targets, got {len(queries)} "
                          f"and {len(targets)}")
     chosen = get_backend(backend, queries.residues, targets.residues)
+    if scoring.position_specific:  # profiles: the GPU's row-wise kernels read a square matrix
+        chosen = _CPU
     if strand == "plus":
         found = chosen.pairs(queries, targets, scoring, mode)
     else:  # both strands' scores and positions; only the better's alignment is traced

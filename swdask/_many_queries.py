@@ -39,6 +39,7 @@ from ._results import (ALIGNED_STRINGS, ALIGNMENT_COLUMNS, COLUMNS, STRAND, TEXT
                        TOP_GROUP_SCORES, PartialHits, array_module, better_strand, column_array,
                        host_array, kernel_mode, result_columns)
 from ._scoring import ScoringError
+from ._profile import joined_queries
 from ._sequences import (EncodedSequences, PreparedQuery, SequenceError, encode,
                          prepare_query, query_column, reverse_complement, stack_sequences)
 from ._statistics import (SCORE_BINS, KarlinAltschul, blast_parameters, composition_ratios,
@@ -191,16 +192,19 @@ def with_hits(found: dict, queries, encoded: EncodedSequences, chosen, mode: str
     if not rows.size:
         return found
     if any(name not in columns for name in result_columns(kernel_mode(mode))):
-        hit_queries = query_column(queries).take(query_of_hit)
+        column, scoring = joined_queries(queries)
+        hit_queries = column.take(query_of_hit)
         if both:  # the minus hits' queries reverse-complemented, as one column
             minus = np.asarray(columns[STRAND], dtype=np.int64)
             hit_queries = stack_sequences(
                 hit_queries, reverse_complement(hit_queries, queries[0].scoring)).take(
                 np.arange(rows.size) + rows.size * minus)
         with stage("alignments" if mode == "alignment" else "positions"):
+            # profiles' hits on the CPU: the GPU's row-wise kernels read a square matrix
             hits = _engine.align_pairs(
-                hit_queries, chosen.take(encoded, rows), queries[0].scoring, mode,
-                backend=chosen.name, strings=strings).to_host()
+                hit_queries, chosen.take(encoded, rows), scoring, mode,
+                backend="cpu" if scoring.position_specific else chosen.name,
+                strings=strings).to_host()
         columns = {**columns, **hits.columns}
     found.update({"query": query_of_hit, "row": rows})
     found.update({name: columns[name] if name in TEXT_COLUMNS else
@@ -585,6 +589,10 @@ def hit_statistics(statistics, scoring, queries) -> HitStatistics | None:
         return HitStatistics(None, lengths, fitted=True)
     if statistics == "composition":  # a protein matrix's, checked before any work
         composition_ratios([], [], scoring)
+        if any(query.scoring.position_specific for query in queries):
+            raise ValueError("statistics='composition' rescales a plain query's matrix by "
+                             "its composition; a profile's scores are its own (psiblast "
+                             "does not adjust them either): pass statistics='blast'")
     parameters = blast_parameters(scoring, warn=statistics != "auto")
     if parameters is None and statistics == "auto":
         return None
@@ -741,8 +749,8 @@ def add_alternatives(hits: pd.DataFrame, prepared, scoring, count: int) -> pd.Da
             first = {name: hits[name].iat[k] for name in ("query_start", "target_start",
                                                           "cigar")}
             target = encode_text(hits[TARGET_TEXT].iat[k], scoring, what="target row")
-            more = alternatives(prepared[int(queries[k])].codes, target, scoring, first,
-                                count - 1)
+            query = prepared[int(queries[k])]  # (a profile scores with its own rows)
+            more = alternatives(query.codes, target, query.scoring, first, count - 1)
             made[k] = len(more["score"])
             found.append(more)
     primary = hits.assign(**{ALIGNMENT_RANK: pd.array(np.ones(len(hits), np.int64),

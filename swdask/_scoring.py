@@ -75,6 +75,14 @@ class Scoring:
         low_complexity: the low-complexity masker the encoders apply: ``None``, ``"dust"``
             (DNA, ``mask="dust"``: :attr:`dust_masked`, :mod:`swdask._dust`) or ``"seg"``
             (protein, ``mask="seg"``: :attr:`seg_masked`, :mod:`swdask._seg`).
+        position_specific: whether this scores profile queries
+            (:func:`swdask._profile.prepare_profile`): ``matrix`` then has a row per query
+            code (a profile's position), ``matrix[code, t]`` scoring it against target
+            letter ``t``, and ``letters[code]`` is that position's own letter; targets still
+            read through ``lookup``.
+        letters: ``uint8[codes]``, the letter of each query code where
+            ``position_specific`` (else None: a code is its letter); see
+            :attr:`code_letters`.
     """
 
     name: str
@@ -86,6 +94,17 @@ class Scoring:
     lookup: np.ndarray = field(repr=False)
     alignment_mode: str = "local"
     low_complexity: str | None = None
+    position_specific: bool = False
+    letters: np.ndarray | None = field(default=None, repr=False)
+
+    @cached_property
+    def code_letters(self) -> np.ndarray:
+        """``uint8``: the letter (a code of :attr:`alphabet`) of each query code, what an
+        alignment's ``=`` and ``X`` compare with the target's: each code itself, or a
+        profile's letter at each position (:attr:`letters`)."""
+        if self.letters is not None:
+            return self.letters
+        return np.arange(len(self.alphabet), dtype=np.uint8)
 
     def with_mode(self, mode) -> "Scoring":
         """This scoring aligning in ``mode`` (one of :data:`ALIGNMENT_MODES`; a

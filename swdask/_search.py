@@ -465,6 +465,24 @@ def read_queries(path, scoring, strip_gaps: bool = False):
     return queries
 
 
+def read_profiles(paths, scoring) -> pd.DataFrame:
+    """PSI-BLAST ASCII PSSM files (:meth:`swdask.Profile.read_pssm`) as the queries frame
+    the search takes: ``id`` each file's name without its last suffix, ``description``
+    empty, ``sequence`` the :class:`~swdask.Profile`; each checked under ``scoring`` (a
+    ValueError naming the file)."""
+    from ._profile import Profile
+
+    profiles = [Profile.read_pssm(path) for path in paths]
+    ids = [os.path.splitext(os.path.basename(os.fspath(path)))[0] for path in paths]
+    frame = pd.DataFrame({"id": ids, "description": [""] * len(ids),
+                          "sequence": pd.Series(profiles, dtype=object)})
+    try:
+        prepare_queries(frame, scoring)  # a profile the scoring cannot take fails here
+    except ValueError as exc:
+        raise type(exc)(f"{exc} (in {', '.join(map(str, paths))})") from None
+    return frame
+
+
 def search(queries_path, database_path, *, top: int = 10, blocksize="auto", n_workers=None,
            scheduler=None, progress: bool = True, backend: str = "auto", report=None,
            phases: Phases | None = None, positions=True, statistics="auto", evalue=None,

@@ -27,7 +27,8 @@ class EncodedSequences:
     """``n`` sequences encoded to residue codes.
 
     Attributes:
-        residues: ``uint8`` codes of all sequences, concatenated.
+        residues: ``uint8`` codes of all sequences, concatenated (``int32`` for a column
+            of queries that holds a profile's: its positions, ``Scoring.position_specific``).
         offsets: ``int64[n + 1]``; sequence ``k`` is ``residues[offsets[k]:offsets[k + 1]]``.
         valid: ``bool[n]``, ``False`` where the input was null (its length is 0).
     """
@@ -232,10 +233,23 @@ class PreparedQuery:
         return len(self.codes)
 
     @cached_property
+    def scan_terms(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(codes, matrix)`` as the scan kernels read a query, ``matrix[t, codes[i]]``
+        scoring target letter ``t`` against query position ``i``: the codes and the
+        scoring's matrix; for a profile (:attr:`~swdask.Scoring.position_specific`) the
+        positions ``0 .. m - 1`` (int32) and the profile's columns, ``int32[A, m]``."""
+        if not self.scoring.position_specific:
+            return self.codes, self.scoring.matrix
+        return self.codes, np.ascontiguousarray(self.scoring.matrix.T)
+
+    @cached_property
     def reverse_complement(self) -> "PreparedQuery":
         """The query's reverse complement under the same scoring (nucleotide scorings only:
         :attr:`~swdask.Scoring.complement_codes`), made once (it travels with the query to
         Dask workers)."""
+        if self.scoring.position_specific:
+            raise ScoringError("strand='both' reverse-complements the query's letters; a "
+                               "profile's rows have no complement: pass strand='plus'")
         return PreparedQuery(self.scoring.complement_codes[self.codes[::-1]], self.scoring)
 
 
@@ -282,16 +296,21 @@ def query_column(queries) -> EncodedSequences:
     np.cumsum(lengths, out=offsets[1:])
     residues = (np.concatenate([q.codes for q in queries]) if len(queries)
                 else np.zeros(0, dtype=np.uint8))
-    return EncodedSequences(residues.astype(np.uint8, copy=False), offsets,
-                            np.ones(len(queries), dtype=bool))
+    # a profile's codes (its positions) are wider than a byte; plain codes stay bytes
+    wide = any(q.scoring.position_specific for q in queries)
+    return EncodedSequences(residues.astype(np.int32 if wide else np.uint8, copy=False),
+                            offsets, np.ones(len(queries), dtype=bool))
 
 
 def prepare_query(query, scoring: Scoring, what: str = "query") -> PreparedQuery:
-    """Encode ``query`` (a sequence string) under ``scoring``; a :class:`PreparedQuery` is
-    returned as it is. Raises :class:`SequenceError` (a bad letter) or
+    """Encode ``query`` (a sequence string, or a :class:`swdask.Profile`) under ``scoring``;
+    a :class:`PreparedQuery` is returned as it is. Raises :class:`SequenceError` (a bad letter) or
     :class:`~swdask.ScoringError` (not a string, or empty: a bad argument)."""
     if isinstance(query, PreparedQuery):
         return query
+    prepared_under = getattr(query, "prepared_under", None)
+    if prepared_under is not None:  # a swdask.Profile (swdask._profile builds on this module)
+        return prepared_under(scoring)
     if not isinstance(query, (str, bytes)):
         raise ScoringError(f"{what} must be a sequence string, got {type(query).__name__}")
     if not query:

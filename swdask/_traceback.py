@@ -143,15 +143,16 @@ def _fill_rows(a, b, matrix, gap_open, gap_extend, lead, s_row, i_row, d_row, fi
 
 
 @nb.njit(cache=True, nogil=True)
-def _walk(a, b, trace, trace_first, i, j, state, stop, raw, count):
+def _walk(a, letters, b, trace, trace_first, i, j, state, stop, raw, count):
     """Read the path back from cell (i, j) in ``state`` while ``i > stop`` (to (0, 0) when
     ``stop`` is -1), ops last first into ``raw`` from ``count`` on (0 '=', 1 'X', 2 'I', 3 'D');
-    returns (i, j, state, count)."""
+    returns (i, j, state, count). ``letters[a[i]]`` is query code ``a[i]``'s letter
+    (``Scoring.code_letters``), what ``=`` and ``X`` compare."""
     width = b.size + 1
     while (i > stop) and (i > 0 or j > 0):
         code = trace[(i - trace_first) * width + j]
         if state == 0:
-            raw[count] = 0 if a[i - 1] == b[j - 1] else 1
+            raw[count] = 0 if letters[a[i - 1]] == b[j - 1] else 1
             state = code & 3
             i -= 1
             j -= 1
@@ -168,7 +169,7 @@ def _walk(a, b, trace, trace_first, i, j, state, stop, raw, count):
 
 
 @nb.njit(cache=True, nogil=True)
-def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
+def _trace_one(a, letters, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
     """Global affine alignment of codes ``a`` (query segment) and ``b`` (target segment),
     its last op the best state at the corner (:func:`_best_state`); the path's runs go to
     ``ops`` (0 '=', 1 'X', 2 'I', 3 'D') and ``lengths``. Returns (runs, score, matches,
@@ -192,7 +193,8 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
     block = max(1, min(m, max_cells // width - 1))
     raw = np.empty(m + n, dtype=np.uint8)
     if -(-m // block) * width * 24 > max_cells:  # the checkpoints alone would not fit
-        count = _trace_linear(a, b, matrix, gap_open, gap_extend, max_cells, 0, 0, raw)
+        count = _trace_linear(a, letters, b, matrix, gap_open, gap_extend, max_cells, 0, 0,
+                              raw)
         runs, matches, mismatches, gap_opens = _runs_of(raw, count, ops, lengths)
         return (runs, _score_of(a, b, matrix, gap_open, gap_extend, raw, count), matches,
                 mismatches, gap_opens, count)
@@ -229,7 +231,7 @@ def _trace_one(a, b, matrix, gap_open, gap_extend, max_cells, ops, lengths):
                    first + 1, last, trace, first, True)
         if last == m:  # the last block ends on row m: the score, the best state there
             state, score = _best_state(s_row[n], i_row[n], d_row[n])
-        i, j, state, count = _walk(a, b, trace, first, i, j, state,
+        i, j, state, count = _walk(a, letters, b, trace, first, i, j, state,
                                    first if first > 0 else -1, raw, count)
     runs, matches, mismatches, gap_opens = _runs_of(raw, count, ops, lengths)
     return runs, score, matches, mismatches, gap_opens, count
@@ -281,7 +283,8 @@ def _runs_of(raw, count, ops, lengths):
 
 
 @nb.njit(cache=True, nogil=True)
-def _trace_part(a, b, matrix, gap_open, gap_extend, start_in_gap, end_in_gap, raw, count):
+def _trace_part(a, letters, b, matrix, gap_open, gap_extend, start_in_gap, end_in_gap, raw,
+                count):
     """A part of :func:`_trace_linear` small enough for a whole table: the best global path
     of ``a`` x ``b`` (entering in a query gap where ``start_in_gap``, leaving in one where
     ``end_in_gap``), its ops appended last first to ``raw`` from ``count``: the new count."""
@@ -297,7 +300,7 @@ def _trace_part(a, b, matrix, gap_open, gap_extend, start_in_gap, end_in_gap, ra
     _fill_rows(a, b, matrix, gap_open, gap_extend, gap_extend if start_in_gap else gap_open,
                s_row, i_row, d_row, 1, m, trace, 0, True)
     state = 1 if end_in_gap else _best_state(s_row[n], i_row[n], d_row[n])[0]
-    _, _, _, count = _walk(a, b, trace, 0, m, n, state, -1, raw, count)
+    _, _, _, count = _walk(a, letters, b, trace, 0, m, n, state, -1, raw, count)
     return count
 
 
@@ -338,8 +341,8 @@ def _crossing(forward_any, forward_gap, reverse_any, reverse_gap, gap_open, gap_
 
 
 @nb.njit(cache=True, nogil=True)
-def _trace_linear(a, b, matrix, gap_open, gap_extend, max_cells, start_in_gap, end_in_gap,
-                  raw):
+def _trace_linear(a, letters, b, matrix, gap_open, gap_extend, max_cells, start_in_gap,
+                  end_in_gap, raw):
     """:func:`_trace_one`'s path in memory linear in ``a.size + b.size`` (Myers and Miller's
     divide and conquer for affine gaps): ops last first into ``raw``, their count returned.
     ``start_in_gap``/``end_in_gap``: the path enters/leaves in a query gap that goes on
@@ -363,7 +366,7 @@ def _trace_linear(a, b, matrix, gap_open, gap_extend, max_cells, start_in_gap, e
         i0, i1, j0, j1, start_gap, end_gap = stack[depth]
         rows, cols = i1 - i0, j1 - j0
         if rows <= 1 or (rows + 1) * (cols + 1) <= max_cells:
-            count = _trace_part(a[i0:i1], b[j0:j1], matrix, gap_open, gap_extend,
+            count = _trace_part(a[i0:i1], letters, b[j0:j1], matrix, gap_open, gap_extend,
                                 start_gap != 0, end_gap != 0, raw, count)
             continue
         mid = i0 + rows // 2
@@ -393,7 +396,8 @@ def _trace_linear(a, b, matrix, gap_open, gap_extend, max_cells, start_in_gap, e
 
 
 @nb.njit(cache=True, parallel=True)
-def _trace_parts(a, b, matrix, gap_open, gap_extend, max_cells, parts, offsets, raw, counts):
+def _trace_parts(a, letters, b, matrix, gap_open, gap_extend, max_cells, parts, offsets, raw,
+                 counts):
     """The parts ``parts[k]`` (i0, i1, j0, j1, start_in_gap, end_in_gap) of one path, each
     by :func:`_trace_linear` into ``raw[offsets[k]:]``, its count into ``counts[k]``; the
     tasks take the parts one at a time (_work)."""
@@ -404,16 +408,16 @@ def _trace_parts(a, b, matrix, gap_open, gap_extend, max_cells, parts, offsets, 
             if k >= parts.shape[0]:
                 break
             i0, i1, j0, j1, start_gap, end_gap = parts[k]
-            counts[k] = _trace_linear(a[i0:i1], b[j0:j1], matrix, gap_open, gap_extend,
-                                      max_cells, start_gap, end_gap,
+            counts[k] = _trace_linear(a[i0:i1], letters, b[j0:j1], matrix, gap_open,
+                                      gap_extend, max_cells, start_gap, end_gap,
                                       raw[offsets[k]:offsets[k + 1]])
 
 
 @nb.njit(cache=True, parallel=True)
 def _trace_rows(query_residues, query_offsets, query_rows, target_residues, target_offsets,
                 target_rows, query_start, query_end, target_start, target_end, matrix,
-                gap_open, gap_extend, max_cells, run_offsets, ops, lengths, runs, score,
-                matches, mismatches, gap_opens, columns):
+                letters, gap_open, gap_extend, max_cells, run_offsets, ops, lengths, runs,
+                score, matches, mismatches, gap_opens, columns):
     counter = np.zeros(1, dtype=np.int64)
     for _ in nb.prange(TASKS):  # the tasks take the items one at a time (_work)
         while True:
@@ -425,7 +429,7 @@ def _trace_rows(query_residues, query_offsets, query_rows, target_residues, targ
             a = query_residues[q0 + query_start[k]:q0 + query_end[k]]
             b = target_residues[t0 + target_start[k]:t0 + target_end[k]]
             first = run_offsets[k]
-            found = _trace_one(a, b, matrix, gap_open, gap_extend, max_cells,
+            found = _trace_one(a, letters, b, matrix, gap_open, gap_extend, max_cells,
                                ops[first:run_offsets[k + 1]], lengths[first:run_offsets[k + 1]])
             runs[k], score[k], matches[k], mismatches[k], gap_opens[k], columns[k] = found
 
@@ -494,8 +498,9 @@ def trace(queries, query_rows, targets, target_rows, columns: dict, scoring) -> 
                 np.asarray(targets.offsets, dtype=np.int64),
                 np.asarray(target_rows, dtype=np.int64), columns["query_start"],
                 columns["query_end"], columns["target_start"], columns["target_end"],
-                np.ascontiguousarray(scoring.matrix, dtype=np.int64), int(scoring.gap_open),
-                int(scoring.gap_extend), int(limit), run_offsets, ops, lengths, found["runs"],
+                np.ascontiguousarray(scoring.matrix, dtype=np.int64), scoring.code_letters,
+                int(scoring.gap_open), int(scoring.gap_extend), int(limit), run_offsets, ops,
+                lengths, found["runs"],
                 found["score"], found["matches"], found["mismatches"], found["gap_opens"],
                 found["columns"])
     wrong = np.flatnonzero(found["score"] != columns["score"])
@@ -741,8 +746,8 @@ def trace_long(query_codes, target_codes, columns: dict, scoring, halves=None) -
     np.cumsum(parts[:, 1] - parts[:, 0] + parts[:, 3] - parts[:, 2], out=offsets[1:])
     raw_parts = np.empty(int(offsets[-1]), dtype=np.uint8)
     counts = np.zeros(len(parts), dtype=np.int64)
-    _trace_parts(a, b, matrix, gap_open, gap_extend, int(max_cells), parts, offsets, raw_parts,
-                 counts)
+    _trace_parts(a, scoring.code_letters, b, matrix, gap_open, gap_extend, int(max_cells), parts,
+                 offsets, raw_parts, counts)
     raw = np.concatenate([raw_parts[offsets[k]:offsets[k] + counts[k]]
                           for k in range(len(parts))]) if len(parts) else raw_parts
     count = raw.size

@@ -61,8 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("queries",
                         help="FASTA or FASTQ file of queries (.gz and other compressions by "
                              "suffix)")
-    search.add_argument("database", nargs="+",
+    search.add_argument("database", nargs="*",
                         help="FASTA file(s) or glob(s) of the database")
+    search.add_argument("--pssm", action="append", metavar="FILE",
+                        help="a query given as a position-specific score matrix, PSI-BLAST's "
+                             "ASCII PSSM (psiblast -out_ascii_pssm); repeat for several. The "
+                             "positional files are then all database (no query file)")
     search.add_argument("-o", "--output", default="-",
                         help="hits file: *.tsv (also .tab/.txt/.csv, optionally .gz) or "
                              "*.parquet; '-' (default) writes TSV to standard output")
@@ -397,8 +401,8 @@ def _done(args, phases, wrote: str) -> int:
 
 def _search_command(args, parser, argv) -> int:
     from ._options import Options
-    from ._search import (SAM_FORMATS, Phases, check_itself, check_statistics, read_queries,
-                          search, write_hits)
+    from ._search import (SAM_FORMATS, Phases, check_itself, check_statistics, read_profiles,
+                          read_queries, search, write_hits)
     from .gpu import GpuUnavailableError
 
     options = dict(scoring_options(args, parser), mode=args.mode)
@@ -419,16 +423,26 @@ def _search_command(args, parser, argv) -> int:
         scoring = Options.parse(**options, mask=args.mask).scoring
         statistics = check_statistics(fmt, args.evalue, scoring, args.statistics)
         positions = _positions(args, fmt)
-        queries = args.queries
+        queries, database = args.queries, args.database
+        if args.pssm:  # profiles are the queries: every positional file is database
+            database = [args.queries] + database
+            if args.all_vs_all or fmt in SAM_FORMATS:
+                raise ValueError("--pssm: profile queries are not searched all against all, "
+                                 "and SAM writes the query's letters; drop --all-vs-all, "
+                                 "and write blast6, TSV or Parquet")
+            with phases("queries"):
+                queries = read_profiles(args.pssm, scoring)
+        elif not database:
+            parser.error("the following arguments are required: database")
         if args.all_vs_all:
-            check_itself(args.queries, args.database)
+            check_itself(args.queries, database)
         # read here where the writer needs the queries: SAM writes the reads, and blast6
         # gives a minus-strand hit's query positions on the query as given (its length)
         writes_queries = fmt in SAM_FORMATS or (fmt == "blast6" and args.strand == "both")
-        if writes_queries or args.strip_gaps:
+        if (writes_queries or args.strip_gaps) and not args.pssm:
             with phases("queries"):
                 queries = read_queries(args.queries, scoring, strip_gaps=args.strip_gaps)
-        hits = search(queries, args.database, top=args.top, blocksize=args.blocksize,
+        hits = search(queries, database, top=args.top, blocksize=args.blocksize,
                       n_workers=args.workers, scheduler=args.scheduler,
                       progress=not args.no_progress, backend=args.backend, phases=phases,
                       positions=positions, statistics=statistics, evalue=args.evalue,

@@ -168,7 +168,7 @@ def _cache_key(runtime, scoring, fingerprint: tuple) -> tuple:
     # what the layout depends on: the data, the alphabet's codes (and the low-complexity
     # mask), the long-row routing
     return (fingerprint, scoring.lookup.tobytes(), scoring.low_complexity,
-            scoring.matrix.shape[0], inter_task.long_row_threshold(runtime),
+            len(scoring.alphabet), inter_task.long_row_threshold(runtime),
             inter_task.long_rows_cap(runtime))
 
 
@@ -204,12 +204,24 @@ def _start_cached(runtime, queries, mode, owner, fingerprint, top=None):
     if targets is None:
         return None
     try:
-        pending = inter_task.start_stack(targets, [query.codes for query in queries],
-                                         queries[0].scoring, mode, top=top)
+        codes, matrix = _scan_inputs(queries)
+        pending = inter_task.start_stack(targets, codes, queries[0].scoring, mode, top=top,
+                                         matrix=matrix)
     except Exception as error:
         _free_after(error, runtime)
         return None
     return _CachedSearch(runtime, pending, targets.valid)
+
+
+def _scan_inputs(queries) -> tuple[list, np.ndarray | None]:
+    """``(codes of each query, matrix)`` as :func:`~swdask.gpu.inter_task.start_stack`
+    takes them: the codes and None (the scoring's matrix), or a profile's positions and its
+    columns (:attr:`~swdask._sequences.PreparedQuery.scan_terms`; a profile is a stack of
+    its own)."""
+    if len(queries) == 1 and queries[0].scoring.position_specific:
+        codes, matrix = queries[0].scan_terms
+        return [codes], matrix
+    return [query.codes for query in queries], None
 
 
 def _free_after(error: Exception, runtime) -> None:
@@ -242,11 +254,12 @@ def _search_all(runtime, query, encoded, mode, budget, owner, fingerprint, top=N
             encoded.residues[first:last],
             offsets[start:stop + 1] - first if first else offsets[start:stop + 1],
             valid[start:stop],
-            alphabet_size=scoring.matrix.shape[0], runtime=runtime)
+            alphabet_size=len(scoring.alphabet), runtime=runtime)
         if whole and owner is not None:
             TARGETS_CACHE.put(owner, _cache_key(runtime, scoring, fingerprint), targets,
                               runtime)
-        found = inter_task.search(targets, query.codes, scoring, mode, top=top)
+        (codes,), matrix = _scan_inputs([query])
+        found = inter_task.search(targets, codes, scoring, mode, top=top, matrix=matrix)
         if whole:
             return found
         if cells is None:
@@ -375,7 +388,9 @@ class GpuBackend:
             return None if owner is None or not queries else TARGETS_CACHE.get(
                 owner, _cache_key(self.runtime, queries[0].scoring, fingerprint))
 
-        if queries and _as_pairs(queries[0].scoring, mode, top):  # pairs, a query at a time
+        if queries and (_as_pairs(queries[0].scoring, mode, top) or any(
+                query.scoring.position_specific for query in queries)):
+            # pairs, or profiles (each scans its own columns): a query at a time
             yield from (alone(k) for k in range(len(queries)))
             return
         k = 0
@@ -487,6 +502,10 @@ class GpuBackend:
         from ._pairs import to_device
         from ._traceback import trace_pairs
 
+        if scoring.position_specific:  # traceback.cu reads a square matrix: the CPU traces
+            from .._results import empty_alignment_columns
+
+            return empty_alignment_columns(len(columns["score"]))
         batch = to_device(queries, targets, self.runtime)
         return trace_pairs(batch, query_rows, target_rows, columns, scoring, self.runtime)
 

@@ -578,10 +578,12 @@ def _profile(runtime, matrix, codes, gap_open, lanes, end_to_end: bool = False):
     modes").
     ``shift`` is :func:`profile_shift`, which the 16-bit kernels keep in HG, E and T
     instead of in the profile (inter_task.cu, "E a column ahead")."""
-    alphabet = matrix.shape[0]
     shift = profile_shift(matrix, gap_open, lanes)
     pad = gap_open if end_to_end else 0 if lanes == 2 else gap_open + _LANE32_PAD
-    table = substitution_table(matrix, (alphabet + 1, alphabet + 1), pad=pad, offset=gap_open)
+    # a row per target letter and PAD; a column per query code (the matrix's letters, or a
+    # profile's positions) and the padding code after them
+    table = substitution_table(matrix, (matrix.shape[0] + 1, matrix.shape[1] + 1), pad=pad,
+                               offset=gap_open)
     # row-major, as the kernels read it (a column gather alone would come out column-major);
     # on the host (runtime None) or uploaded
     profile = np.ascontiguousarray(table[:, codes], dtype=np.int32)
@@ -652,7 +654,7 @@ class _Stack:
         self.query_lanes = query_lanes
         self.mode = mode
         pad_before = bool(mode & _kernels.MODE_FREE_TARGET)
-        alphabet = matrix.shape[0]
+        pad_code = matrix.shape[1]  # the query code after the matrix's (or profile's) own
         if rows is None:
             assert len(codes_list) == 1 and not query_lanes
             joined = [codes_list[0]]
@@ -666,14 +668,15 @@ class _Stack:
                 members = np.flatnonzero(self.streams == stream)
                 ends = np.cumsum(padded[members])
                 self.starts[members] = ends - padded[members]
-                codes = np.full(int(ends[-1]) if members.size else 0, alphabet, dtype=np.int64)
+                codes = np.full(int(ends[-1]) if members.size else 0, pad_code,
+                                dtype=np.int64)
                 if pad_before:  # each query's last row ends its last segment
                     self.starts[members] += padded[members] - np.asarray(self.lengths)[members]
                 for k, start in zip(members, self.starts[members]):
                     codes[start:start + self.lengths[k]] = codes_list[k]
                 joined.append(codes)
             total = max(codes.shape[0] for codes in joined)
-            joined = [np.concatenate([codes, np.full(total - codes.shape[0], alphabet,
+            joined = [np.concatenate([codes, np.full(total - codes.shape[0], pad_code,
                                                      dtype=np.int64)]) for codes in joined]
         self.profile_rows = int(joined[0].shape[0])
         profile, self.pad, self.shift = _profile(None, matrix, joined[0], gap_open, lanes,
@@ -1057,7 +1060,7 @@ def _read_checks(flags) -> np.ndarray:
 
 def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
            shape: tuple[int, int] | None = None, checks: list | None = None,
-           top: int | None = None) -> dict:
+           top: int | None = None, matrix=None) -> dict:
     """Align one query (uint8 codes) against every target; results stay on the device.
 
     Returns int32 device arrays of length ``len(targets)``, by row: ``score`` and, as
@@ -1077,9 +1080,13 @@ def search(targets: DeviceTargets, query_codes, scoring, mode: str = "full", *,
     ``top`` (a search that keeps the query's ``top`` best rows; modes ``"end"`` and
     ``"none"``): a row that cannot be among them may score 0 (inter_task.cu, "Floors from
     a scout"); every row that can is exact.
+
+    ``matrix`` (``[target letter, query code]``): the scores the codes index, where not the
+    scoring's own (a profile's columns, its positions as codes: ``PreparedQuery.scan_terms``;
+    modes ``"end"`` and ``"none"``).
     """
     return search_stack(targets, [query_codes], scoring, mode, shape=shape, checks=checks,
-                        top=top)[0]
+                        top=top, matrix=matrix)[0]
 
 
 def stacks(lengths, targets: int = 0, rows: int | None = None,
@@ -1104,13 +1111,14 @@ def stacks(lengths, targets: int = 0, rows: int | None = None,
 
 def search_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
                  shape: tuple[int, int] | None = None, checks: list | None = None,
-                 top: int | None = None) -> list:
+                 top: int | None = None, matrix=None) -> list:
     """:func:`search` of each of ``queries`` (uint8 codes, none empty), their 16-bit forward
     kernels run as one stack (inter_task.cu, "Stacked queries": short queries share the
     passes that each would run alone); a list of :func:`search`'s dicts, in order. With
-    ``checks``, one flags array per query is appended, in order; ``top`` as in
-    :func:`search`."""
-    return start_stack(targets, queries, scoring, mode, shape=shape, top=top).results(checks)
+    ``checks``, one flags array per query is appended, in order; ``top`` and ``matrix`` as
+    in :func:`search`."""
+    return start_stack(targets, queries, scoring, mode, shape=shape, top=top,
+                       matrix=matrix).results(checks)
 
 
 class PendingStack:
@@ -1152,17 +1160,24 @@ class PendingStack:
 
 
 def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
-                shape: tuple[int, int] | None = None, top: int | None = None) -> PendingStack:
+                shape: tuple[int, int] | None = None, top: int | None = None,
+                matrix=None) -> PendingStack:
     """:func:`search_stack` with its 16-bit forward launches queued and the rest left to
     :meth:`PendingStack.results`: the current stream does not wait for those launches until
     then (see :class:`PendingStack`)."""
     runtime = targets.runtime
     xp = runtime.xp
-    codes_list = [np.ascontiguousarray(np.asarray(codes, dtype=np.uint8)) for codes in queries]
+    # [target letter, query code]: the scoring's matrix, or a profile's columns
+    matrix = np.asarray(scoring.matrix if matrix is None else matrix)
+    profile = scoring.position_specific
+    if profile and mode == "full":
+        raise ValueError("a profile's start cells are not the reverse kernel's (it reads a "
+                         "square matrix): scan in mode 'end'")
+    code_type = np.uint8 if matrix.shape[1] <= 256 else np.int32
+    codes_list = [np.ascontiguousarray(np.asarray(codes, dtype=code_type)) for codes in queries]
     if any(codes.shape[0] == 0 for codes in codes_list):
         raise ValueError("the query is empty")
     n = len(targets)
-    matrix = np.asarray(scoring.matrix)
     alpha1 = matrix.shape[0] + 1
     if targets.pad_code != matrix.shape[0]:
         raise ValueError("targets were prepared for another alphabet than this scoring's")
@@ -1170,14 +1185,16 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
     has_long = long_rows is not None and long_rows.shape[0]
     if not scoring.is_local:
         return _start_end_to_end(targets, codes_list, scoring, mode, top)
-    on_long_kernel = [bool(has_long) and _long_rows_fit(scoring, len(codes),
-                                                          targets.longest_long_row)
+    # (a profile's long rows go to the 32-bit inter-task kernels: the intra-task kernel
+    # reads a square matrix)
+    on_long_kernel = [bool(has_long) and not profile
+                      and _long_rows_fit(scoring, len(codes), targets.longest_long_row)
                       for codes in codes_list]
     if len(codes_list) > 1 and has_long and not all(on_long_kernel):
         # some query's scores may pass the intra-task kernel's range: one query at a time
         return PendingStack(lambda checks: [
             search_stack(targets, [codes], scoring, mode, shape=shape, checks=checks,
-                         top=top)[0]
+                         top=top, matrix=matrix)[0]
             for codes in codes_list])
     track_end = mode != "none"
     # Scores only also run the end-tracking kernel (ends computed, then dropped): it did W1
@@ -1264,7 +1281,7 @@ def start_stack(targets: DeviceTargets, queries, scoring, mode: str = "full", *,
             if saturated[k] is not None:
                 again = saturated[k] if again is None else xp.concatenate([again, saturated[k]])
             if again is not None and again.shape[0]:
-                _align_wide(targets, codes, scoring, again, track_end, result)
+                _align_wide(targets, codes, scoring, again, track_end, result, matrix)
                 reverse[k] = None  # end cells changed: the boundary's layout with them
             if mode == "full":
                 if reverse[k] is None:
@@ -1333,16 +1350,17 @@ def _start_end_to_end(targets: DeviceTargets, codes_list, scoring, mode: str,
     return PendingStack(finish, runtime, joined, hold)
 
 
-def _align_wide(targets: DeviceTargets, codes, scoring, rows, track_end: bool, result):
+def _align_wide(targets: DeviceTargets, codes, scoring, rows, track_end: bool, result,
+                matrix):
     """Rows ``rows`` of the targets against one query on the 32-bit forward kernels, written
-    into ``result`` by row (16-bit lanes that saturated, scorings beyond 16 bits)."""
+    into ``result`` by row (16-bit lanes that saturated, scorings beyond 16 bits);
+    ``matrix`` as :func:`start_stack` reads it."""
     runtime = targets.runtime
     m = int(codes.shape[0])
     _check_lanes32(scoring, m)
     layout = _pair_layout(runtime, targets.residues, targets.offsets, targets.lengths_host,
                           np.asarray(runtime.to_host(rows), dtype=np.int64), 1,
                           targets.pad_code)
-    matrix = np.asarray(scoring.matrix)
     stack = _Stack(runtime, matrix, [codes], scoring.gap_open, 1, None)
     group, per_thread = choose_shape(m, 1)
     scores, ends_i, ends_j = _run_forward(runtime, layout, stack, matrix.shape[0] + 1, scoring,
