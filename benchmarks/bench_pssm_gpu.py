@@ -127,7 +127,6 @@ def main() -> int:
     print(f"total: plain {totals['plain']:.3f} s, profile {totals['profile']:.3f} s, "
           f"ratio {record['total']['profile_over_plain']:.3f}, mismatches {mismatches}",
           flush=True)
-    del targets
     with tempfile.TemporaryDirectory() as folder:
         query_file = Path(folder) / "queries.fasta"
         query_file.write_text("".join(f">w{k:02d}\n{sequences[k]}\n" for k in chosen))
