@@ -56,8 +56,8 @@
 #           (all-vs-all-gpu-*.json, protein.log); then `--statistics composition` on the GPU
 #           against the CPU's on 50 queries of QUERY.fasta (the same blast6 file, byte for
 #           byte). Needs $CARRY/DB.fasta.gz and $CARRY/QUERY.fasta.gz
-#   pssm    (issue 48) benchmarks/bench_pssm_gpu.py: W1's 20 queries as PSI-BLAST PSSMs
-#           against sp500k beside the same queries with BLOSUM62 (the kernel, its results
+#   pssm    (issue 48) benchmarks/bench_pssm.py --backend gpu: W1's 20 queries as PSI-BLAST
+#           PSSMs against sp500k beside the same queries with BLOSUM62 (the kernel, its results
 #           against the CPU's on sampled rows, the whole `swdask search --pssm` command)
 #           -> pssm-W1-*.json, pssm.log (needs $CARRY/pssm: prepare_carry.sh makes it)
 #   w5b     benchmarks/bench_w5b_top_gpu.py (issue 46, the GPU Gems chapter's case): a 1 Mbp
@@ -203,7 +203,7 @@ step_pssm() {
   # whole `swdask search --pssm` job); needs sp500k.fa (setup) and $CARRY/pssm/
   [ -s "$BENCH_DIR/sp500k.fa" ] || { echo "no sp500k.fa: run the setup step"; return 1; }
   [ -s "$CARRY/pssm/w00.pssm" ] || { echo "no $CARRY/pssm: run ci/prepare_carry.sh"; return 1; }
-  timeout "${PSSM_TIMEOUT:-400}" python3 benchmarks/bench_pssm_gpu.py \
+  timeout "${PSSM_TIMEOUT:-400}" python3 benchmarks/bench_pssm.py --backend gpu \
     --db "$BENCH_DIR/sp500k.fa" --queries "$CARRY/cudasw_queries.fasta" \
     --pssms "$CARRY/pssm" --out "$OUT" --commit "$COMMIT" ${PSSM_ARGS:-} 2>&1 | tee "$OUT/pssm.log"
 }

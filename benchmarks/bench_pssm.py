@@ -1,23 +1,25 @@
 #!/usr/bin/env python3
-"""Profile (PSSM) queries on the GPU (issue 48): the W1 kernel with each W1 query as its
-PSI-BLAST PSSM beside the same query with BLOSUM62, same targets, same run; then the whole
-`swdask search --pssm` command beside the FASTA queries' search.
+"""Profile (PSSM) queries (issue 48): the W1 kernel with each W1 query as its PSI-BLAST
+PSSM beside the same query with BLOSUM62, same targets, same run; then the whole `swdask
+search --pssm` command beside the FASTA queries' search.
 
-* kernel: ``swdask.lowlevel.search`` (scores and end cells) of one query against sp500k laid
-  out once on the GPU, the plain query's codes and the profile's positions with its columns
-  (``PreparedQuery.scan_terms``), alternating, ``--reps`` each; the best of each. TCUPS =
-  query letters x database residues / seconds.
+* kernel (``--backend gpu``): ``swdask.lowlevel.search`` (scores and end cells) of one
+  query against the database laid out once on the GPU, the plain query's codes and the
+  profile's positions with its columns (``PreparedQuery.scan_terms``), alternating,
+  ``--reps`` each; the best of each. With ``--backend cpu``: ``align_many(..., "end",
+  backend="cpu")`` on the encoded column, the CPU's kernels on every core. TCUPS = query
+  letters x database residues / seconds.
 * exactness: every query's profile scores and end cells on ``--sample`` random rows against
   the CPU engine's (``align_many(..., backend="cpu")``) on the same rows.
-* job: ``swdask search --pssm w*.pssm sp500k.fa --top 10 --backend gpu -v`` and ``swdask
-  search queries.fasta sp500k.fa ...`` in new processes (process start to blast6 written),
-  with the phases each printed.
+* job: ``swdask search --pssm w*.pssm DB --top 10 --backend B -v`` and ``swdask search
+  queries.fasta DB ...`` in new processes (process start to blast6 written), with the
+  phases each printed.
 
 The PSSMs: ``psiblast -query Q -db DB -num_iterations 2 -out_ascii_pssm wNN.pssm``, one per
 W1 query (in file order, numbered from 00), DB mmseqs2-examples' DB.fasta; made where
 psiblast is installed (it is not on the GPU machine) and carried.
 
-    python3 benchmarks/bench_pssm_gpu.py --db sp500k.fa --queries cudasw_queries.fasta \\
+    python3 benchmarks/bench_pssm.py --backend gpu --db sp500k.fa --queries cudasw_queries.fasta \\
         --pssms DIR --out OUT
 """
 from __future__ import annotations
@@ -36,9 +38,17 @@ from _common import (add_commit_argument, command_runs, gpu_properties, read_fas
 from swdask.lowlevel import align_many, encode, prepare_query, prepare_targets, search
 
 
+def _inclusive(columns: dict) -> dict:
+    """API columns (end-exclusive ends) as the GPU's kernel cells (inclusive, -1 for none)."""
+    return {"score": np.asarray(columns["score"]),
+            **{name: np.where(np.asarray(columns[name]) > 0, np.asarray(columns[name]) - 1, -1)
+               for name in ("query_end", "target_end")}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--db", required=True, help="sp500k FASTA")
+    parser.add_argument("--db", required=True, help="sp500k FASTA (W1's), or any protein FASTA")
+    parser.add_argument("--backend", choices=("cpu", "gpu"), default="gpu")
     parser.add_argument("--queries", required=True, help="cudasw_queries.fasta (W1)")
     parser.add_argument("--pssms", required=True, help="folder of w00.pssm, w01.pssm, ...")
     parser.add_argument("--reps", type=int, default=3)
@@ -48,11 +58,10 @@ def main() -> int:
     add_commit_argument(parser)
     args = parser.parse_args()
 
-    import cupy
-
-    props = gpu_properties()
+    gpu = args.backend == "gpu"
+    props = gpu_properties() if gpu else {"name": None}
     if props is None:
-        raise SystemExit("needs CuPy and a CUDA GPU")
+        raise SystemExit("--backend gpu needs CuPy and a CUDA GPU")
     scoring = swdask.make_scoring("BLOSUM62", gap_open=11, gap_extend=1)
     names, sequences = read_sequences(args.queries)
     pssms = [Path(args.pssms) / f"w{k:02d}.pssm" for k in range(len(names))]
@@ -60,10 +69,14 @@ def main() -> int:
     series = read_fasta(args.db)["sequence"]
     encoded = encode(series, scoring)
     residues = int(encoded.offsets[-1])
-    device = (cupy.asarray(encoded.residues), cupy.asarray(encoded.offsets))
-    targets = prepare_targets(device[0], device[1], encoded.valid,
-                              alphabet_size=len(scoring.alphabet))
-    record = {"workload": "pssm-W1", **stamp(args.commit, device=props["name"]), "gpus": 1,
+    if gpu:
+        import cupy
+
+        device = (cupy.asarray(encoded.residues), cupy.asarray(encoded.offsets))
+        targets = prepare_targets(device[0], device[1], encoded.valid,
+                                  alphabet_size=len(scoring.alphabet))
+    record = {"workload": "pssm-W1", **stamp(args.commit, device=props["name"]),
+              "backend": args.backend, "gpus": 1 if gpu else 0,
               "database": {"file": Path(args.db).name, "rows": len(series),
                            "residues": residues},
               "scoring": "BLOSUM62 / PSI-BLAST PSSM, a gap of length k scores -(11 + (k-1))",
@@ -80,9 +93,14 @@ def main() -> int:
         plain = prepare_query(sequences[k], scoring)
         prepared = prepare_query(profile, scoring)
         codes, columns = prepared.scan_terms
-        runs = {
-            "plain": lambda: search(targets, plain.codes, scoring, "end"),
-            "profile": lambda: search(targets, codes, prepared.scoring, "end", matrix=columns)}
+        if gpu:
+            runs = {"plain": lambda: search(targets, plain.codes, scoring, "end"),
+                    "profile": lambda: search(targets, codes, prepared.scoring, "end",
+                                              matrix=columns)}
+        else:  # end cells kernel-inclusive, as the GPU's (the check below reads them so)
+            runs = {name: (lambda query: lambda: _inclusive(align_many(
+                        query, encoded, "end", backend="cpu").columns))(query)
+                    for name, query in (("plain", plain), ("profile", prepared))}
         for run in runs.values():  # compile, lay out the profile's tables
             run()
         times = {name: [] for name in runs}
@@ -93,7 +111,8 @@ def main() -> int:
                 times[name].append(seconds)
                 if name == "profile":
                     found = result
-        got = {name: cupy.asnumpy(found[name]).astype(np.int64)[sample]
+        got = {name: np.asarray(cupy.asnumpy(found[name]) if gpu else found[name],
+                                dtype=np.int64)[sample]
                for name in ("score", "query_end", "target_end")}
         want = align_many(prepared, sample_column, "end", backend="cpu").to_host().columns
         bad = int(((got["score"] != np.asarray(want["score"]))
@@ -135,8 +154,8 @@ def main() -> int:
                             ("fasta", [query_file])):
             out = Path(folder) / f"{name}.b6"
             command = [sys.executable, "-m", "swdask", "search", *given, args.db, "--top",
-                       "10", "--format", "blast6", "--backend", "gpu", "--no-progress", "-v",
-                       "-o", out]
+                       "10", "--format", "blast6", "--backend", args.backend,
+                       "--no-progress", "-v", "-o", out]
             record["job"][name] = {"runs": command_runs(command, args.job_repeats, name,
                                                         w5.command_phases),
                                    "hits": len(out.read_text().splitlines())}
