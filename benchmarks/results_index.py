@@ -46,6 +46,8 @@ WORKLOADS = {
     "all-vs-all": "a database searched against itself (issue 48): `swdask search DB DB "
     "--all-vs-all`, each unordered pair scored once, beside the plain search of the file as "
     "its own queries, same run, same hits",
+    "pssm": "profile queries (issue 48): W1's queries as PSI-BLAST PSSMs beside the same "
+    "queries with BLOSUM62, the scan and the whole `swdask search --pssm` command, same run",
     "long": "W5: one long pair with `swdask.align_long` (slices of two Klebsiella chromosomes, "
     "and the two whole chromosomes), the GPU's score pass and traceback beside the CPU's",
 }
@@ -101,6 +103,15 @@ def headline(record: dict) -> str:
                 f"both {runs['both']['wall_seconds_median']:.2f} s whole command "
                 f"({get('both_over_plus'):.2f}x); scan "
                 f"{gcups:,.{1 if gcups < 10 else 0}f} GCUPS on both")
+    if get("workload") == "pssm-W1" and isinstance(get("total"), dict):
+        total, job = get("total"), get("job") or {}
+        text = (f"{get('backend')}: scan with the PSSMs {total['tcups']['profile']:.3f} "
+                f"TCUPS, with BLOSUM62 {total['tcups']['plain']:.3f} "
+                f"({total['profile_over_plain']:.2f}x)")
+        if job.get("pssm") and job.get("fasta"):
+            text += (f"; whole command {job['pssm']['runs'][-1]['wall_seconds']:.2f} s against "
+                     f"{job['fasta']['runs'][-1]['wall_seconds']:.2f} s")
+        return text + f"; {get('mismatches')} of {get('checked'):,} checked rows differ"
     if get("workload") == "all-vs-all" and isinstance(get("runs"), dict):
         runs = get("runs")
         return (f"{get('backend')}, {get('records'):,} records, top {get('top')}: "

@@ -376,6 +376,15 @@ def _next_cell_bytes(h_before, e, f, open_cost, extend_cost):
 
 
 @nb.njit(cache=True, nogil=True)
+def _direct_rows(table_rows, m):
+    """Whether a lane kernel permutes each cell's own table row (a profile's table has a
+    row per query position, so permuting every row once per column, SWIPE's score profile
+    below, would do the cells' work twice and sweep the table through memory), rather than
+    every row once per column."""
+    return table_rows >= m
+
+
+@nb.njit(cache=True, nogil=True)
 def _substitution_rows(table, target, S):
     """``S[a * 32 + l]`` = score of query residue ``a`` against lane ``l``'s target residue:
     one ``vpermw`` per query residue, once per column (SWIPE's score profile)."""
@@ -650,6 +659,7 @@ def _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
     open_cost = splat_bytes(gap_open)
     extend_cost = splat_bytes(gap_extend)
     bias_cost = splat_bytes(bias)
+    direct = _direct_rows(table.shape[0] // BYTE_LANES, m)
     for i in range(m):
         store_bytes(H, i * BYTE_LANES, zero)
         store_bytes(E, i * BYTE_LANES, zero)
@@ -658,17 +668,19 @@ def _forward_bytes(query, table, residues, starts, lengths, n_columns, gap_open,
         for lane in range(BYTE_LANES):
             codes[lane] = residues[starts[lane] + j] if j < lengths[lane] else BYTE_LANES - 1
         target = load_bytes(codes, 0)
-        for a in range(table.shape[0] // BYTE_LANES):
-            store_bytes(S, a * BYTE_LANES, permute_bytes(load_bytes(table, a * BYTE_LANES),
-                                                         target))
+        if not direct:
+            for a in range(table.shape[0] // BYTE_LANES):
+                store_bytes(S, a * BYTE_LANES, permute_bytes(
+                    load_bytes(table, a * BYTE_LANES), target))
         diag = zero
         f = zero
         column_best = zero
         for i in range(m):
             h_left = load_bytes(H, i * BYTE_LANES)
             e = load_bytes(E, i * BYTE_LANES)
-            substituted = subs_bytes(adds_bytes(diag, load_bytes(S, query[i] * BYTE_LANES)),
-                                     bias_cost)
+            sub = (permute_bytes(load_bytes(table, query[i] * BYTE_LANES), target) if direct
+                   else load_bytes(S, query[i] * BYTE_LANES))
+            substituted = subs_bytes(adds_bytes(diag, sub), bias_cost)
             h, e, f = _next_cell_bytes(max_bytes(substituted, e), e, f, open_cost,
                                        extend_cost)
             store_bytes(E, i * BYTE_LANES, e)
@@ -693,6 +705,7 @@ def _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open,
     zero = splat(0)
     open_cost = splat(gap_open)
     extend_cost = splat(gap_extend)
+    direct = _direct_rows(table.shape[0] // LANES, m)
     for i in range(m):
         store(H, i * LANES, zero)
         store(E, i * LANES, zero)
@@ -700,14 +713,17 @@ def _forward_lanes(query, table, residues, starts, lengths, n_columns, gap_open,
     for j in range(n_columns):
         for lane in range(LANES):
             codes[lane] = residues[starts[lane] + j] if j < lengths[lane] else _PAD_CODE
-        _substitution_rows(table, load_codes(codes, 0), S)
+        target = load_codes(codes, 0)
+        if not direct:
+            _substitution_rows(table, target, S)
         diag = zero
         f = zero
         column_best = zero
         for i in range(m):
             h_left = load(H, i * LANES)
-            h, e, f = _cell(diag, load(S, query[i] * LANES), load(E, i * LANES), f,
-                            open_cost, extend_cost)
+            sub = (permute(load(table, query[i] * LANES), target) if direct
+                   else load(S, query[i] * LANES))
+            h, e, f = _cell(diag, sub, load(E, i * LANES), f, open_cost, extend_cost)
             store(E, i * LANES, e)
             store(H, i * LANES, h)
             diag = h_left
@@ -781,7 +797,7 @@ def _one_to_many_lanes(query, table, residues, offsets, rows, gap_open, gap_exte
             starts, lengths, n_columns = _batch_rows(rows, offsets, first, count, lanes)
             H = np.full(m * lanes, zero)
             E = np.full(m * lanes, zero)
-            S = np.full(alphabet * lanes, zero)
+            S = np.full(lanes if alphabet >= m else alphabet * lanes, zero)  # (_direct_rows)
             codes = np.empty(lanes, dtype=np.uint8)
             best = np.full(lanes, zero)
             end_i = np.full(lanes, -1, dtype=np.int64)
