@@ -238,6 +238,21 @@ def test_search_mixes_profiles_and_strings(profiles):
     pd.testing.assert_frame_equal(on_gpu, hits)
 
 
+def test_dask_search_with_a_profile(profiles):
+    """Through Dask (three partitions): the same hits as in memory."""
+    import dask.dataframe as dd
+
+    records = read_fasta(DATA / "proteins_db.fasta")
+    frame = pd.DataFrame({"id": [name for name, _ in records],
+                          "sequence": [sequence for _, sequence in records]})
+    queries = [profiles[0], read_fasta(DATA / "proteins_query.fasta")[2][1]]
+    want = frame.sw.search(queries, top=3, positions="alignment")
+    got = dd.from_pandas(frame, npartitions=3).sw.search(queries, top=3,
+                                                          positions="alignment").compute()
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), want.reset_index(drop=True),
+                                  check_dtype=False)
+
+
 def test_alternatives_with_a_profile(profiles):
     """Several alignments per target score with the profile: each re-scores to its score."""
     targets = _db(30)
