@@ -1,8 +1,8 @@
 """Profile queries: a query given as a position-specific score matrix (PSSM).
 
 A :class:`Profile` scores each query position against each target letter with its own row
-(PSI-BLAST's ``-out_ascii_pssm``; MMseqs2's and ssearch36's ``-P`` take the same kind of
-table). It is accepted wherever a query string is. Under a scoring (gap costs, the target
+(PSI-BLAST's ``-out_ascii_pssm``; MMseqs2 and ssearch36 ``-P`` search with profiles too,
+in formats of their own). It is accepted wherever a query string is. Under a scoring (gap costs, the target
 alphabet, the mode) it becomes a :class:`~swdask._sequences.PreparedQuery` whose codes are
 its positions ``0 .. m - 1`` and whose scoring is *position specific*: its matrix has one
 row per position, so every kernel that looks a substitution up as ``matrix[query code,
