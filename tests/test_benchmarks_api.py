@@ -29,7 +29,8 @@ SCRIPT_NAME = re.compile(r"bench_[a-z0-9]+(?:_[a-z0-9]+)*\.(?:py|sh)")
 #: Modules of the folder that are no scripts.
 HELPER_NAME = re.compile(r"_[a-z0-9]+(?:_[a-z0-9]+)*\.py")
 #: Scripts that run on the CPU or the GPU (no suffix), and why.
-EITHER = {"bench_search_job.py": "its CPU sets by default, its GPU sets with --gpu"}
+EITHER = {"bench_search_job.py": "its CPU sets by default, its GPU sets with --gpu",
+          "bench_pssm.py": "the CPU's kernels with --backend cpu, the GPU's with gpu"}
 #: Files of the folder that are neither benchmarks nor helpers, and what they are.
 TOOLS = {"results_index.py": "writes benchmarks/results/README.md from the result files"}
 
