@@ -213,11 +213,6 @@ def prepare_profile(profile: Profile, scoring: Scoring):
                          replace(scoring, matrix=rows, position_specific=True, letters=letters))
 
 
-def is_profile(query) -> bool:
-    """Whether ``query`` is a :class:`Profile`."""
-    return isinstance(query, Profile)
-
-
 def joined_queries(queries):
     """``(column, scoring)``: prepared ``queries`` as one column of codes
     (:func:`~swdask._sequences.query_column`) and the scoring that scores every row of it.
